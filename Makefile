@@ -1,0 +1,64 @@
+# memdiag - build, test, demo. `make help` lists the targets.
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla
+LIBS = -lz -lzstd -llzma -lm
+BUILD ?= build
+SHARED ?= ../shared
+
+SRC_LIB = $(wildcard src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c \
+                     src/analyze/*.c src/render/*.c)
+SRC_CLI = $(wildcard src/cli/*.c)
+SRC_TEST = $(wildcard tests/unit/*.c)
+OBJ_LIB = $(SRC_LIB:%.c=$(BUILD)/%.o)
+OBJ_CLI = $(SRC_CLI:%.c=$(BUILD)/%.o)
+TESTS = $(SRC_TEST:tests/unit/%.c=$(BUILD)/tests/%)
+
+all: deps $(BUILD)/memdiag
+
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -Iinclude -c $< -o $@
+
+$(BUILD)/libmemdiag.a: $(OBJ_LIB)
+	ar rcs $@ $^
+
+$(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
+
+# Checks the Debian packages the build needs; installs them when run as root.
+deps:
+	@scripts/deps.sh
+
+test: deps $(BUILD)/memdiag $(TESTS)
+	@scripts/run-tests.sh $(BUILD)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan:
+	$(MAKE) BUILD=build-asan CC=clang \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
+
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+demo: all
+	@scripts/demo.sh $(BUILD)/memdiag
+
+bench: all
+	bench/run.sh
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+help:
+	@echo "make demo   build and run memdiag on the bundled real snapshots"
+	@echo "make test   build and run the unit and CLI tests"
+	@echo "make asan   the tests under ASan+UBSan"
+	@echo "make fuzz   fuzz the pickle/snapshot reader (FUZZ_SECONDS=60)"
+	@echo "make bench  reader benchmarks (bench/RESULTS.md)"
+
+.PHONY: all deps test asan fuzz demo bench clean help

@@ -1,0 +1,300 @@
+/* memdiag.h - public API of libmemdiag.
+ *
+ * libmemdiag reads PyTorch CUDA caching-allocator snapshots (the pickles
+ * written by torch.cuda.memory._dump_snapshot) without executing them,
+ * replays their allocator history, and derives the facts memdiag reports:
+ * allocated/reserved/requested over time, peaks, live sets attributed to
+ * stacks and categories, training steps and phases, and the seed exercise's
+ * four indicators.
+ *
+ * Conventions
+ * - Every fallible call returns MD_OK (0) or a negative MD_E_* code and fills
+ *   the caller's md_err (which may be NULL). The library never prints, logs
+ *   or exits.
+ * - Objects are opaque handles or read-only structs owned by the handle that
+ *   produced them; one *_free call releases everything.
+ * - Sizes are bytes, times are microseconds since the Unix epoch (as torch
+ *   records them), string and stack ids are indices into the snapshot's
+ *   tables (0 means "none").
+ */
+#ifndef MEMDIAG_H
+#define MEMDIAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEMDIAG_VERSION "0.1.0"
+
+/* ---- errors ------------------------------------------------------------ */
+
+enum {
+    MD_OK = 0,
+    MD_E_IO = -1,      /* cannot open/read the file */
+    MD_E_FORMAT = -2,  /* not a pickle, truncated, malformed opcode stream */
+    MD_E_UNSAFE = -3,  /* the pickle asks to construct objects: refused */
+    MD_E_LIMIT = -4,   /* a safety bound was hit (nesting, memo, length) */
+    MD_E_NOMEM = -5,
+    MD_E_SCHEMA = -6,  /* a valid pickle that is not an allocator snapshot */
+    MD_E_ARG = -7      /* bad argument from the caller */
+};
+
+typedef struct md_err {
+    int code;
+    char file[512];   /* the input the error is about ("" if none) */
+    int64_t offset;   /* byte offset in the (decompressed) input, -1 if n/a */
+    char msg[320];    /* what is wrong and where (key path, opcode name) */
+} md_err;
+
+/* "file:offset: msg" (or "file: msg") into buf; returns buf. */
+const char *md_err_format(const md_err *err, char *buf, size_t n);
+
+/* ---- snapshot model ---------------------------------------------------- */
+
+typedef enum md_action {
+    MD_ACT_ALLOC = 1,
+    MD_ACT_FREE_REQUESTED,
+    MD_ACT_FREE_COMPLETED,
+    MD_ACT_SEGMENT_ALLOC,
+    MD_ACT_SEGMENT_FREE,
+    MD_ACT_SEGMENT_MAP,    /* expandable segments, torch >= 2.1 */
+    MD_ACT_SEGMENT_UNMAP,
+    MD_ACT_SNAPSHOT,
+    MD_ACT_OOM,
+    MD_ACT_ANNOTATE,       /* torch._annotate_memory, newer torch */
+    MD_ACT_UNKNOWN         /* an action this build does not know: kept, ignored */
+} md_action;
+
+const char *md_action_name(md_action a);
+
+typedef struct md_frame {
+    uint32_t name;     /* string id of the function name */
+    uint32_t filename; /* string id */
+    int32_t line;
+} md_frame;
+
+/* One trace entry. For MD_ACT_OOM, addr holds device_free (bytes free on
+ * the device as CUDA reported it) and size the request that failed. */
+typedef struct md_event {
+    uint64_t addr;
+    uint64_t size;     /* requested bytes, as torch records them */
+    int64_t time_us;   /* -1 when the snapshot has no times (torch < 2.2) */
+    uint64_t stream;
+    uint32_t stack;    /* stack id, 0 = no frames recorded */
+    uint16_t action;   /* md_action */
+    uint16_t flags;    /* MD_EV_* */
+} md_event;
+
+#define MD_EV_POOL_PRIVATE 0x1 /* pool_id present and not (0,0) */
+
+typedef enum md_block_state {
+    MD_BLOCK_INACTIVE = 0,
+    MD_BLOCK_ACTIVE_ALLOCATED,
+    MD_BLOCK_ACTIVE_PENDING_FREE
+} md_block_state;
+
+typedef struct md_block {
+    uint64_t address;
+    uint64_t size;
+    uint64_t requested_size;
+    uint32_t stack;
+    uint8_t state; /* md_block_state */
+} md_block;
+
+typedef struct md_segment {
+    int device;
+    uint64_t address;
+    uint64_t total_size;
+    uint64_t allocated_size;
+    uint64_t active_size;
+    uint64_t requested_size;
+    uint64_t stream;
+    int64_t pool_id[2];
+    uint8_t is_small;
+    uint8_t is_expandable;
+    uint32_t stack;
+    size_t first_block; /* index into md_snapshot_blocks() */
+    size_t nblocks;
+} md_segment;
+
+typedef struct md_annotation {
+    int device;
+    int64_t time_us;
+    uint32_t name;  /* string id */
+    uint8_t stage;  /* 0 = instant/unknown, 1 = START, 2 = END */
+} md_annotation;
+
+typedef struct md_settings {
+    int present;             /* allocator_settings was in the file */
+    int expandable_segments;
+    int64_t max_split_size;  /* -1 = unlimited */
+    double gc_threshold;
+    uint32_t alloc_conf;     /* string id of PYTORCH_CUDA_ALLOC_CONF */
+    uint32_t roundup_divisions[16]; /* per power-of-two interval from 1 MiB */
+} md_settings;
+
+typedef struct md_snapshot md_snapshot;
+
+/* Reads a snapshot (pickle protocol 2-5; plain, gzip, zstd or xz). */
+int md_snapshot_load(const char *path, md_snapshot **out, md_err *err);
+/* Same from memory; name is used in error messages. */
+int md_snapshot_load_mem(const void *data, size_t n, const char *name,
+                         md_snapshot **out, md_err *err);
+void md_snapshot_free(md_snapshot *s);
+
+const char *md_snapshot_path(const md_snapshot *s);
+int md_snapshot_ndevices(const md_snapshot *s); /* device_traces length */
+const md_event *md_snapshot_events(const md_snapshot *s, int device, size_t *n);
+const md_segment *md_snapshot_segments(const md_snapshot *s, size_t *n);
+const md_block *md_snapshot_blocks(const md_snapshot *s, size_t *n);
+const md_annotation *md_snapshot_annotations(const md_snapshot *s, size_t *n);
+const md_settings *md_snapshot_settings(const md_snapshot *s);
+/* Schema features seen, MD_HAS_* bits. */
+unsigned md_snapshot_features(const md_snapshot *s);
+#define MD_HAS_TIME 0x1
+#define MD_HAS_FRAMES 0x2
+#define MD_HAS_SETTINGS 0x4
+#define MD_HAS_ANNOTATIONS 0x8
+#define MD_HAS_LEGACY_HISTORY 0x10 /* torch 2.0 block history */
+#define MD_HAS_LEGACY_LIST 0x20    /* bare list of segments */
+#define MD_HAS_CPP_FRAMES 0x40     /* stacks='all' */
+
+const char *md_snapshot_string(const md_snapshot *s, uint32_t id);
+/* Frame ids of a stack, innermost first; md_snapshot_frame resolves one. */
+const uint32_t *md_snapshot_stack(const md_snapshot *s, uint32_t stack, size_t *n);
+const md_frame *md_snapshot_frame(const md_snapshot *s, uint32_t frame);
+size_t md_snapshot_nstacks(const md_snapshot *s);
+
+/* ---- replay ------------------------------------------------------------ */
+
+/* Memory categories inferred from frames and lifetimes. */
+typedef enum md_category {
+    MD_CAT_PARAMETER = 0,
+    MD_CAT_GRADIENT,
+    MD_CAT_OPTIMIZER_STATE,
+    MD_CAT_ACTIVATION,     /* autograd-saved tensors and forward outputs */
+    MD_CAT_WORKSPACE,      /* cuBLAS/cuBLASLt/cuDNN workspaces */
+    MD_CAT_INPUT,
+    MD_CAT_TEMPORARY,      /* backward/optimizer temporaries */
+    MD_CAT_OTHER,
+    MD_CAT_COUNT
+} md_category;
+const char *md_category_name(md_category c);
+
+typedef struct md_replay md_replay;
+
+/* A point on the timeline: the state after event `index` (-1 = before the
+ * first event). */
+typedef struct md_point {
+    uint64_t allocated;  /* block bytes, as torch.cuda.memory_allocated */
+    uint64_t reserved;   /* segment bytes, as torch.cuda.memory_reserved */
+    uint64_t requested;  /* sum of requested sizes of live allocations */
+} md_point;
+
+/* Replays one device's trace with the caching allocator's block rules.
+ * Allocations made before recording began (ring-buffer overflow or late
+ * start) are reconstructed from frees without allocs and from the final
+ * segment state, so totals match torch's counters. */
+int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err);
+void md_replay_free(md_replay *r);
+size_t md_replay_nevents(const md_replay *r);
+md_point md_replay_at(const md_replay *r, long index);
+md_point md_replay_initial(const md_replay *r);
+/* Index of the event after which allocated is highest (-1 if none). */
+long md_replay_peak_index(const md_replay *r);
+uint64_t md_replay_peak_allocated(const md_replay *r);
+uint64_t md_replay_peak_reserved(const md_replay *r);
+/* Problems the replay tolerated (free of an unknown address, ...). */
+size_t md_replay_anomalies(const md_replay *r);
+
+/* One live allocation at a point in time. */
+typedef struct md_live {
+    uint64_t addr;
+    uint64_t block_size;
+    uint64_t requested;
+    long alloc_index;  /* event index of the alloc, -1 = before recording */
+    uint32_t stack;
+    uint8_t category;  /* md_category */
+} md_live;
+
+/* The live set after event `index` (-1 = initial state). The array is
+ * malloc'd; the caller frees it. */
+int md_replay_live(const md_replay *r, long index, md_live **out, size_t *n,
+                   md_err *err);
+
+/* ---- steps, phases, indicators ----------------------------------------- */
+
+typedef enum md_phase {
+    MD_PHASE_FORWARD = 0,
+    MD_PHASE_BACKWARD,
+    MD_PHASE_OPTIMIZER,
+    MD_PHASE_ZERO_GRAD,
+    MD_PHASE_COUNT
+} md_phase;
+const char *md_phase_name(md_phase p);
+
+/* Event-index boundaries of one training step; each is "the state after
+ * this event index" (-1 = before the first event). */
+typedef struct md_step {
+    long fwd_start;      /* state before the forward (baseline) */
+    long after_forward;  /* state just before backward starts */
+    long after_backward; /* state just before the optimizer step */
+    long after_optim;    /* state after the optimizer step */
+    long after_zero;     /* state after zero_grad (== after_optim if none) */
+    uint64_t peak;       /* highest allocated inside the step */
+    long peak_index;
+} md_step;
+
+#define MD_STEPS_FROM_ANNOTATIONS 1
+#define MD_STEPS_FROM_FRAMES 2
+
+typedef struct md_indicators {
+    double first_step_persistent_change_mib;
+    double between_step_growth_mib;
+    double largest_forward_increase_mib;
+    double maximum_peak_allocated_mib;
+    int valid; /* 0 when no complete step was found */
+} md_indicators;
+
+typedef struct md_analysis md_analysis;
+
+/* Finds steps and phases in one device's replay and derives indicators. */
+int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out,
+               md_err *err);
+void md_analysis_free(md_analysis *a);
+const md_step *md_analysis_steps(const md_analysis *a, size_t *n);
+int md_analysis_step_source(const md_analysis *a); /* MD_STEPS_* or 0 */
+const md_indicators *md_analysis_indicators(const md_analysis *a);
+/* Name of the optimizer class seen in annotations/frames ("" if unknown). */
+const char *md_analysis_optimizer(const md_analysis *a);
+
+/* Live bytes grouped by site (first user frame) after event `index`, largest
+ * first, each with its dominant category; by_category (may be NULL) gets
+ * the live bytes per md_category. The array is malloc'd; the caller frees. */
+typedef struct md_site {
+    uint32_t frame_name;  /* string ids; 0 when no user frame */
+    uint32_t frame_file;
+    int32_t frame_line;
+    uint64_t bytes;
+    uint32_t count;
+    uint8_t category;
+} md_site;
+
+int md_sites_at(const md_analysis *a, long index, md_site **out, size_t *n,
+                uint64_t by_category[MD_CAT_COUNT], md_err *err);
+
+/* Category of one live allocation (needs the steps found by md_analyze). */
+md_category md_analysis_category(const md_analysis *a, const md_live *l);
+
+/* The first frame that belongs to user code (not torch, CPython or C++),
+ * or NULL. */
+const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

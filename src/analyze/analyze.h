@@ -1,0 +1,32 @@
+/* analyze.h - internal interface of the analysis layer. */
+#ifndef MD_ANALYZE_H
+#define MD_ANALYZE_H
+
+#include "memdiag.h"
+
+enum {
+    MD_TAG_FORWARD = 0x1,
+    MD_TAG_BACKWARD = 0x2,
+    MD_TAG_OPTIM = 0x4,
+    MD_TAG_ZERO_GRAD = 0x8,
+    MD_TAG_WORKSPACE = 0x10,
+    MD_TAG_MODEL_INIT = 0x20,
+    MD_TAG_GRAD_ACCUM = 0x40,
+    MD_TAG_KNOWN = 0x8000
+};
+
+/* Per-stack tag cache (one uint16 per stack id). */
+typedef struct md_stack_cache {
+    uint16_t *tags;
+    size_t n;
+} md_stack_cache;
+
+unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
+const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack);
+
+/* Category of a live allocation given the analysis (steps, lifetimes). */
+md_category md_categorize(const md_analysis *a, const md_live *l);
+const md_snapshot *md_analysis_snapshot(const md_analysis *a);
+const md_replay *md_analysis_replay(const md_analysis *a);
+
+#endif

@@ -1,0 +1,131 @@
+/* frames.c - what a stack says: whose code allocated (first user frame),
+ * which training phase it ran in, and whether it is a library workspace.
+ * Works with Python-only stacks (stacks='python') and mixed C++/Python
+ * stacks (stacks='all'). Frames are innermost first. */
+#include <string.h>
+#include "../snapshot/snapshot_int.h"
+#include "analyze.h"
+
+static int ends_with(const char *s, size_t n, const char *suf)
+{
+    size_t k = strlen(suf);
+    return n >= k && !memcmp(s + n - k, suf, k);
+}
+
+static int is_python(const md_snapshot *s, const md_frame *f)
+{
+    return ends_with(md_strtab_get(&s->strs, f->filename),
+                     md_strtab_len(&s->strs, f->filename), ".py");
+}
+
+/* torch's own Python, the standard library and frozen modules are not
+ * "user" code; third-party model code (transformers, ...) is, because that
+ * is where a model's memory is decided. */
+static int is_user(const md_snapshot *s, const md_frame *f)
+{
+    if (!is_python(s, f))
+        return 0;
+    const char *fn = md_strtab_get(&s->strs, f->filename);
+    if (strstr(fn, "/torch/") || !strncmp(fn, "torch/", 6) || fn[0] == '<')
+        return 0;
+    if (strstr(fn, "/lib/python3") && !strstr(fn, "-packages/"))
+        return 0; /* standard library */
+    return 1;
+}
+
+const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
+{
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    for (size_t i = 0; i < n; i++)
+        if (is_user(s, &s->frames[ids[i]]))
+            return &s->frames[ids[i]];
+    return NULL;
+}
+
+static int frame_in(const md_snapshot *s, const md_frame *f, const char *dir)
+{
+    return strstr(md_strtab_get(&s->strs, f->filename), dir) != NULL;
+}
+
+static int name_is(const md_snapshot *s, const md_frame *f, const char *name)
+{
+    return !strcmp(md_strtab_get(&s->strs, f->name), name);
+}
+
+static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
+{
+    return strstr(md_strtab_get(&s->strs, f->name), part) != NULL;
+}
+
+/* Phase a stack belongs to, by the outermost torch entry point on it:
+ * optimizer code, zero_grad, autograd backward, or a module's forward. */
+static unsigned classify(const md_snapshot *s, uint32_t stack)
+{
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    unsigned tags = 0;
+    for (size_t i = 0; i < n; i++) {
+        const md_frame *f = &s->frames[ids[i]];
+        if (is_python(s, f)) {
+            if (frame_in(s, f, "torch/optim/")) {
+                tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
+            } else if (name_is(s, f, "zero_grad")) {
+                tags |= MD_TAG_ZERO_GRAD;
+            } else if (frame_in(s, f, "torch/autograd/") ||
+                       (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward"))) {
+                tags |= MD_TAG_BACKWARD;
+            } else if (frame_in(s, f, "torch/nn/modules/module.py") &&
+                       (name_is(s, f, "_call_impl") || name_is(s, f, "_wrapped_call_impl"))) {
+                tags |= MD_TAG_FORWARD;
+            } else if (frame_in(s, f, "torch/nn/modules/module.py") &&
+                       (name_is(s, f, "_apply") || name_is(s, f, "to") ||
+                        name_is(s, f, "cuda"))) {
+                tags |= MD_TAG_MODEL_INIT;
+            }
+        } else {
+            if (name_has(s, f, "autograd::Engine") || name_has(s, f, "autograd::engine") ||
+                name_has(s, f, "AccumulateGrad"))
+                tags |= MD_TAG_BACKWARD;
+            if (name_has(s, f, "setWorkspaceForHandle") ||
+                name_has(s, f, "getCUDABlasLtWorkspace") ||
+                name_has(s, f, "cublasLtWorkspace") ||
+                (name_has(s, f, "cudnn") && name_has(s, f, "orkspace")))
+                tags |= MD_TAG_WORKSPACE;
+            if (name_has(s, f, "AccumulateGrad"))
+                tags |= MD_TAG_GRAD_ACCUM;
+        }
+    }
+    return tags;
+}
+
+unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+{
+    if (stack == 0 || stack >= c->n)
+        return 0;
+    if (!(c->tags[stack] & MD_TAG_KNOWN))
+        c->tags[stack] = (uint16_t)(classify(s, stack) | MD_TAG_KNOWN);
+    return c->tags[stack] & ~MD_TAG_KNOWN;
+}
+
+/* "torch/optim/adamw.py" -> "AdamW", from the file the optimizer runs in. */
+const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack)
+{
+    static const struct { const char *file, *name; } known[] = {
+        {"/adamw.py", "AdamW"}, {"/adam.py", "Adam"}, {"/sgd.py", "SGD"},
+        {"/adagrad.py", "Adagrad"}, {"/rmsprop.py", "RMSprop"},
+        {"/adamax.py", "Adamax"}, {"/nadam.py", "NAdam"}, {"/radam.py", "RAdam"},
+        {"/adadelta.py", "Adadelta"}, {"/lbfgs.py", "LBFGS"}, {"/asgd.py", "ASGD"},
+        {"/rprop.py", "Rprop"}, {"/sparse_adam.py", "SparseAdam"}, {"/adafactor.py", "Adafactor"}};
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *fn = md_strtab_get(&s->strs, s->frames[ids[i]].filename);
+        if (!strstr(fn, "torch/optim/"))
+            continue;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            if (strstr(fn, known[k].file))
+                return known[k].name;
+    }
+    return NULL;
+}

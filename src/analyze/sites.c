@@ -1,0 +1,83 @@
+/* sites.c - who holds the memory at a point in time: the live set grouped
+ * by first user frame, with a dominant category per site and totals per
+ * category. */
+#include <stdlib.h>
+#include <string.h>
+#include "../snapshot/snapshot_int.h"
+#include "analyze.h"
+
+static int cmp_site(const void *a, const void *b)
+{
+    const md_site *x = a, *y = b;
+    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
+                uint64_t by_cat[MD_CAT_COUNT], md_err *err)
+{
+    const md_snapshot *s = md_analysis_snapshot(an);
+    const md_replay *r = md_analysis_replay(an);
+    md_live *live;
+    size_t nl;
+    int rc = md_replay_live(r, index, &live, &nl, err);
+    if (rc)
+        return rc;
+    md_map idx;
+    md_site *sites = NULL;
+    size_t ns = 0, cap = 0;
+    uint64_t (*catb)[MD_CAT_COUNT] = NULL;
+    size_t catcap = 0;
+    if (md_map_init(&idx, 256)) {
+        free(live);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    if (by_cat)
+        memset(by_cat, 0, MD_CAT_COUNT * sizeof *by_cat);
+    for (size_t i = 0; i < nl; i++) {
+        md_category c = md_categorize(an, &live[i]);
+        const md_frame *f = md_user_frame(s, live[i].stack);
+        /* one site per (frame, category): a line that holds both a
+         * workspace and activations shows as two rows */
+        uint64_t key = (f ? (uint64_t)(f - s->frames) + 1 : 0) * MD_CAT_COUNT + c;
+        uint64_t at;
+        if (by_cat)
+            by_cat[c] += live[i].block_size;
+        if (!md_map_get(&idx, key, &at)) {
+            if (md_grow((void **)&sites, &cap, ns + 1, sizeof *sites) ||
+                md_grow((void **)&catb, &catcap, ns + 1, sizeof *catb) ||
+                md_map_put(&idx, key, ns))
+                goto nomem;
+            memset(&sites[ns], 0, sizeof sites[ns]);
+            memset(catb[ns], 0, sizeof catb[ns]);
+            if (f) {
+                sites[ns].frame_name = f->name;
+                sites[ns].frame_file = f->filename;
+                sites[ns].frame_line = f->line;
+            }
+            at = ns++;
+        }
+        sites[at].bytes += live[i].block_size;
+        sites[at].count++;
+        catb[at][c] += live[i].block_size;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        int best = MD_CAT_OTHER;
+        for (int c = 0; c < MD_CAT_COUNT; c++)
+            if (catb[i][c] > catb[i][best])
+                best = c;
+        sites[i].category = (uint8_t)best;
+    }
+    qsort(sites, ns, sizeof *sites, cmp_site);
+    free(catb);
+    free(live);
+    md_map_free(&idx);
+    *out = sites;
+    *n = ns;
+    return MD_OK;
+nomem:
+    free(catb);
+    free(sites);
+    free(live);
+    md_map_free(&idx);
+    return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+}

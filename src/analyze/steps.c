@@ -1,0 +1,388 @@
+/* steps.c - training steps and phases from a snapshot alone, and the seed
+ * exercise's four indicators.
+ *
+ * Step ends come from the optimizer's record_function annotations
+ * ("Optimizer.step#AdamW.step" START/END, "Optimizer.zero_grad#..."), which
+ * torch >= 2.5 writes into external_annotations. Without them, from frames:
+ * runs of events inside torch/optim (step), zero_grad, or, failing both, the
+ * ends of autograd backward runs. Inside a step, the forward starts at the
+ * first module call (nn.Module._call_impl) and the backward at the first
+ * autograd frame (or the first frame-less event after the forward: with
+ * stacks='python' the autograd engine's thread has no Python frames).
+ *
+ * The phase points mirror the seed script's samples: after_forward is the
+ * state just before backward starts, after_backward just before the
+ * optimizer step, after_optimizer_step at its end, after_clear_gradients
+ * after zero_grad. */
+#include <stdlib.h>
+#include <string.h>
+#include "../model/model.h"
+#include "../snapshot/snapshot_int.h"
+#include "analyze.h"
+
+#define MIB (1024.0 * 1024.0)
+
+struct md_analysis {
+    const md_snapshot *s;
+    const md_replay *r;
+    const md_event *ev;
+    size_t n;
+    md_step *steps;
+    size_t nsteps, stepcap;
+    int source;
+    md_indicators ind;
+    char optimizer[32];
+    md_stack_cache cache;
+    long *free_at; /* alloc event index -> index of its free, -1 = never */
+};
+
+typedef struct step_end {
+    long opt_s, opt_e, zero_e; /* state indices */
+} step_end;
+
+/* Last event index whose time is < t (strict) or <= t; -1 if none. */
+static long index_before(const md_event *ev, size_t n, int64_t t, int inclusive)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t x = ev[mid].time_us;
+        if (x < t || (inclusive && x == t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (long)lo - 1;
+}
+
+static int match_prefix(const char *s, const char *p)
+{
+    return !strncmp(s, p, strlen(p));
+}
+
+/* Optimizer/zero_grad intervals from annotations, for one device. */
+static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, size_t *cap)
+{
+    const md_snapshot *s = a->s;
+    size_t n = 0;
+    int64_t open_opt = -1, open_zero = -1;
+    for (size_t i = 0; i < s->nanns; i++) {
+        const md_annotation *an = &s->anns[i];
+        if (an->device != device || an->time_us < 0)
+            continue;
+        const char *name = md_strtab_get(&s->strs, an->name);
+        int is_opt = match_prefix(name, "Optimizer.step#");
+        int is_zero = match_prefix(name, "Optimizer.zero_grad#");
+        if (is_opt && !a->optimizer[0]) {
+            const char *cls = name + strlen("Optimizer.step#");
+            size_t k = strcspn(cls, ".");
+            snprintf(a->optimizer, sizeof a->optimizer, "%.*s", (int)k, cls);
+        }
+        if (is_opt && an->stage == 1)
+            open_opt = an->time_us;
+        else if (is_opt && an->stage == 2 && open_opt >= 0) {
+            if (md_grow((void **)out, cap, n + 1, sizeof **out))
+                return n;
+            long s0 = index_before(a->ev, a->n, open_opt, 0);
+            long e0 = index_before(a->ev, a->n, an->time_us, 1);
+            (*out)[n++] = (step_end){s0, e0, e0};
+            open_opt = -1;
+        } else if (is_zero && an->stage == 1) {
+            open_zero = an->time_us;
+        } else if (is_zero && an->stage == 2 && open_zero >= 0 && n > 0) {
+            long z = index_before(a->ev, a->n, an->time_us, 1);
+            /* a zero_grad after step k and before step k+1 closes step k */
+            if ((*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e)
+                (*out)[n - 1].zero_e = z;
+            open_zero = -1;
+        }
+    }
+    return n;
+}
+
+/* Optimizer/zero_grad runs from frames when there are no annotations. */
+static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
+{
+    size_t n = 0;
+    int in_opt = 0, in_zero = 0, have_opt = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        unsigned t = md_stack_tags(&a->cache, a->s, a->ev[i].stack);
+        if (t & MD_TAG_OPTIM) {
+            if (!have_opt) {
+                const char *o = md_optimizer_from_stack(a->s, a->ev[i].stack);
+                if (o)
+                    snprintf(a->optimizer, sizeof a->optimizer, "%s", o);
+            }
+            have_opt = 1;
+            if (!in_opt) {
+                if (md_grow((void **)out, cap, n + 1, sizeof **out))
+                    return n;
+                (*out)[n++] = (step_end){(long)i - 1, (long)i, (long)i};
+                in_opt = 1;
+            } else {
+                (*out)[n - 1].opt_e = (*out)[n - 1].zero_e = (long)i;
+            }
+            in_zero = 0;
+        } else if (t & MD_TAG_ZERO_GRAD) {
+            if (!in_zero && (n == 0 || !in_opt)) { /* zero_grad with no step seen */
+                if (md_grow((void **)out, cap, n + 1, sizeof **out))
+                    return n;
+                (*out)[n++] = (step_end){(long)i - 1, (long)i - 1, (long)i};
+            }
+            (*out)[n - 1].zero_e = (long)i;
+            in_zero = 1;
+            in_opt = 0;
+        } else if (t & (MD_TAG_FORWARD | MD_TAG_BACKWARD)) {
+            in_opt = in_zero = 0;
+        }
+    }
+    return n;
+}
+
+/* First event in (lo, hi] with any of the tags; hi+1 if none. */
+static long first_tagged(md_analysis *a, long lo, long hi, unsigned tags, int frameless_ok)
+{
+    for (long i = lo + 1; i <= hi; i++) {
+        uint32_t st = a->ev[i].stack;
+        if (md_stack_tags(&a->cache, a->s, st) & tags)
+            return i;
+        if (frameless_ok && st == 0 && a->ev[i].action == MD_ACT_ALLOC)
+            return i;
+    }
+    return hi + 1;
+}
+
+static int build_steps(md_analysis *a, const step_end *e, size_t n)
+{
+    long lo = -1;
+    int frames = (a->s->features & MD_HAS_FRAMES) != 0;
+    for (size_t k = 0; k < n; k++) {
+        md_step st;
+        long fwd = first_tagged(a, lo, e[k].opt_s, MD_TAG_FORWARD, 0);
+        if (fwd > e[k].opt_s) /* no forward seen: the step starts at lo */
+            fwd = lo + 1;
+        st.fwd_start = fwd - 1;
+        long bwd = first_tagged(a, st.fwd_start, e[k].opt_s, MD_TAG_BACKWARD, frames);
+        if (fwd == lo + 1 && bwd > e[k].opt_s && a->ev && lo + 1 <= e[k].opt_s &&
+            !(md_stack_tags(&a->cache, a->s, a->ev[lo + 1].stack) & MD_TAG_FORWARD)) {
+            /* neither forward nor backward: e.g. zero_grad before the first
+             * step. Not a step; its end still bounds the next one. */
+            lo = e[k].zero_e;
+            continue;
+        }
+        st.after_forward = bwd - 1;
+        st.after_backward = e[k].opt_s;
+        st.after_optim = e[k].opt_e;
+        st.after_zero = e[k].zero_e;
+        st.peak = 0;
+        st.peak_index = -1;
+        for (long i = lo + 1; i <= st.after_zero; i++) {
+            md_point p = md_replay_at(a->r, i);
+            if (p.allocated > st.peak || st.peak_index < 0) {
+                st.peak = p.allocated;
+                st.peak_index = i;
+            }
+        }
+        if (md_grow((void **)&a->steps, &a->stepcap, a->nsteps + 1, sizeof st))
+            return -1;
+        a->steps[a->nsteps++] = st;
+        lo = st.after_zero;
+    }
+    return 0;
+}
+
+static double mib_at(const md_analysis *a, long idx)
+{
+    return (double)md_replay_at(a->r, idx).allocated / MIB;
+}
+
+static void indicators(md_analysis *a)
+{
+    md_indicators *in = &a->ind;
+    memset(in, 0, sizeof *in);
+    in->maximum_peak_allocated_mib = (double)md_replay_peak_allocated(a->r) / MIB;
+    if (a->nsteps == 0)
+        return;
+    const md_step *s = a->steps;
+    size_t n = a->nsteps;
+    in->valid = 1;
+    in->first_step_persistent_change_mib = mib_at(a, s[0].after_zero) - mib_at(a, s[0].fwd_start);
+    in->between_step_growth_mib = mib_at(a, s[n - 1].after_zero) - mib_at(a, s[0].after_zero);
+    double best = -1e300;
+    for (size_t k = 0; k < n; k++) {
+        long base = k == 0 ? s[0].fwd_start : s[k - 1].after_zero;
+        double inc = mib_at(a, s[k].after_forward) - mib_at(a, base);
+        if (inc > best)
+            best = inc;
+    }
+    in->largest_forward_increase_mib = best;
+}
+
+static int lifetimes(md_analysis *a)
+{
+    md_map live;
+    a->free_at = malloc((a->n ? a->n : 1) * sizeof *a->free_at);
+    if (!a->free_at || md_map_init(&live, 1024))
+        return -1;
+    for (size_t i = 0; i < a->n; i++) {
+        const md_event *e = &a->ev[i];
+        uint64_t at;
+        a->free_at[i] = -1;
+        if (e->action == MD_ACT_ALLOC) {
+            if (md_map_put(&live, e->addr, i)) {
+                md_map_free(&live);
+                return -1;
+            }
+        } else if ((e->action == MD_ACT_FREE_REQUESTED || e->action == MD_ACT_FREE_COMPLETED) &&
+                   md_map_get(&live, e->addr, &at)) {
+            a->free_at[at] = (long)i;
+            md_map_del(&live, e->addr);
+        }
+    }
+    md_map_free(&live);
+    return 0;
+}
+
+int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_err *err)
+{
+    md_analysis *a = calloc(1, sizeof *a);
+    step_end *ends = NULL;
+    size_t cap = 0, n;
+    if (!a)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    a->s = s;
+    a->r = r;
+    a->ev = md_replay_events(r);
+    a->n = md_replay_nevents(r);
+    a->cache.n = s->nstacks;
+    a->cache.tags = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.tags);
+    if (!a->cache.tags || lifetimes(a))
+        goto nomem;
+    n = ends_from_annotations(a, md_replay_device(r), &ends, &cap);
+    if (n > 0) {
+        a->source = MD_STEPS_FROM_ANNOTATIONS;
+    } else {
+        n = ends_from_frames(a, &ends, &cap);
+        if (n > 0)
+            a->source = MD_STEPS_FROM_FRAMES;
+    }
+    if (build_steps(a, ends, n))
+        goto nomem;
+    free(ends);
+    indicators(a);
+    *out = a;
+    return MD_OK;
+nomem:
+    free(ends);
+    md_analysis_free(a);
+    return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+}
+
+void md_analysis_free(md_analysis *a)
+{
+    if (!a)
+        return;
+    free(a->steps);
+    free(a->cache.tags);
+    free(a->free_at);
+    free(a);
+}
+
+const md_step *md_analysis_steps(const md_analysis *a, size_t *n)
+{
+    *n = a->nsteps;
+    return a->steps;
+}
+
+int md_analysis_step_source(const md_analysis *a) { return a->source; }
+const md_indicators *md_analysis_indicators(const md_analysis *a) { return &a->ind; }
+const char *md_analysis_optimizer(const md_analysis *a) { return a->optimizer; }
+const md_snapshot *md_analysis_snapshot(const md_analysis *a) { return a->s; }
+const md_replay *md_analysis_replay(const md_analysis *a) { return a->r; }
+
+md_category md_analysis_category(const md_analysis *a, const md_live *l)
+{
+    return md_categorize(a, l);
+}
+
+const char *md_phase_name(md_phase p)
+{
+    static const char *names[] = {"forward", "backward", "optimizer_step", "zero_grad"};
+    return p < MD_PHASE_COUNT ? names[p] : "?";
+}
+
+/* ---- categories ------------------------------------------------------------ */
+
+const char *md_category_name(md_category c)
+{
+    static const char *names[] = {"parameters", "gradients", "optimizer_state",
+                                  "activations", "library_workspace", "inputs",
+                                  "temporaries", "other"};
+    return c < MD_CAT_COUNT ? names[c] : "?";
+}
+
+/* A never-freed allocation of a known cuBLAS/cuBLASLt workspace size made
+ * from a matmul: the workspace even when no C++ frames were recorded.
+ * Sizes: CublasHandlePool.cpp (32 MiB per handle and stream on sm90, else
+ * 4096*1024*2 + 16*1024*8 bytes; cuBLASLt 4 MiB, 32 MiB on sm90). */
+static int workspace_by_size(const md_analysis *a, const md_live *l)
+{
+    if (l->requested != 33554432ULL && l->requested != 8519680ULL &&
+        l->requested != 4194304ULL)
+        return 0;
+    if (l->alloc_index < 0 || a->free_at[l->alloc_index] >= 0)
+        return 0;
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(a->s, l->stack, &n);
+    if (n == 0)
+        return 1; /* autograd engine thread, no Python frames */
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = md_strtab_get(&a->s->strs, a->s->frames[ids[i]].name);
+        if (!strcmp(nm, "linear") || strstr(nm, "matmul") || !strcmp(nm, "mm") ||
+            strstr(nm, "addmm") || strstr(nm, "bmm") || strstr(nm, "attention") ||
+            strstr(nm, "in_projection"))
+            return 1;
+    }
+    return 0;
+}
+
+static long step_of(const md_analysis *a, long idx)
+{
+    size_t lo = 0, hi = a->nsteps;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a->steps[mid].after_zero < idx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < a->nsteps ? (long)lo : -1;
+}
+
+md_category md_categorize(const md_analysis *a, const md_live *l)
+{
+    unsigned tags = md_stack_tags((md_stack_cache *)&a->cache, a->s, l->stack);
+    if ((tags & MD_TAG_WORKSPACE) || workspace_by_size(a, l))
+        return MD_CAT_WORKSPACE;
+    long i = l->alloc_index;
+    if (i < 0)
+        return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_OTHER;
+    long fr = a->free_at[i];
+    if (tags & MD_TAG_GRAD_ACCUM)
+        return MD_CAT_GRADIENT;
+    if (a->nsteps && i <= a->steps[0].fwd_start)
+        return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_INPUT;
+    long k = step_of(a, i);
+    if (k < 0)
+        return (tags & MD_TAG_FORWARD) ? MD_CAT_ACTIVATION : MD_CAT_OTHER;
+    const md_step *s = &a->steps[k];
+    if (i <= s->fwd_start)
+        return MD_CAT_OTHER;
+    if (i <= s->after_forward)
+        return (fr < 0 || fr > s->after_forward) ? MD_CAT_ACTIVATION : MD_CAT_TEMPORARY;
+    if (i <= s->after_backward)
+        return (fr < 0 || fr > s->after_backward) ? MD_CAT_GRADIENT : MD_CAT_TEMPORARY;
+    if (i <= s->after_optim)
+        return (fr < 0 || fr > s->after_optim) ? MD_CAT_OPTIMIZER_STATE : MD_CAT_TEMPORARY;
+    return MD_CAT_OTHER;
+}

@@ -1,0 +1,22 @@
+/* cli.h - the memdiag command line: the only code that prints to the
+ * user's terminal or exits. */
+#ifndef MD_CLI_H
+#define MD_CLI_H
+
+#include <stddef.h>
+#include "memdiag.h"
+
+#define EXIT_USAGE 2 /* unusable input or arguments */
+
+/* One line on stderr: "memdiag: <what>". */
+void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_fail_err(const md_err *err);
+
+/* Expands files and directories into snapshot paths (sorted by rank).
+ * Returns 0, or prints one error line and returns EXIT_USAGE. */
+int cli_expand_paths(char **args, int n, char ***out, size_t *nout);
+void cli_free_paths(char **paths, size_t n);
+
+int cmd_summary(int argc, char **argv, int diagnose);
+
+#endif

@@ -1,0 +1,164 @@
+/* cmd_summary.c - `memdiag summary` and `memdiag diagnose`: load every
+ * snapshot, replay each device that has a trace, and render the report.
+ * Any unreadable input stops the command with one error line (exit 2):
+ * a report silently missing a rank would look complete and mislead. */
+#include <stdlib.h>
+#include <string.h>
+#include "../render/report.h"
+#include "cli.h"
+
+static void help(int diagnose)
+{
+    printf("usage: memdiag %s PATH... [--top N]%s\n\n", diagnose ? "diagnose" : "summary",
+           diagnose ? " [--json]" : " [--json]");
+    printf("PATH: allocator snapshot files (torch.cuda.memory._dump_snapshot output,\n"
+           "plain or .gz/.zst/.xz) or directories of per-rank snapshots.\n\n"
+           "  --top N   sites to list at the peak (default 8)\n"
+           "  --json    machine-readable output (schema 1, docs/json-schema.md)\n");
+}
+
+typedef struct loaded {
+    md_snapshot **snaps;
+    size_t nsnaps;
+    md_rank *ranks;
+    size_t nranks, cap;
+} loaded;
+
+static void unload(loaded *L)
+{
+    for (size_t i = 0; i < L->nranks; i++)
+        md_rank_free(&L->ranks[i]);
+    for (size_t i = 0; i < L->nsnaps; i++)
+        md_snapshot_free(L->snaps[i]);
+    free(L->ranks);
+    free(L->snaps);
+}
+
+static int add_ranks(loaded *L, md_snapshot *s, const char *path)
+{
+    int named = md_rank_from_name(path);
+    int any = 0;
+    for (int d = 0; d < md_snapshot_ndevices(s); d++) {
+        size_t n;
+        md_snapshot_events(s, d, &n);
+        if (n == 0)
+            continue;
+        if (L->nranks == L->cap) {
+            size_t nc = L->cap ? L->cap * 2 : 8;
+            md_rank *nr = realloc(L->ranks, nc * sizeof *nr);
+            if (!nr)
+                return -1;
+            L->ranks = nr;
+            L->cap = nc;
+        }
+        md_err err = {0};
+        int rank = named >= 0 && !any ? named : d;
+        if (md_rank_build(&L->ranks[L->nranks], s, d, rank, &err)) {
+            snprintf(err.file, sizeof err.file, "%s", path);
+            cli_fail_err(&err);
+            return -1;
+        }
+        L->nranks++;
+        any = 1;
+    }
+    if (!any) {
+        cli_fail("%s: the snapshot has no allocator history (record with "
+                 "torch.cuda.memory._record_memory_history() before the work)", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_all(char **paths, size_t n, loaded *L)
+{
+    memset(L, 0, sizeof *L);
+    L->snaps = calloc(n ? n : 1, sizeof *L->snaps);
+    if (!L->snaps)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        md_err err = {0};
+        if (md_snapshot_load(paths[i], &L->snaps[i], &err)) {
+            cli_fail_err(&err);
+            return -1;
+        }
+        L->nsnaps++;
+        if (add_ranks(L, L->snaps[i], paths[i]))
+            return -1;
+    }
+    return 0;
+}
+
+/* Ranks named in file names should run 0..max; name the gaps. */
+static void report_missing(const loaded *L)
+{
+    int max = -1;
+    for (size_t i = 0; i < L->nranks; i++)
+        if (L->ranks[i].rank > max)
+            max = L->ranks[i].rank;
+    if (L->nranks < 2 || max < 1 || max > 100000)
+        return;
+    for (int r = 0; r <= max; r++) {
+        int seen = 0;
+        for (size_t i = 0; i < L->nranks && !seen; i++)
+            seen = L->ranks[i].rank == r;
+        if (!seen)
+            cli_fail("warning: rank %d has no snapshot among the inputs (ranks up to %d given)", r, max);
+    }
+}
+
+int cmd_summary(int argc, char **argv, int diagnose)
+{
+    md_out_opts opt = {8, 0};
+    int json = 0;
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    int nargs = 0;
+    if (!args)
+        return EXIT_USAGE;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            help(diagnose);
+            free(args);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 0 || v > 1000) {
+                cli_fail("--top wants a number 0..1000, got '%s'", argv[i]);
+                free(args);
+                return EXIT_USAGE;
+            }
+            opt.top = (int)v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_fail("unknown option '%s' (see 'memdiag %s --help')", argv[i], argv[0]);
+            free(args);
+            return EXIT_USAGE;
+        } else {
+            args[nargs++] = argv[i];
+        }
+    }
+    if (nargs == 0) {
+        cli_fail("%s needs at least one snapshot file or directory", argv[0]);
+        free(args);
+        return EXIT_USAGE;
+    }
+    char **paths;
+    size_t np;
+    int rc = cli_expand_paths(args, nargs, &paths, &np);
+    free(args);
+    if (rc)
+        return rc;
+    loaded L;
+    rc = load_all(paths, np, &L);
+    if (!rc) {
+        report_missing(&L);
+        if (json)
+            md_render_json(stdout, L.ranks, L.nranks, &opt);
+        else
+            md_render_text(stdout, L.ranks, L.nranks, &opt);
+    }
+    unload(&L);
+    cli_free_paths(paths, np);
+    return rc ? EXIT_USAGE : 0;
+}

@@ -1,0 +1,61 @@
+/* main.c - memdiag: find out where a training job's GPU memory goes.
+ * Dispatches subcommands; each lives in its own cmd_*.c file. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+static void usage(FILE *o)
+{
+    fprintf(o,
+            "usage: memdiag <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  summary  PATH...          peak, steps, phases, indicators and top sites per rank\n"
+            "  diagnose PATH... [--json] the same facts, and findings; --json for machines\n"
+            "  version                   print the version\n"
+            "\n"
+            "PATH is a PyTorch allocator snapshot (torch.cuda.memory._dump_snapshot;\n"
+            "plain, .gz, .zst or .xz) or a directory of per-rank snapshots.\n"
+            "'memdiag COMMAND --help' shows a command's options.\n"
+            "Exit status: 0 success, 2 unusable input or arguments.\n");
+}
+
+void cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memdiag: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_fail_err(const md_err *err)
+{
+    char buf[1024];
+    cli_fail("%s", md_err_format(err, buf, sizeof buf));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("memdiag %s\n", MEMDIAG_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "summary"))
+        return cmd_summary(argc - 1, argv + 1, 0);
+    if (!strcmp(cmd, "diagnose"))
+        return cmd_summary(argc - 1, argv + 1, 1);
+    cli_fail("unknown command '%s' (see 'memdiag --help')", cmd);
+    return EXIT_USAGE;
+}

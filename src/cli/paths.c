@@ -1,0 +1,109 @@
+/* paths.c - turns the PATH arguments into a list of snapshot files: files
+ * as given, directories expanded to the snapshot files inside, ordered by
+ * the rank number in their names. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "../render/report.h"
+#include "cli.h"
+
+static int is_snapshot_name(const char *n)
+{
+    static const char *const ext[] = {".pickle", ".pkl", ".pickle.gz", ".pickle.xz",
+                                      ".pickle.zst", ".pkl.gz", ".pkl.xz", ".pkl.zst"};
+    size_t ln = strlen(n);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t le = strlen(ext[i]);
+        if (ln > le && !strcmp(n + ln - le, ext[i]))
+            return 1;
+    }
+    return 0;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    int rx = md_rank_from_name(x), ry = md_rank_from_name(y);
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    return strcmp(x, y);
+}
+
+static int push(char ***v, size_t *n, size_t *cap, const char *s)
+{
+    char *d = strdup(s);
+    if (d && *n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        char **nv = realloc(*v, nc * sizeof *nv);
+        if (nv) {
+            *v = nv;
+            *cap = nc;
+        }
+    }
+    if (!d || *n == *cap) {
+        free(d);
+        return -1;
+    }
+    (*v)[(*n)++] = d;
+    return 0;
+}
+
+static int expand_dir(const char *dir, char ***v, size_t *n, size_t *cap)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        cli_fail("%s: cannot read directory", dir);
+        return EXIT_USAGE;
+    }
+    size_t before = *n;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_snapshot_name(e->d_name))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (push(v, n, cap, path)) {
+            closedir(d);
+            cli_fail("out of memory");
+            return EXIT_USAGE;
+        }
+    }
+    closedir(d);
+    if (*n == before) {
+        cli_fail("%s: no snapshot files (*.pickle, *.pkl, optionally .gz/.xz/.zst) in this directory", dir);
+        return EXIT_USAGE;
+    }
+    qsort(*v + before, *n - before, sizeof **v, by_rank);
+    return 0;
+}
+
+int cli_expand_paths(char **args, int nargs, char ***out, size_t *nout)
+{
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    for (int i = 0; i < nargs; i++) {
+        struct stat st;
+        if (stat(args[i], &st) != 0) {
+            cli_fail("%s: no such file or directory", args[i]);
+            cli_free_paths(v, n);
+            return EXIT_USAGE;
+        }
+        int rc = S_ISDIR(st.st_mode) ? expand_dir(args[i], &v, &n, &cap)
+                                     : push(&v, &n, &cap, args[i]) ? EXIT_USAGE : 0;
+        if (rc) {
+            cli_free_paths(v, n);
+            return rc;
+        }
+    }
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+void cli_free_paths(char **paths, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}

@@ -1,0 +1,592 @@
+/* replay.c - replays one device's allocator trace with the caching
+ * allocator's block rules, giving allocated/reserved/requested after every
+ * event and the live set at any point.
+ *
+ * Why a block model and not a sum of sizes: a trace entry's `size` is the
+ * *requested* size, while torch's memory_allocated and peak statistics count
+ * *block* sizes: requests are rounded up (512 B, or power-of-two divisions
+ * when configured), and a free block is split only when the remainder is
+ * >= 512 B (small pool, requests <= 1 MiB; any pool with expandable
+ * segments) or > 1 MiB (large pool, and only below max_split_size).
+ * Otherwise the whole block is handed out and counted. Freed blocks merge
+ * with free, address-adjacent neighbours of the same segment. Rules from
+ * c10/cuda/CUDACachingAllocator.cpp (round_size, should_split,
+ * try_merge_blocks). The trace gives each allocation's address, so no
+ * best-fit search is needed: the block at that address is the one torch
+ * chose.
+ *
+ * Memory allocated before recording began (late start or ring-buffer
+ * overflow) shows up as frees without allocs and as live blocks in the
+ * final segment state that no alloc explains; both are placed in the
+ * initial state so totals match torch's counters. */
+#include <stdlib.h>
+#include <string.h>
+#include "../snapshot/snapshot_int.h"
+#include "model.h"
+
+#define KMIN_BLOCK 512ULL
+#define KSMALL_SIZE 1048576ULL
+#define NIL UINT32_MAX
+
+enum { B_FREE = 0, B_ALLOC = 1, B_PENDING = 2 };
+
+typedef struct rblock {
+    uint64_t addr, size, requested;
+    uint32_t prev, next; /* address-ordered neighbours in the segment */
+    uint32_t seg;
+    uint32_t stack;
+    long alloc_index;
+    uint8_t state;
+} rblock;
+
+typedef struct rseg {
+    uint64_t addr, size;
+    uint32_t first; /* lowest block */
+    uint8_t expandable, alive;
+} rseg;
+
+typedef struct rstate {
+    const md_snapshot *s;
+    const md_settings *cfg;
+    rblock *b;
+    size_t nb, bcap;
+    uint32_t freelist;
+    rseg *g;
+    size_t ng, gcap;
+    md_map by_addr; /* block start address -> block index */
+    md_map seg_by_addr;
+    uint64_t allocated, reserved, requested;
+    size_t anomalies;
+} rstate;
+
+struct md_replay {
+    const md_snapshot *s;
+    int device;
+    const md_event *ev;
+    size_t n;
+    md_point initial;
+    md_point *pts;
+    long peak_index;
+    uint64_t peak_alloc, peak_reserved;
+    size_t anomalies;
+    /* reconstructed initial state, replayed again by md_replay_live */
+    md_live *pre;
+    size_t npre, precap;
+    rseg *preseg;
+    size_t npreseg, presegcap;
+};
+
+/* ---- torch's size rules --------------------------------------------------- */
+
+static uint64_t pow2_floor(uint64_t x)
+{
+    return x ? 1ULL << (63 - __builtin_clzll(x)) : 0;
+}
+
+uint64_t md_round_size(const md_settings *cfg, uint64_t size)
+{
+    if (size < KMIN_BLOCK)
+        return KMIN_BLOCK;
+    uint64_t div = 0;
+    if (cfg && size >= KSMALL_SIZE) {
+        int idx = 63 - __builtin_clzll(size) - 20; /* intervals start at 1 MiB */
+        if (idx > 15)
+            idx = 15;
+        div = cfg->roundup_divisions[idx];
+    } else if (cfg) {
+        div = cfg->roundup_divisions[0];
+    }
+    if (div > 1 && size > KMIN_BLOCK * div) {
+        if ((size & (size - 1)) == 0)
+            return size;
+        uint64_t fl = pow2_floor(size);
+        uint64_t step = fl >> (63 - __builtin_clzll(div));
+        if (step == 0)
+            return fl << 1;
+        uint64_t r = size & ~(step - 1);
+        return r == size ? size : r + step;
+    }
+    return KMIN_BLOCK * ((size + KMIN_BLOCK - 1) / KMIN_BLOCK);
+}
+
+static int should_split(const rstate *st, const rblock *blk, uint64_t size, int small)
+{
+    uint64_t remaining = blk->size - size;
+    if (small || st->cfg->expandable_segments || st->g[blk->seg].expandable)
+        return remaining >= KMIN_BLOCK;
+    int64_t msplit = st->cfg->max_split_size;
+    return (msplit < 0 || size < (uint64_t)msplit) && remaining > KSMALL_SIZE;
+}
+
+/* ---- state ------------------------------------------------------------------ */
+
+static uint32_t new_block(rstate *st)
+{
+    if (st->freelist != NIL) {
+        uint32_t i = st->freelist;
+        st->freelist = st->b[i].next;
+        return i;
+    }
+    if (st->nb >= NIL - 1 ||
+        md_grow((void **)&st->b, &st->bcap, st->nb + 1, sizeof *st->b))
+        return NIL;
+    return (uint32_t)st->nb++;
+}
+
+static void drop_block(rstate *st, uint32_t i)
+{
+    md_map_del(&st->by_addr, st->b[i].addr);
+    st->b[i].next = st->freelist;
+    st->b[i].state = B_FREE;
+    st->b[i].seg = NIL;
+    st->freelist = i;
+}
+
+static uint32_t add_free_block(rstate *st, uint32_t seg, uint64_t addr, uint64_t size,
+                               uint32_t prev, uint32_t next)
+{
+    uint32_t i = new_block(st);
+    if (i == NIL)
+        return NIL;
+    rblock *b = &st->b[i];
+    memset(b, 0, sizeof *b);
+    b->addr = addr;
+    b->size = size;
+    b->seg = seg;
+    b->prev = prev;
+    b->next = next;
+    b->alloc_index = -1;
+    if (prev != NIL)
+        st->b[prev].next = i;
+    else if (seg != NIL)
+        st->g[seg].first = i;
+    if (next != NIL)
+        st->b[next].prev = i;
+    if (md_map_put(&st->by_addr, addr, i))
+        return NIL;
+    return i;
+}
+
+static uint32_t add_segment(rstate *st, uint64_t addr, uint64_t size, int expandable)
+{
+    if (md_grow((void **)&st->g, &st->gcap, st->ng + 1, sizeof *st->g))
+        return NIL;
+    uint32_t gi = (uint32_t)st->ng++;
+    st->g[gi] = (rseg){addr, size, NIL, (uint8_t)expandable, 1};
+    if (md_map_put(&st->seg_by_addr, addr, gi) ||
+        add_free_block(st, gi, addr, size, NIL, NIL) == NIL)
+        return NIL;
+    st->reserved += size;
+    return gi;
+}
+
+/* Merges block i with its free, address-adjacent neighbours. */
+static void merge_free(rstate *st, uint32_t i)
+{
+    rblock *b = &st->b[i];
+    uint32_t n = b->next;
+    if (n != NIL && st->b[n].state == B_FREE && b->addr + b->size == st->b[n].addr) {
+        b->size += st->b[n].size;
+        b->next = st->b[n].next;
+        if (b->next != NIL)
+            st->b[b->next].prev = i;
+        drop_block(st, n);
+    }
+    uint32_t p = b->prev;
+    if (p != NIL && st->b[p].state == B_FREE && st->b[p].addr + st->b[p].size == b->addr) {
+        st->b[p].size += b->size;
+        st->b[p].next = b->next;
+        if (b->next != NIL)
+            st->b[b->next].prev = p;
+        drop_block(st, i);
+    }
+}
+
+static int state_init(rstate *st, const md_snapshot *s)
+{
+    memset(st, 0, sizeof *st);
+    st->s = s;
+    st->cfg = &s->settings;
+    st->freelist = NIL;
+    if (md_map_init(&st->by_addr, 1024) || md_map_init(&st->seg_by_addr, 64))
+        return -1;
+    return 0;
+}
+
+static void state_free(rstate *st)
+{
+    free(st->b);
+    free(st->g);
+    md_map_free(&st->by_addr);
+    md_map_free(&st->seg_by_addr);
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+static void ev_alloc(rstate *st, const md_event *e, long idx)
+{
+    uint64_t rounded = md_round_size(st->cfg, e->size);
+    uint64_t bi64;
+    if (!md_map_get(&st->by_addr, e->addr, &bi64)) {
+        /* No block starts here: the state before recording is not fully
+         * known. Count the request as a block of its own. */
+        st->anomalies++;
+        uint32_t nb = add_free_block(st, NIL, e->addr, rounded, NIL, NIL);
+        if (nb == NIL)
+            return;
+        bi64 = nb;
+    } else if (st->b[bi64].state != B_FREE) {
+        st->anomalies++; /* already live: a duplicate alloc */
+        return;
+    } else if (st->b[bi64].size < rounded) {
+        st->anomalies++; /* smaller than torch would need: take it whole */
+    }
+    uint32_t i = (uint32_t)bi64;
+    int small = rounded <= KSMALL_SIZE;
+    if (st->b[i].seg != NIL && st->b[i].size >= rounded && should_split(st, &st->b[i], rounded, small)) {
+        rblock *b = &st->b[i];
+        uint32_t r = add_free_block(st, b->seg, b->addr + rounded, b->size - rounded, i,
+                                    b->next);
+        if (r != NIL)
+            st->b[i].size = rounded;
+    }
+    rblock *b = &st->b[i];
+    b->state = B_ALLOC;
+    b->requested = e->size;
+    b->stack = e->stack;
+    b->alloc_index = idx;
+    st->allocated += b->size;
+    st->requested += b->requested;
+}
+
+static void ev_free_requested(rstate *st, const md_event *e)
+{
+    uint64_t bi;
+    if (!md_map_get(&st->by_addr, e->addr, &bi) || st->b[bi].state != B_ALLOC) {
+        st->anomalies++;
+        return;
+    }
+    rblock *b = &st->b[bi];
+    b->state = B_PENDING;
+    st->allocated -= b->size;
+    st->requested -= b->requested;
+}
+
+static void ev_free_completed(rstate *st, const md_event *e)
+{
+    uint64_t bi;
+    if (!md_map_get(&st->by_addr, e->addr, &bi) || st->b[bi].state == B_FREE) {
+        st->anomalies++;
+        return;
+    }
+    rblock *b = &st->b[bi];
+    if (b->state == B_ALLOC) { /* free_requested was not recorded */
+        st->allocated -= b->size;
+        st->requested -= b->requested;
+    }
+    b->state = B_FREE;
+    b->requested = 0;
+    if (b->seg == NIL) { /* a block we could not place in a segment */
+        drop_block(st, (uint32_t)bi);
+        return;
+    }
+    merge_free(st, (uint32_t)bi);
+}
+
+static void ev_segment_free(rstate *st, const md_event *e)
+{
+    uint64_t gi;
+    if (!md_map_get(&st->seg_by_addr, e->addr, &gi) || !st->g[gi].alive) {
+        st->anomalies++;
+        return;
+    }
+    rseg *g = &st->g[gi];
+    for (uint32_t i = g->first; i != NIL;) {
+        uint32_t n = st->b[i].next;
+        if (st->b[i].state != B_FREE)
+            st->anomalies++;
+        drop_block(st, i);
+        i = n;
+    }
+    st->reserved -= g->size;
+    g->alive = 0;
+    md_map_del(&st->seg_by_addr, e->addr);
+}
+
+/* Expandable segments grow by mapping pages at their end. */
+static void ev_segment_map(rstate *st, const md_event *e)
+{
+    for (size_t gi = 0; gi < st->ng; gi++) {
+        rseg *g = &st->g[gi];
+        if (!g->alive || !g->expandable || g->addr + g->size != e->addr)
+            continue;
+        uint32_t last = g->first;
+        while (last != NIL && st->b[last].next != NIL)
+            last = st->b[last].next;
+        g->size += e->size;
+        st->reserved += e->size;
+        uint32_t nb = add_free_block(st, (uint32_t)gi, e->addr, e->size, last, NIL);
+        if (nb != NIL)
+            merge_free(st, nb);
+        return;
+    }
+    add_segment(st, e->addr, e->size, 1);
+}
+
+static void ev_segment_unmap(rstate *st, const md_event *e)
+{
+    for (size_t gi = 0; gi < st->ng; gi++) {
+        rseg *g = &st->g[gi];
+        if (!g->alive || e->addr < g->addr || e->addr + e->size > g->addr + g->size)
+            continue;
+        for (uint32_t i = g->first; i != NIL; i = st->b[i].next) {
+            rblock *b = &st->b[i];
+            if (b->state != B_FREE || e->addr < b->addr ||
+                e->addr + e->size > b->addr + b->size)
+                continue;
+            uint64_t tail = b->addr + b->size - (e->addr + e->size);
+            uint32_t next = b->next;
+            if (tail)
+                next = add_free_block(st, (uint32_t)gi, e->addr + e->size, tail, i, b->next);
+            b = &st->b[i];
+            b->size = e->addr - b->addr;
+            if (b->size == 0) { /* the whole free block goes */
+                uint32_t p = b->prev;
+                if (p != NIL)
+                    st->b[p].next = next;
+                else
+                    g->first = next;
+                if (next != NIL)
+                    st->b[next].prev = p;
+                drop_block(st, i);
+            }
+            st->reserved -= e->size;
+            if (e->addr + e->size == g->addr + g->size)
+                g->size -= e->size;
+            return;
+        }
+    }
+    st->anomalies++;
+}
+
+static void apply(rstate *st, const md_event *e, long idx)
+{
+    switch (e->action) {
+    case MD_ACT_ALLOC: ev_alloc(st, e, idx); break;
+    case MD_ACT_FREE_REQUESTED: ev_free_requested(st, e); break;
+    case MD_ACT_FREE_COMPLETED: ev_free_completed(st, e); break;
+    case MD_ACT_SEGMENT_ALLOC:
+        if (md_map_get(&st->seg_by_addr, e->addr, NULL))
+            st->anomalies++;
+        else
+            add_segment(st, e->addr, e->size, st->cfg->expandable_segments);
+        break;
+    case MD_ACT_SEGMENT_FREE: ev_segment_free(st, e); break;
+    case MD_ACT_SEGMENT_MAP: ev_segment_map(st, e); break;
+    case MD_ACT_SEGMENT_UNMAP: ev_segment_unmap(st, e); break;
+    default: break; /* snapshot, oom, annotate: no state change */
+    }
+}
+
+/* ---- initial state ------------------------------------------------------------ */
+
+static int cmp_live_addr(const void *a, const void *b)
+{
+    const md_live *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Finds what existed before the first recorded event (see file comment). */
+static int reconstruct(md_replay *r)
+{
+    const md_snapshot *s = r->s;
+    md_map seen, segseen;
+    if (md_map_init(&seen, r->n / 2 + 16) || md_map_init(&segseen, 64))
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < r->n && !rc; i++) {
+        const md_event *e = &r->ev[i];
+        int is_free = e->action == MD_ACT_FREE_REQUESTED || e->action == MD_ACT_FREE_COMPLETED;
+        if ((e->action == MD_ACT_ALLOC || is_free) && !md_map_get(&seen, e->addr, NULL)) {
+            rc = md_map_put(&seen, e->addr, 1);
+            if (is_free && !rc) {
+                md_live l = {e->addr, md_round_size(&s->settings, e->size), e->size, -1,
+                             e->stack, MD_CAT_OTHER};
+                rc = md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l);
+                if (!rc)
+                    r->pre[r->npre++] = l;
+            }
+        }
+        if ((e->action == MD_ACT_SEGMENT_ALLOC || e->action == MD_ACT_SEGMENT_FREE ||
+             e->action == MD_ACT_SEGMENT_MAP) && !md_map_get(&segseen, e->addr, NULL)) {
+            rc = md_map_put(&segseen, e->addr, 1);
+            if (!rc && e->action == MD_ACT_SEGMENT_FREE) {
+                rseg g = {e->addr, e->size, NIL, 0, 1};
+                rc = md_grow((void **)&r->preseg, &r->presegcap, r->npreseg + 1, sizeof g);
+                if (!rc)
+                    r->preseg[r->npreseg++] = g;
+            }
+        }
+    }
+    for (size_t i = 0; i < s->nsegs && !rc; i++) {
+        const md_segment *g = &s->segs[i];
+        if (g->device != r->device)
+            continue;
+        if (!md_map_get(&segseen, g->address, NULL)) {
+            rseg sg = {g->address, g->total_size, NIL, g->is_expandable, 1};
+            rc = md_grow((void **)&r->preseg, &r->presegcap, r->npreseg + 1, sizeof sg);
+            if (!rc)
+                r->preseg[r->npreseg++] = sg;
+        }
+        for (size_t k = 0; k < g->nblocks && !rc; k++) {
+            const md_block *b = &s->blocks[g->first_block + k];
+            if (b->state == MD_BLOCK_INACTIVE || md_map_get(&seen, b->address, NULL))
+                continue;
+            md_live l = {b->address, b->size, b->requested_size, -1, b->stack, MD_CAT_OTHER};
+            rc = md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l);
+            if (!rc)
+                r->pre[r->npre++] = l;
+        }
+    }
+    md_map_free(&seen);
+    md_map_free(&segseen);
+    if (!rc && r->npre)
+        qsort(r->pre, r->npre, sizeof *r->pre, cmp_live_addr);
+    return rc;
+}
+
+/* Lays the reconstructed segments and live blocks into a fresh state. */
+static int seed_state(const md_replay *r, rstate *st)
+{
+    for (size_t i = 0; i < r->npreseg; i++)
+        if (add_segment(st, r->preseg[i].addr, r->preseg[i].size, r->preseg[i].expandable) == NIL)
+            return -1;
+    for (size_t i = 0; i < r->npre; i++) {
+        const md_live *l = &r->pre[i];
+        md_event e = {l->addr, l->requested, -1, 0, l->stack, MD_ACT_ALLOC, 0};
+        uint64_t bi;
+        /* carve the block out of the free block that contains it */
+        for (size_t gi = 0; gi < st->ng; gi++) {
+            rseg *g = &st->g[gi];
+            if (l->addr < g->addr || l->addr >= g->addr + g->size)
+                continue;
+            for (uint32_t k = g->first; k != NIL; k = st->b[k].next) {
+                rblock *b = &st->b[k];
+                if (b->state != B_FREE || l->addr <= b->addr || l->addr >= b->addr + b->size)
+                    continue;
+                add_free_block(st, (uint32_t)gi, l->addr, b->addr + b->size - l->addr, k, b->next);
+                st->b[k].size = l->addr - st->b[k].addr;
+                break;
+            }
+            break;
+        }
+        if (md_map_get(&st->by_addr, l->addr, &bi) && st->b[bi].state == B_FREE &&
+            st->b[bi].size > l->block_size && st->b[bi].seg != NIL) {
+            rblock *b = &st->b[bi];
+            add_free_block(st, b->seg, b->addr + l->block_size, b->size - l->block_size,
+                           (uint32_t)bi, b->next);
+            st->b[bi].size = l->block_size;
+        }
+        size_t before = st->anomalies;
+        ev_alloc(st, &e, -1);
+        st->anomalies = before; /* reconstruction gaps are expected, not anomalies */
+        if (md_map_get(&st->by_addr, l->addr, &bi))
+            st->b[bi].alloc_index = -1;
+    }
+    return 0;
+}
+
+/* ---- public -------------------------------------------------------------------- */
+
+int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err)
+{
+    md_replay *r = calloc(1, sizeof *r);
+    rstate st;
+    if (!r)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    r->s = s;
+    r->device = device;
+    r->ev = md_snapshot_events(s, device, &r->n);
+    r->peak_index = -1;
+    if (reconstruct(r) || state_init(&st, s) || seed_state(r, &st) ||
+        !(r->pts = malloc((r->n ? r->n : 1) * sizeof *r->pts))) {
+        md_replay_free(r);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    r->initial = (md_point){st.allocated, st.reserved, st.requested};
+    r->peak_alloc = st.allocated;
+    r->peak_reserved = st.reserved;
+    for (size_t i = 0; i < r->n; i++) {
+        apply(&st, &r->ev[i], (long)i);
+        r->pts[i] = (md_point){st.allocated, st.reserved, st.requested};
+        if (st.allocated > r->peak_alloc) {
+            r->peak_alloc = st.allocated;
+            r->peak_index = (long)i;
+        }
+        if (st.reserved > r->peak_reserved)
+            r->peak_reserved = st.reserved;
+    }
+    r->anomalies = st.anomalies;
+    state_free(&st);
+    *out = r;
+    return MD_OK;
+}
+
+void md_replay_free(md_replay *r)
+{
+    if (!r)
+        return;
+    free(r->pts);
+    free(r->pre);
+    free(r->preseg);
+    free(r);
+}
+
+size_t md_replay_nevents(const md_replay *r) { return r->n; }
+md_point md_replay_initial(const md_replay *r) { return r->initial; }
+long md_replay_peak_index(const md_replay *r) { return r->peak_index; }
+uint64_t md_replay_peak_allocated(const md_replay *r) { return r->peak_alloc; }
+uint64_t md_replay_peak_reserved(const md_replay *r) { return r->peak_reserved; }
+size_t md_replay_anomalies(const md_replay *r) { return r->anomalies; }
+const md_event *md_replay_events(const md_replay *r) { return r->ev; }
+int md_replay_device(const md_replay *r) { return r->device; }
+
+md_point md_replay_at(const md_replay *r, long index)
+{
+    if (index < 0 || r->n == 0)
+        return r->initial;
+    if ((size_t)index >= r->n)
+        index = (long)r->n - 1;
+    return r->pts[index];
+}
+
+int md_replay_live(const md_replay *r, long index, md_live **out, size_t *n, md_err *err)
+{
+    rstate st;
+    *out = NULL;
+    *n = 0;
+    if (state_init(&st, r->s) || seed_state(r, &st)) {
+        state_free(&st);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    for (long i = 0; i <= index && (size_t)i < r->n; i++)
+        apply(&st, &r->ev[i], i);
+    size_t cap = 0, k = 0;
+    md_live *v = NULL;
+    for (size_t i = 0; i < st.nb; i++) {
+        const rblock *b = &st.b[i];
+        if (b->state != B_ALLOC)
+            continue;
+        if (md_grow((void **)&v, &cap, k + 1, sizeof *v)) {
+            free(v);
+            state_free(&st);
+            return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+        }
+        v[k++] = (md_live){b->addr, b->size, b->requested, b->alloc_index, b->stack,
+                           MD_CAT_OTHER};
+    }
+    state_free(&st);
+    *out = v;
+    *n = k;
+    return MD_OK;
+}

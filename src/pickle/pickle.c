@@ -1,0 +1,776 @@
+/* pickle.c - the safe pickle virtual machine.
+ *
+ * Reads opcodes from a streaming md_input through a growable window, so a
+ * compressed multi-GB snapshot is never held whole. Every length is checked
+ * against the bytes that actually arrive (a hostile length cannot make us
+ * allocate more than the input holds), the memo is bounded by the input
+ * consumed, and MARK nesting and the value stack are capped. Opcodes that
+ * import or construct objects are refused with their name and offset. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pickle.h"
+
+#define WINDOW 1048576
+
+struct md_pkl {
+    md_input *in;
+    md_strtab *strs;
+    unsigned char *buf;
+    size_t cap, pos, len;
+    int64_t base; /* absolute offset of buf[0] */
+    int eof;
+    md_pv *stack;
+    size_t sp, scap;
+    size_t *marks;
+    size_t nmarks, mcap;
+    md_pv *memo;
+    size_t nmemo, memocap;
+    pv_obj **objs;
+    size_t nobjs, ocap;
+    md_pkl_item_fn hook;
+    void *hook_ctx;
+    md_pkl_limits lim;
+    int proto;
+    int64_t op_off; /* offset of the opcode being executed */
+};
+
+static const struct { int op; const char *name; } opnames[] = {
+    {'(', "MARK"}, {'.', "STOP"}, {'0', "POP"}, {'1', "POP_MARK"},
+    {'2', "DUP"}, {'F', "FLOAT"}, {'I', "INT"}, {'J', "BININT"},
+    {'K', "BININT1"}, {'L', "LONG"}, {'M', "BININT2"}, {'N', "NONE"},
+    {'P', "PERSID"}, {'Q', "BINPERSID"}, {'R', "REDUCE"}, {'S', "STRING"},
+    {'T', "BINSTRING"}, {'U', "SHORT_BINSTRING"}, {'V', "UNICODE"},
+    {'X', "BINUNICODE"}, {'a', "APPEND"}, {'b', "BUILD"}, {'c', "GLOBAL"},
+    {'d', "DICT"}, {'}', "EMPTY_DICT"}, {'e', "APPENDS"}, {'g', "GET"},
+    {'h', "BINGET"}, {'i', "INST"}, {'j', "LONG_BINGET"}, {'l', "LIST"},
+    {']', "EMPTY_LIST"}, {'o', "OBJ"}, {'p', "PUT"}, {'q', "BINPUT"},
+    {'r', "LONG_BINPUT"}, {'s', "SETITEM"}, {'t', "TUPLE"},
+    {')', "EMPTY_TUPLE"}, {'u', "SETITEMS"}, {'G', "BINFLOAT"},
+    {0x80, "PROTO"}, {0x81, "NEWOBJ"}, {0x82, "EXT1"}, {0x83, "EXT2"},
+    {0x84, "EXT4"}, {0x85, "TUPLE1"}, {0x86, "TUPLE2"}, {0x87, "TUPLE3"},
+    {0x88, "NEWTRUE"}, {0x89, "NEWFALSE"}, {0x8a, "LONG1"}, {0x8b, "LONG4"},
+    {'B', "BINBYTES"}, {'C', "SHORT_BINBYTES"}, {0x8c, "SHORT_BINUNICODE"},
+    {0x8d, "BINUNICODE8"}, {0x8e, "BINBYTES8"}, {0x8f, "EMPTY_SET"},
+    {0x90, "ADDITEMS"}, {0x91, "FROZENSET"}, {0x92, "NEWOBJ_EX"},
+    {0x93, "STACK_GLOBAL"}, {0x94, "MEMOIZE"}, {0x95, "FRAME"},
+    {0x96, "BYTEARRAY8"}, {0x97, "NEXT_BUFFER"}, {0x98, "READONLY_BUFFER"},
+};
+
+const char *md_pkl_opname(int op)
+{
+    for (size_t i = 0; i < sizeof opnames / sizeof opnames[0]; i++)
+        if (opnames[i].op == op)
+            return opnames[i].name;
+    return NULL;
+}
+
+/* ---- byte window ------------------------------------------------------ */
+
+/* Makes n bytes available at p->buf + p->pos. Grows in steps as data
+ * actually arrives, so a forged length cannot reserve memory by itself. */
+static int need(md_pkl *p, size_t n, md_err *err)
+{
+    while (p->len - p->pos < n) {
+        if (p->eof)
+            return md_err_set(err, MD_E_FORMAT, p->op_off,
+                              "truncated: %zu more bytes needed, input ends at byte %lld",
+                              n - (p->len - p->pos), (long long)(p->base + (int64_t)p->len));
+        if (p->pos > 0 && p->pos >= p->len / 2) { /* slide the window */
+            memmove(p->buf, p->buf + p->pos, p->len - p->pos);
+            p->base += (int64_t)p->pos;
+            p->len -= p->pos;
+            p->pos = 0;
+        }
+        if (p->len == p->cap) {
+            size_t want = p->cap * 2;
+            unsigned char *nb = realloc(p->buf, want);
+            if (!nb)
+                return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+            p->buf = nb;
+            p->cap = want;
+        }
+        long r = md_input_read(p->in, p->buf + p->len, p->cap - p->len, err);
+        if (r < 0) {
+            if (err)
+                err->offset = p->base + (int64_t)p->len;
+            return (int)r;
+        }
+        if (r == 0)
+            p->eof = 1;
+        p->len += (size_t)r;
+    }
+    return MD_OK;
+}
+
+static uint64_t rd_le(const unsigned char *b, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+/* ---- values ------------------------------------------------------------ */
+
+static int push(md_pkl *p, md_pv v, md_err *err)
+{
+    if (p->sp >= p->lim.max_stack)
+        return md_err_set(err, MD_E_LIMIT, p->op_off,
+                          "value stack exceeds %zu entries", p->lim.max_stack);
+    if (p->sp == p->scap &&
+        md_grow((void **)&p->stack, &p->scap, p->sp + 1, sizeof *p->stack))
+        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    p->stack[p->sp++] = v;
+    return MD_OK;
+}
+
+static int new_obj(md_pkl *p, int kind, md_pv *out, md_err *err)
+{
+    pv_obj *o = calloc(1, sizeof *o);
+    if (!o)
+        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    if (p->nobjs == p->ocap &&
+        md_grow((void **)&p->objs, &p->ocap, p->nobjs + 1, sizeof *p->objs)) {
+        free(o);
+        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    }
+    p->objs[p->nobjs++] = o;
+    o->kind = (uint8_t)kind;
+    memset(out, 0, sizeof *out);
+    out->t = kind == PVO_DICT ? PV_DICT : kind == PVO_TUPLE ? PV_TUPLE : PV_LIST;
+    out->o = o;
+    return MD_OK;
+}
+
+static int obj_add(md_pkl *p, pv_obj *o, const md_pv *v, size_t n, md_err *err)
+{
+    if ((uint64_t)o->n + n > UINT32_MAX)
+        return md_err_set(err, MD_E_LIMIT, p->op_off, "container too large");
+    if (o->n + n > o->cap) {
+        size_t cap = o->cap;
+        if (md_grow((void **)&o->items, &cap, o->n + n, sizeof *o->items))
+            return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+        o->cap = (uint32_t)(cap > UINT32_MAX ? UINT32_MAX : cap);
+    }
+    memcpy(o->items + o->n, v, n * sizeof *v);
+    o->n += (uint32_t)n;
+    return MD_OK;
+}
+
+static int pop_mark(md_pkl *p, size_t *mark, md_err *err)
+{
+    if (!p->nmarks)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "%s without MARK",
+                          md_pkl_opname(p->buf[p->pos - 1]));
+    *mark = p->marks[--p->nmarks];
+    return MD_OK;
+}
+
+static int need_stack(md_pkl *p, size_t n, size_t floor, md_err *err)
+{
+    if (p->sp < floor + n)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "stack underflow");
+    return MD_OK;
+}
+
+static int push_str(md_pkl *p, const unsigned char *s, size_t n, int type,
+                    md_err *err)
+{
+    if (n > p->lim.max_str)
+        return md_err_set(err, MD_E_LIMIT, p->op_off,
+                          "string of %zu bytes exceeds the %zu-byte limit", n,
+                          p->lim.max_str);
+    int64_t id = md_strtab_intern(p->strs, (const char *)s, n);
+    if (id < 0)
+        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    md_pv v = {0};
+    v.t = (uint8_t)type;
+    v.s = (uint32_t)id;
+    return push(p, v, err);
+}
+
+/* Reads an n-byte length-prefixed payload and pushes it as a string. */
+static int op_sized(md_pkl *p, int lenbytes, int type, md_err *err)
+{
+    int rc = need(p, (size_t)lenbytes, err);
+    if (rc)
+        return rc;
+    uint64_t n = rd_le(p->buf + p->pos, lenbytes);
+    if (lenbytes == 4 && type == PV_NONE) /* BINSTRING: signed length */
+        n = (uint64_t)(int64_t)(int32_t)n;
+    if (type == PV_NONE)
+        type = PV_STR;
+    p->pos += (size_t)lenbytes;
+    if (n > p->lim.max_str)
+        return md_err_set(err, MD_E_LIMIT, p->op_off,
+                          "%s length %llu exceeds the %zu-byte limit",
+                          md_pkl_opname(p->buf[p->pos - lenbytes - 1]),
+                          (unsigned long long)n, p->lim.max_str);
+    rc = need(p, (size_t)n, err);
+    if (rc)
+        return rc;
+    const unsigned char *s = p->buf + p->pos;
+    p->pos += (size_t)n;
+    return push_str(p, s, (size_t)n, type, err);
+}
+
+/* Little-endian two's complement integer of n bytes (LONG1/LONG4). */
+static md_pv make_long(const unsigned char *b, size_t n)
+{
+    md_pv v = {0};
+    v.t = PV_INT;
+    if (n == 0)
+        return v;
+    int neg = (b[n - 1] & 0x80) != 0;
+    size_t sig = n;
+    /* strip redundant sign bytes */
+    while (sig > 1 && b[sig - 1] == (neg ? 0xff : 0x00))
+        sig--;
+    if (sig <= 8) {
+        uint64_t u = rd_le(b, (int)sig);
+        if (neg) {
+            if (sig < 8)
+                u |= ~0ULL << (sig * 8);
+            v.i = (int64_t)u;
+            if (sig == 8 && !(b[7] & 0x80)) /* e.g. ff..ff7f.. needs 9 bytes */
+                v.big = 1, v.i = INT64_MIN;
+        } else if (sig == 8 && (b[7] & 0x80)) {
+            v.uns = 1;
+            v.u = u;
+        } else {
+            v.i = (int64_t)u;
+        }
+        return v;
+    }
+    v.big = 1;
+    v.i = neg ? INT64_MIN : INT64_MAX;
+    return v;
+}
+
+/* Reads a newline-terminated text argument (protocol 0 opcodes). */
+static int read_line(md_pkl *p, const unsigned char **s, size_t *n, md_err *err)
+{
+    for (size_t i = 0;; i++) {
+        int rc = need(p, i + 1, err);
+        if (rc)
+            return rc;
+        if (p->buf[p->pos + i] == '\n') {
+            *s = p->buf + p->pos;
+            *n = i;
+            p->pos += i + 1;
+            return MD_OK;
+        }
+        if (i > 4096)
+            return md_err_set(err, MD_E_LIMIT, p->op_off, "text argument too long");
+    }
+}
+
+static int op_text_int(md_pkl *p, md_err *err)
+{
+    const unsigned char *s;
+    size_t n;
+    int rc = read_line(p, &s, &n, err);
+    if (rc)
+        return rc;
+    char tmp[64];
+    if (n && s[n - 1] == 'L')
+        n--;
+    if (n == 0 || n >= sizeof tmp)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "bad INT/LONG argument");
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    md_pv v = {0};
+    if (!strcmp(tmp, "00") || !strcmp(tmp, "01")) {
+        v.t = PV_BOOL;
+        v.i = tmp[1] == '1';
+        return push(p, v, err);
+    }
+    char *end;
+    v.t = PV_INT;
+    v.i = strtoll(tmp, &end, 10);
+    if (*end)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "bad INT/LONG argument");
+    return push(p, v, err);
+}
+
+static int op_text_float(md_pkl *p, md_err *err)
+{
+    const unsigned char *s;
+    size_t n;
+    int rc = read_line(p, &s, &n, err);
+    if (rc)
+        return rc;
+    char tmp[128];
+    if (n == 0 || n >= sizeof tmp)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "bad FLOAT argument");
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    char *end;
+    md_pv v = {0};
+    v.t = PV_FLOAT;
+    v.f = strtod(tmp, &end);
+    if (*end)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "bad FLOAT argument");
+    return push(p, v, err);
+}
+
+/* STRING / UNICODE (protocol 0): quoted or raw text; escapes are kept
+ * verbatim, which is enough for keys and names. */
+static int op_text_str(md_pkl *p, int quoted, md_err *err)
+{
+    const unsigned char *s;
+    size_t n;
+    int rc = read_line(p, &s, &n, err);
+    if (rc)
+        return rc;
+    if (quoted) {
+        if (n < 2 || (s[0] != '\'' && s[0] != '"') || s[n - 1] != s[0])
+            return md_err_set(err, MD_E_FORMAT, p->op_off, "bad STRING argument");
+        s++;
+        n -= 2;
+    }
+    return push_str(p, s, n, PV_STR, err);
+}
+
+/* ---- memo ---------------------------------------------------------------- */
+
+static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
+{
+    if (!p->sp)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "memo store on empty stack");
+    /* Bound the memo by the input consumed: an index far beyond anything a
+     * real pickler could have numbered is a forged allocation request. */
+    uint64_t bound = 2 * (uint64_t)(p->base + (int64_t)p->pos) + 1024;
+    if (idx > bound || idx > UINT32_MAX)
+        return md_err_set(err, MD_E_LIMIT, p->op_off,
+                          "memo index %llu is implausibly large",
+                          (unsigned long long)idx);
+    if (idx >= p->memocap) {
+        size_t old = p->memocap;
+        if (md_grow((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
+            return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+        memset(p->memo + old, 0, (p->memocap - old) * sizeof *p->memo);
+    }
+    p->memo[idx] = p->stack[p->sp - 1];
+    if (idx >= p->nmemo)
+        p->nmemo = idx + 1;
+    return MD_OK;
+}
+
+static int memo_get(md_pkl *p, uint64_t idx, md_err *err)
+{
+    if (idx >= p->nmemo || p->memo[idx].t == PV_UNSET)
+        return md_err_set(err, MD_E_FORMAT, p->op_off,
+                          "memo index %llu was never stored", (unsigned long long)idx);
+    return push(p, p->memo[idx], err);
+}
+
+static int op_text_memo(md_pkl *p, int put, md_err *err)
+{
+    const unsigned char *s;
+    size_t n;
+    int rc = read_line(p, &s, &n, err);
+    if (rc)
+        return rc;
+    uint64_t idx = 0;
+    if (n == 0 || n > 10)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "bad memo index");
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return md_err_set(err, MD_E_FORMAT, p->op_off, "bad memo index");
+        idx = idx * 10 + (uint64_t)(s[i] - '0');
+    }
+    return put ? memo_put(p, idx, err) : memo_get(p, idx, err);
+}
+
+/* ---- containers ---------------------------------------------------------- */
+
+/* Appends values [from, sp) to the list at `target`, offering dicts to the
+ * hook first. */
+static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
+{
+    if (target->t != PV_LIST)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "APPEND to a non-list");
+    pv_obj *o = target->o;
+    if (o->taken)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "APPEND to a consumed list");
+    if (p->hook) {
+        for (size_t i = from; i < p->sp; i++) {
+            md_pv *it = &p->stack[i];
+            if (it->t != PV_DICT)
+                continue;
+            if (it->o->taken) { /* the same dict appended again */
+                uint64_t r = it->o->ref;
+                memset(it, 0, sizeof *it);
+                it->t = PV_REF;
+                it->u = r;
+                continue;
+            }
+            int rc = p->hook(p->hook_ctx, it, p->op_off, err);
+            if (rc)
+                return rc;
+        }
+    }
+    int rc = obj_add(p, o, p->stack + from, p->sp - from, err);
+    p->sp = from;
+    return rc;
+}
+
+static int dict_update(md_pkl *p, md_pv *target, size_t from, md_err *err)
+{
+    if (target->t != PV_DICT)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEM on a non-dict");
+    if (target->o->taken)
+        return md_err_set(err, MD_E_FORMAT, p->op_off,
+                          "SETITEM on a dict that was already consumed");
+    if ((p->sp - from) % 2)
+        return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEMS with an odd item count");
+    int rc = obj_add(p, target->o, p->stack + from, p->sp - from, err);
+    p->sp = from;
+    return rc;
+}
+
+static int make_tuple(md_pkl *p, size_t from, md_err *err)
+{
+    md_pv t;
+    int rc = new_obj(p, PVO_TUPLE, &t, err);
+    if (rc)
+        return rc;
+    rc = obj_add(p, t.o, p->stack + from, p->sp - from, err);
+    if (rc)
+        return rc;
+    p->sp = from;
+    return push(p, t, err);
+}
+
+static int op_collection(md_pkl *p, int op, md_err *err)
+{
+    size_t mark;
+    int rc;
+    switch (op) {
+    case 'a': /* APPEND */
+        if ((rc = need_stack(p, 2, 0, err)))
+            return rc;
+        return list_extend(p, &p->stack[p->sp - 2], p->sp - 1, err);
+    case 'e': /* APPENDS */
+    case 0x90: /* ADDITEMS (sets are read as lists) */
+        if ((rc = pop_mark(p, &mark, err)) || (rc = need_stack(p, 0, mark, err)))
+            return rc;
+        if (mark == 0)
+            return md_err_set(err, MD_E_FORMAT, p->op_off, "APPENDS without a list");
+        return list_extend(p, &p->stack[mark - 1], mark, err);
+    case 's': /* SETITEM */
+        if ((rc = need_stack(p, 3, 0, err)))
+            return rc;
+        return dict_update(p, &p->stack[p->sp - 3], p->sp - 2, err);
+    case 'u': /* SETITEMS */
+        if ((rc = pop_mark(p, &mark, err)))
+            return rc;
+        if (mark == 0 || mark > p->sp)
+            return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEMS without a dict");
+        return dict_update(p, &p->stack[mark - 1], mark, err);
+    case 'l': case 'd': case 0x91: { /* LIST, DICT, FROZENSET from marked items */
+        md_pv c;
+        if ((rc = pop_mark(p, &mark, err)))
+            return rc;
+        if ((rc = new_obj(p, op == 'd' ? PVO_DICT : PVO_LIST, &c, err)))
+            return rc;
+        if (op == 'd' && (p->sp - mark) % 2)
+            return md_err_set(err, MD_E_FORMAT, p->op_off, "DICT with an odd item count");
+        if ((rc = obj_add(p, c.o, p->stack + mark, p->sp - mark, err)))
+            return rc;
+        p->sp = mark;
+        return push(p, c, err);
+    }
+    case 't':
+        if ((rc = pop_mark(p, &mark, err)))
+            return rc;
+        return make_tuple(p, mark, err);
+    case 0x85: case 0x86: case 0x87: {
+        size_t k = (size_t)(op - 0x84);
+        if ((rc = need_stack(p, k, p->nmarks ? p->marks[p->nmarks - 1] : 0, err)))
+            return rc;
+        return make_tuple(p, p->sp - k, err);
+    }
+    }
+    return md_err_set(err, MD_E_FORMAT, p->op_off, "internal: bad collection opcode");
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+static int refused(md_pkl *p, int op, md_err *err)
+{
+    return md_err_set(err, MD_E_UNSAFE, p->op_off,
+                      "opcode %s would import or construct an object; "
+                      "memdiag never does that (not an allocator snapshot, or a hostile file)",
+                      md_pkl_opname(op));
+}
+
+static int step_simple(md_pkl *p, int op, md_err *err)
+{
+    md_pv v = {0};
+    int rc;
+    switch (op) {
+    case 'N': v.t = PV_NONE; return push(p, v, err);
+    case 0x88: case 0x89: v.t = PV_BOOL; v.i = op == 0x88; return push(p, v, err);
+    case 'J': case 'K': case 'M': {
+        int n = op == 'J' ? 4 : op == 'K' ? 1 : 2;
+        if ((rc = need(p, (size_t)n, err)))
+            return rc;
+        uint64_t u = rd_le(p->buf + p->pos, n);
+        p->pos += (size_t)n;
+        v.t = PV_INT;
+        v.i = op == 'J' ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
+        return push(p, v, err);
+    }
+    case 0x8a: case 0x8b: {
+        int lb = op == 0x8a ? 1 : 4;
+        if ((rc = need(p, (size_t)lb, err)))
+            return rc;
+        uint64_t n = rd_le(p->buf + p->pos, lb);
+        p->pos += (size_t)lb;
+        if (n > p->lim.max_str)
+            return md_err_set(err, MD_E_LIMIT, p->op_off, "LONG4 of %llu bytes",
+                              (unsigned long long)n);
+        if ((rc = need(p, (size_t)n, err)))
+            return rc;
+        v = make_long(p->buf + p->pos, (size_t)n);
+        p->pos += (size_t)n;
+        return push(p, v, err);
+    }
+    case 'G': {
+        if ((rc = need(p, 8, err)))
+            return rc;
+        uint64_t u = 0;
+        for (int i = 0; i < 8; i++)
+            u = (u << 8) | p->buf[p->pos + i];
+        p->pos += 8;
+        v.t = PV_FLOAT;
+        memcpy(&v.f, &u, 8);
+        return push(p, v, err);
+    }
+    case 'I': case 'L': return op_text_int(p, err);
+    case 'F': return op_text_float(p, err);
+    case 'S': return op_text_str(p, 1, err);
+    case 'V': return op_text_str(p, 0, err);
+    case 'X': return op_sized(p, 4, PV_STR, err);
+    case 0x8c: return op_sized(p, 1, PV_STR, err);
+    case 0x8d: return op_sized(p, 8, PV_STR, err);
+    case 'T': return op_sized(p, 4, PV_NONE, err); /* BINSTRING, signed len */
+    case 'U': return op_sized(p, 1, PV_STR, err);
+    case 'B': return op_sized(p, 4, PV_BYTES, err);
+    case 'C': return op_sized(p, 1, PV_BYTES, err);
+    case 0x8e: case 0x96: return op_sized(p, 8, PV_BYTES, err);
+    case ']': case 0x8f:
+        if ((rc = new_obj(p, PVO_LIST, &v, err)))
+            return rc;
+        return push(p, v, err);
+    case '}':
+        if ((rc = new_obj(p, PVO_DICT, &v, err)))
+            return rc;
+        return push(p, v, err);
+    case ')':
+        return make_tuple(p, p->sp, err);
+    }
+    return 1; /* not a simple opcode */
+}
+
+static int step_stack(md_pkl *p, int op, md_err *err)
+{
+    int rc;
+    size_t mark;
+    switch (op) {
+    case '(':
+        if (p->nmarks >= p->lim.max_depth)
+            return md_err_set(err, MD_E_LIMIT, p->op_off,
+                              "nesting deeper than %zu MARKs", p->lim.max_depth);
+        if (p->nmarks == p->mcap &&
+            md_grow((void **)&p->marks, &p->mcap, p->nmarks + 1, sizeof *p->marks))
+            return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+        p->marks[p->nmarks++] = p->sp;
+        return MD_OK;
+    case '0':
+        if ((rc = need_stack(p, 1, p->nmarks ? p->marks[p->nmarks - 1] : 0, err)))
+            return rc;
+        p->sp--;
+        return MD_OK;
+    case '1':
+        if ((rc = pop_mark(p, &mark, err)))
+            return rc;
+        p->sp = mark;
+        return MD_OK;
+    case '2':
+        if ((rc = need_stack(p, 1, 0, err)))
+            return rc;
+        return push(p, p->stack[p->sp - 1], err);
+    case 'p': case 'g': return op_text_memo(p, op == 'p', err);
+    case 'q': case 'r': case 'h': case 'j': {
+        int n = (op == 'q' || op == 'h') ? 1 : 4;
+        if ((rc = need(p, (size_t)n, err)))
+            return rc;
+        uint64_t idx = rd_le(p->buf + p->pos, n);
+        p->pos += (size_t)n;
+        return (op == 'q' || op == 'r') ? memo_put(p, idx, err) : memo_get(p, idx, err);
+    }
+    case 0x94: return memo_put(p, p->nmemo, err);
+    case 0x80:
+        if ((rc = need(p, 1, err)))
+            return rc;
+        p->proto = p->buf[p->pos++];
+        if (p->proto > 5)
+            return md_err_set(err, MD_E_FORMAT, p->op_off,
+                              "pickle protocol %d is newer than this reader knows (2-5)",
+                              p->proto);
+        return MD_OK;
+    case 0x95: /* FRAME: an 8-byte length we do not need */
+        if ((rc = need(p, 8, err)))
+            return rc;
+        p->pos += 8;
+        return MD_OK;
+    }
+    return 1;
+}
+
+int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
+{
+    for (;;) {
+        int rc = need(p, 1, err);
+        if (rc) {
+            if (rc == MD_E_FORMAT && p->base + (int64_t)p->len == 0)
+                return md_err_set(err, MD_E_FORMAT, 0, "empty file: not a pickle");
+            if (rc == MD_E_FORMAT)
+                return md_err_set(err, MD_E_FORMAT, p->base + (int64_t)p->len,
+                                  "truncated: input ends before the pickle's STOP opcode");
+            return rc;
+        }
+        p->op_off = p->base + (int64_t)p->pos;
+        int op = p->buf[p->pos++];
+        if (p->op_off == 0 && op != 0x80 && op != '(' && op != '}' && op != ']')
+            return md_err_set(err, MD_E_FORMAT, 0,
+                              "not a pickle (first byte 0x%02x)", op);
+        if (op == '.') {
+            if (p->sp != 1 || p->nmarks)
+                return md_err_set(err, MD_E_FORMAT, p->op_off,
+                                  "STOP with %zu values on the stack", p->sp);
+            *result = p->stack[0];
+            return MD_OK;
+        }
+        rc = step_simple(p, op, err);
+        if (rc == 1)
+            rc = step_stack(p, op, err);
+        if (rc == 1) {
+            switch (op) {
+            case 'a': case 'e': case 0x90: case 's': case 'u': case 'l':
+            case 'd': case 0x91: case 't': case 0x85: case 0x86: case 0x87:
+                rc = op_collection(p, op, err);
+                break;
+            case 'c': case 0x93: case 'R': case 'b': case 'i': case 'o':
+            case 0x81: case 0x92: case 'P': case 'Q': case 0x82: case 0x83:
+            case 0x84:
+                return refused(p, op, err);
+            case 0x97: case 0x98:
+                return md_err_set(err, MD_E_FORMAT, p->op_off,
+                                  "opcode %s needs out-of-band buffers; snapshots never use them",
+                                  md_pkl_opname(op));
+            default:
+                return md_err_set(err, MD_E_FORMAT, p->op_off,
+                                  "unknown opcode 0x%02x", op);
+            }
+        }
+        if (rc)
+            return rc;
+    }
+}
+
+int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
+{
+    md_pkl *p = calloc(1, sizeof *p);
+    if (!p || !(p->buf = malloc(WINDOW))) {
+        free(p);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    p->cap = WINDOW;
+    p->in = in;
+    p->strs = strs;
+    p->lim.max_depth = 512;
+    p->lim.max_stack = (size_t)1 << 26;
+    p->lim.max_str = (size_t)1 << 30;
+    *out = p;
+    return MD_OK;
+}
+
+void md_pkl_set_hook(md_pkl *p, md_pkl_item_fn fn, void *ctx)
+{
+    p->hook = fn;
+    p->hook_ctx = ctx;
+}
+
+void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim)
+{
+    p->lim = *lim;
+}
+
+int64_t md_pkl_offset(const md_pkl *p)
+{
+    return p->base + (int64_t)p->pos;
+}
+
+int md_pkl_protocol(const md_pkl *p)
+{
+    return p->proto;
+}
+
+void md_pkl_free(md_pkl *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nobjs; i++) {
+        free(p->objs[i]->items);
+        free(p->objs[i]);
+    }
+    free(p->objs);
+    free(p->stack);
+    free(p->marks);
+    free(p->memo);
+    free(p->buf);
+    free(p);
+}
+
+/* ---- value helpers ---------------------------------------------------------- */
+
+const md_pv *md_pv_get(const md_strtab *strs, const md_pv *dict, const char *key)
+{
+    if (!dict || dict->t != PV_DICT || dict->o->taken)
+        return NULL;
+    size_t kl = strlen(key);
+    const pv_obj *o = dict->o;
+    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+        const md_pv *k = &o->items[i];
+        if (k->t == PV_STR && md_strtab_len(strs, k->s) == kl &&
+            !memcmp(md_strtab_get(strs, k->s), key, kl))
+            return &o->items[i + 1];
+    }
+    return NULL;
+}
+
+int md_pv_is_str(const md_strtab *strs, const md_pv *v, const char *s)
+{
+    return v && v->t == PV_STR && !strcmp(md_strtab_get(strs, v->s), s);
+}
+
+int md_pv_int(const md_pv *v, int64_t *out)
+{
+    if (!v || (v->t != PV_INT && v->t != PV_BOOL))
+        return 0;
+    *out = v->i; /* unsigned values alias: 2^64-1 reads as -1 */
+    return 1;
+}
+
+int md_pv_u64(const md_pv *v, uint64_t *out)
+{
+    if (!v || (v->t != PV_INT && v->t != PV_BOOL) || v->big)
+        return 0;
+    *out = v->u;
+    return 1;
+}

@@ -1,0 +1,93 @@
+/* pickle.h - a safe pickle reader (protocols 0-5 data subset).
+ *
+ * It understands the data opcodes (containers, strings, bytes, ints of any
+ * length, floats, bools, None, memo, framing) and refuses every opcode that
+ * would import or construct an object (GLOBAL, REDUCE, BUILD, ...), naming
+ * the opcode and its byte offset. Values live in a small tagged form; all
+ * strings are interned into a caller-owned md_strtab so the repeated keys,
+ * file names and function names of a snapshot exist once in memory.
+ *
+ * Streaming hook: when a dict is appended to a list, the reader can hand it
+ * to the caller (on_item), who may convert it into its own compact record
+ * and replace it with a PV_REF. The snapshot loader uses this for trace
+ * entries so a multi-GB trace never exists as generic dicts. */
+#ifndef MD_PICKLE_H
+#define MD_PICKLE_H
+
+#include <stdint.h>
+#include "../util/input.h"
+#include "../util/util.h"
+
+typedef enum pv_type {
+    PV_UNSET = 0, /* memo slot never written */
+    PV_NONE,
+    PV_BOOL,
+    PV_INT,
+    PV_FLOAT,
+    PV_STR,
+    PV_BYTES,
+    PV_LIST,
+    PV_TUPLE,
+    PV_DICT,
+    PV_REF,       /* a record the on_item hook took over (u = its index) */
+    PV_MARKER     /* internal */
+} pv_type;
+
+typedef struct pv_obj pv_obj;
+
+typedef struct md_pv {
+    uint8_t t;
+    uint8_t big;  /* PV_INT: value did not fit 64 bits (i is clamped) */
+    uint8_t uns;  /* PV_INT: value is u, in (INT64_MAX, UINT64_MAX] */
+    uint32_t s;   /* PV_STR/PV_BYTES: string id */
+    union {
+        int64_t i;
+        uint64_t u;
+        double f;
+        pv_obj *o;
+    };
+} md_pv;
+
+enum { PVO_LIST, PVO_TUPLE, PVO_DICT };
+
+struct pv_obj {
+    md_pv *items;     /* dict: key,value,key,value... */
+    uint32_t n, cap;
+    uint32_t cache;   /* owner's cached conversion (frame id, stack id) */
+    uint8_t kind;
+    uint8_t taken;    /* handed to on_item: contents released */
+    uint64_t ref;     /* PV_REF index when taken */
+};
+
+typedef int (*md_pkl_item_fn)(void *ctx, md_pv *item, int64_t offset,
+                              md_err *err);
+
+typedef struct md_pkl_limits {
+    size_t max_depth;   /* open MARKs */
+    size_t max_stack;   /* values on the stack */
+    size_t max_str;     /* bytes in one string */
+} md_pkl_limits;
+
+typedef struct md_pkl md_pkl;
+
+int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err);
+void md_pkl_set_hook(md_pkl *p, md_pkl_item_fn fn, void *ctx);
+void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim);
+/* Runs to STOP; *result is valid until md_pkl_free. */
+int md_pkl_run(md_pkl *p, md_pv *result, md_err *err);
+int64_t md_pkl_offset(const md_pkl *p);
+int md_pkl_protocol(const md_pkl *p);
+void md_pkl_free(md_pkl *p);
+
+/* Dict lookup by key string (linear; snapshot dicts are small). */
+const md_pv *md_pv_get(const md_strtab *strs, const md_pv *dict, const char *key);
+int md_pv_is_str(const md_strtab *strs, const md_pv *v, const char *s);
+/* Integer value as int64 (unsigned 2^64-1 reads as -1, torch's spelling of
+ * -1). Returns 0 if v is not an int/bool. */
+int md_pv_int(const md_pv *v, int64_t *out);
+int md_pv_u64(const md_pv *v, uint64_t *out);
+
+/* Opcode name for messages ("GLOBAL", "0x??"). */
+const char *md_pkl_opname(int op);
+
+#endif

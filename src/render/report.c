@@ -1,0 +1,102 @@
+/* report.c - gathers one rank's facts: replay, steps, live set at peak. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+double md_mib(uint64_t bytes)
+{
+    return (double)bytes / 1048576.0;
+}
+
+int md_rank_from_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *p = base, *hit = NULL;
+    while ((p = strstr(p, "rank")) != NULL) {
+        p += 4;
+        if (*p == '_' || *p == '-')
+            p++;
+        if (isdigit((unsigned char)*p))
+            hit = p;
+    }
+    return hit ? atoi(hit) : -1;
+}
+
+int md_rank_phase_of(const md_step *st, long i)
+{
+    if (i <= st->fwd_start)
+        return -1;
+    if (i <= st->after_forward)
+        return MD_PHASE_FORWARD;
+    if (i <= st->after_backward)
+        return MD_PHASE_BACKWARD;
+    if (i <= st->after_optim)
+        return MD_PHASE_OPTIMIZER;
+    if (i <= st->after_zero)
+        return MD_PHASE_ZERO_GRAD;
+    return -1;
+}
+
+static void locate_peak(md_rank *rk)
+{
+    size_t n;
+    const md_step *st = md_analysis_steps(rk->a, &n);
+    long p = md_replay_peak_index(rk->r);
+    rk->peak_step = -1;
+    rk->peak_phase = -1;
+    long lo = -1;
+    for (size_t k = 0; k < n; k++) {
+        if (p > lo && p <= st[k].after_zero) {
+            rk->peak_step = (long)k;
+            rk->peak_phase = md_rank_phase_of(&st[k], p);
+            return;
+        }
+        lo = st[k].after_zero;
+    }
+}
+
+int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err)
+{
+    memset(rk, 0, sizeof *rk);
+    rk->path = md_snapshot_path(s);
+    rk->s = s;
+    rk->device = device;
+    rk->rank = rank;
+    md_snapshot_events(s, device, &rk->nevents);
+    int rc = md_replay_run(s, device, &rk->r, err);
+    if (!rc)
+        rc = md_analyze(s, rk->r, &rk->a, err);
+    if (!rc)
+        rc = md_sites_at(rk->a, md_replay_peak_index(rk->r), &rk->sites, &rk->nsites,
+                         rk->by_cat, err);
+    if (rc) {
+        md_rank_free(rk);
+        return rc;
+    }
+    locate_peak(rk);
+    return MD_OK;
+}
+
+void md_rank_free(md_rank *rk)
+{
+    free(rk->sites);
+    md_analysis_free(rk->a);
+    md_replay_free(rk->r);
+    rk->sites = NULL;
+    rk->a = NULL;
+    rk->r = NULL;
+}
+
+const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, size_t n)
+{
+    if (!site->frame_file) {
+        snprintf(buf, n, "(no Python frames: autograd engine or C++)");
+        return buf;
+    }
+    const char *file = md_snapshot_string(s, site->frame_file);
+    snprintf(buf, n, "%s:%d %s", file, site->frame_line,
+             md_snapshot_string(s, site->frame_name));
+    return buf;
+}

@@ -1,0 +1,46 @@
+/* report.h - the facts memdiag reports about one rank, computed once and
+ * rendered as text (text.c) or JSON (json.c). A rank is one device trace of
+ * one snapshot file. */
+#ifndef MD_REPORT_H
+#define MD_REPORT_H
+
+#include <stdio.h>
+#include "memdiag.h"
+
+typedef struct md_rank {
+    const char *path;
+    int rank;               /* from RANK in the file name, else the device */
+    int device;
+    const md_snapshot *s;   /* borrowed */
+    md_replay *r;
+    md_analysis *a;
+    md_site *sites;         /* live at peak, largest first */
+    size_t nsites;
+    uint64_t by_cat[MD_CAT_COUNT];
+    long peak_step;         /* -1 = outside any step */
+    int peak_phase;         /* md_phase, -1 = between phases */
+    size_t nevents;
+} md_rank;
+
+/* Builds the facts for one device of a snapshot. */
+int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err);
+void md_rank_free(md_rank *rk);
+/* Rank number from a file name ("...rank3..." -> 3), or -1. */
+int md_rank_from_name(const char *path);
+
+/* Phase containing event index i within step k's boundaries, or -1. */
+int md_rank_phase_of(const md_step *st, long i);
+
+typedef struct md_out_opts {
+    int top;     /* sites to list */
+    int color;   /* reserved for later; text is plain */
+} md_out_opts;
+
+void md_render_text(FILE *out, md_rank *ranks, size_t n, const md_out_opts *o);
+void md_render_json(FILE *out, md_rank *ranks, size_t n, const md_out_opts *o);
+
+/* Formatting helpers shared by the renderers. */
+double md_mib(uint64_t bytes);
+const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, size_t n);
+
+#endif

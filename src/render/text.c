@@ -1,0 +1,176 @@
+/* text.c - the terminal summary: per rank the peak and when it happened,
+ * memory per phase per step, the indicators, who holds memory at the peak,
+ * notable allocator settings; then a cross-rank comparison. Plain text that
+ * survives a Slurm log. */
+#include <string.h>
+#include "report.h"
+
+static double secs(const md_rank *rk, long idx)
+{
+    size_t n;
+    const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
+    if (!n || idx < 0 || ev[0].time_us < 0 || ev[idx].time_us < 0)
+        return -1;
+    return (double)(ev[idx].time_us - ev[0].time_us) / 1e6;
+}
+
+static const char *stacks_kind(const md_snapshot *s)
+{
+    unsigned f = md_snapshot_features(s);
+    if (!(f & MD_HAS_FRAMES))
+        return "none recorded";
+    return (f & MD_HAS_CPP_FRAMES) ? "Python + C++" : "Python";
+}
+
+static void header(FILE *o, const md_rank *rk)
+{
+    size_t n;
+    const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
+    double span = n && ev[0].time_us >= 0 ? (double)(ev[n - 1].time_us - ev[0].time_us) / 1e6 : -1;
+    fprintf(o, "== rank %d (cuda:%d)  %s\n", rk->rank, rk->device, rk->path);
+    fprintf(o, "  trace       %zu events", n);
+    if (span >= 0)
+        fprintf(o, " over %.2f s", span);
+    fprintf(o, ", stacks: %s\n", stacks_kind(rk->s));
+    if (md_replay_anomalies(rk->r))
+        fprintf(o, "  note        %zu events did not fit the replayed allocator state "
+                   "(history recorded after the allocations it frees)\n",
+                md_replay_anomalies(rk->r));
+}
+
+static void peak_line(FILE *o, const md_rank *rk)
+{
+    long p = md_replay_peak_index(rk->r);
+    md_point end = md_replay_at(rk->r, (long)rk->nevents - 1);
+    fprintf(o, "  peak        %.1f MiB allocated", md_mib(md_replay_peak_allocated(rk->r)));
+    if (secs(rk, p) >= 0)
+        fprintf(o, " at +%.3f s", secs(rk, p));
+    if (rk->peak_step >= 0)
+        fprintf(o, " (step %ld, %s)", rk->peak_step,
+                rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase) : "between phases");
+    fprintf(o, "; reserved peak %.1f MiB\n", md_mib(md_replay_peak_reserved(rk->r)));
+    fprintf(o, "  at end      %.1f MiB allocated, %.1f MiB reserved\n", md_mib(end.allocated),
+            md_mib(end.reserved));
+}
+
+static void steps_table(FILE *o, const md_rank *rk)
+{
+    size_t n;
+    const md_step *st = md_analysis_steps(rk->a, &n);
+    int src = md_analysis_step_source(rk->a);
+    const char *opt = md_analysis_optimizer(rk->a);
+    if (n == 0) {
+        fprintf(o, "  steps       none found (no optimizer annotations or optimizer/backward frames)\n");
+        return;
+    }
+    fprintf(o, "  steps       %zu, found from %s%s%s\n", n,
+            src == MD_STEPS_FROM_ANNOTATIONS ? "optimizer annotations" : "stack frames",
+            opt[0] ? ", optimizer " : "", opt);
+    fprintf(o, "\n  MiB allocated   before-fwd  after-fwd  after-bwd  after-opt  after-zero   peak\n");
+    for (size_t k = 0; k < n; k++)
+        fprintf(o, "    step %-6zu %12.1f %10.1f %10.1f %10.1f %11.1f %7.1f\n", k,
+                md_mib(md_replay_at(rk->r, st[k].fwd_start).allocated),
+                md_mib(md_replay_at(rk->r, st[k].after_forward).allocated),
+                md_mib(md_replay_at(rk->r, st[k].after_backward).allocated),
+                md_mib(md_replay_at(rk->r, st[k].after_optim).allocated),
+                md_mib(md_replay_at(rk->r, st[k].after_zero).allocated), md_mib(st[k].peak));
+}
+
+static void indicators(FILE *o, const md_rank *rk)
+{
+    const md_indicators *in = md_analysis_indicators(rk->a);
+    if (!in->valid) {
+        fprintf(o, "\n  indicators  need at least one complete step; peak allocated %.1f MiB\n",
+                in->maximum_peak_allocated_mib);
+        return;
+    }
+    fprintf(o, "\n  indicators\n");
+    fprintf(o, "    first_step_persistent_change_mib  %9.1f\n", in->first_step_persistent_change_mib);
+    fprintf(o, "    between_step_growth_mib           %9.1f\n", in->between_step_growth_mib);
+    fprintf(o, "    largest_forward_increase_mib      %9.1f\n", in->largest_forward_increase_mib);
+    fprintf(o, "    maximum_peak_allocated_mib        %9.1f\n", in->maximum_peak_allocated_mib);
+}
+
+static void at_peak(FILE *o, const md_rank *rk, int top)
+{
+    fprintf(o, "\n  live at peak by category:");
+    int any = 0;
+    for (int c = 0; c < MD_CAT_COUNT; c++) {
+        if (rk->by_cat[c] < 1024 * 1024 / 10)
+            continue;
+        fprintf(o, "%s %s %.1f MiB", any ? "," : "", md_category_name(c), md_mib(rk->by_cat[c]));
+        any = 1;
+    }
+    fprintf(o, "%s\n", any ? "" : " (nothing live)");
+    if (!rk->nsites)
+        return;
+    fprintf(o, "  top sites at peak\n");
+    for (size_t i = 0; i < rk->nsites && (int)i < top; i++) {
+        char lab[512];
+        fprintf(o, "    %9.1f MiB %5u x  %-17s %s\n", md_mib(rk->sites[i].bytes), rk->sites[i].count,
+                md_category_name(rk->sites[i].category),
+                md_site_label(rk->s, &rk->sites[i], lab, sizeof lab));
+    }
+}
+
+static void settings(FILE *o, const md_rank *rk)
+{
+    const md_settings *st = md_snapshot_settings(rk->s);
+    if (!st->present) {
+        fprintf(o, "\n  allocator   settings not recorded (torch < 2.3)\n");
+        return;
+    }
+    const char *conf = md_snapshot_string(rk->s, st->alloc_conf);
+    int rounding = 0;
+    for (int i = 0; i < 16; i++)
+        rounding |= st->roundup_divisions[i] > 1;
+    fprintf(o, "\n  allocator   PYTORCH_CUDA_ALLOC_CONF=%s%s%s", conf[0] ? "'" : "", conf[0] ? conf : "(unset)",
+            conf[0] ? "'" : "");
+    fprintf(o, "; expandable_segments %s", st->expandable_segments ? "on" : "off");
+    if (st->max_split_size >= 0)
+        fprintf(o, "; max_split_size %.0f MiB", md_mib((uint64_t)st->max_split_size));
+    if (rounding)
+        fprintf(o, "; roundup_power2_divisions set");
+    if (st->gc_threshold > 0)
+        fprintf(o, "; garbage_collection_threshold %.2f", st->gc_threshold);
+    fprintf(o, "\n");
+}
+
+static void compare(FILE *o, const md_rank *rk, size_t n)
+{
+    fprintf(o, "\n== ranks compared\n");
+    fprintf(o, "  rank  device   peak MiB   reserved   fwd-increase  persistent   growth\n");
+    size_t hi = 0, lo = 0;
+    for (size_t i = 0; i < n; i++) {
+        const md_indicators *in = md_analysis_indicators(rk[i].a);
+        fprintf(o, "  %-5d %-6d %10.1f %10.1f %14.1f %11.1f %8.1f\n", rk[i].rank, rk[i].device,
+                in->maximum_peak_allocated_mib, md_mib(md_replay_peak_reserved(rk[i].r)),
+                in->largest_forward_increase_mib, in->first_step_persistent_change_mib,
+                in->between_step_growth_mib);
+        if (md_replay_peak_allocated(rk[i].r) > md_replay_peak_allocated(rk[hi].r))
+            hi = i;
+        if (md_replay_peak_allocated(rk[i].r) < md_replay_peak_allocated(rk[lo].r))
+            lo = i;
+    }
+    uint64_t a = md_replay_peak_allocated(rk[hi].r), b = md_replay_peak_allocated(rk[lo].r);
+    if (hi != lo)
+        fprintf(o, "  rank %d peaks %.1f MiB above rank %d (%.0f%% more)\n", rk[hi].rank,
+                md_mib(a - b), rk[lo].rank, b ? 100.0 * (double)(a - b) / (double)b : 0.0);
+}
+
+void md_render_text(FILE *o, md_rank *ranks, size_t n, const md_out_opts *opt)
+{
+    for (size_t i = 0; i < n; i++) {
+        md_rank *rk = &ranks[i];
+        if (i)
+            fprintf(o, "\n");
+        header(o, rk);
+        peak_line(o, rk);
+        steps_table(o, rk);
+        indicators(o, rk);
+        at_peak(o, rk, opt->top);
+        settings(o, rk);
+    }
+    if (n > 1)
+        compare(o, ranks, n);
+}

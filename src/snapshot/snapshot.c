@@ -1,0 +1,687 @@
+/* snapshot.c - turns the pickle of torch.cuda.memory._snapshot() into the
+ * compact md_snapshot model.
+ *
+ * Trace entries are converted while the pickle is read (through the pickle
+ * reader's item hook), so they never exist as generic dicts; frames and
+ * tracebacks, which torch shares through the memo, are interned once and
+ * cached on the shared pickle object. Unknown keys and newer fields are
+ * skipped; missing optional fields take documented defaults. Schema
+ * history: ../../docs/snapshot-format.md. */
+#include <stdlib.h>
+#include <string.h>
+#include "../pickle/pickle.h"
+#include "snapshot_int.h"
+
+/* Interned ids of the keys and values we look for, so matching a key is an
+ * integer compare. */
+enum {
+    K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME_US, K_FRAMES, K_DEVICE_FREE,
+    K_POOL_ID, K_NAME, K_FILENAME, K_LINE, K_BLOCKS, K_COUNT
+};
+static const char *const key_names[K_COUNT] = {
+    "action", "addr", "size", "stream", "time_us", "frames", "device_free",
+    "pool_id", "name", "filename", "line", "blocks"};
+
+static const char *const action_names[] = {
+    NULL, "alloc", "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map", "segment_unmap", "snapshot", "oom",
+    "annotate"};
+#define NACTIONS (sizeof action_names / sizeof action_names[0])
+
+typedef struct loader {
+    md_snapshot *s;
+    uint32_t key[K_COUNT];
+    uint32_t act_sid[NACTIONS]; /* string id of each action name */
+    int cpp_seen;
+} loader;
+
+const char *md_action_name(md_action a)
+{
+    if (a >= MD_ACT_ALLOC && (size_t)a < NACTIONS)
+        return action_names[a];
+    return "unknown";
+}
+
+/* ---- frames and stacks ------------------------------------------------- */
+
+static uint64_t frame_hash(const md_frame *f)
+{
+    uint64_t k[2] = {((uint64_t)f->name << 32) | f->filename, (uint64_t)(uint32_t)f->line};
+    return md_hash(k, sizeof k, 7);
+}
+
+static int rehash_frames(md_snapshot *s)
+{
+    size_t ns = s->nfslots ? s->nfslots * 2 : 1024;
+    uint32_t *sl = calloc(ns, sizeof *sl);
+    if (!sl)
+        return -1;
+    for (size_t id = 0; id < s->nframes; id++) {
+        size_t i = frame_hash(&s->frames[id]) & (ns - 1);
+        while (sl[i])
+            i = (i + 1) & (ns - 1);
+        sl[i] = (uint32_t)id + 1;
+    }
+    free(s->fslots);
+    s->fslots = sl;
+    s->nfslots = ns;
+    return 0;
+}
+
+static int64_t intern_frame(md_snapshot *s, const md_frame *f)
+{
+    if ((s->nframes + 1) * 2 > s->nfslots && rehash_frames(s))
+        return -1;
+    size_t i = frame_hash(f) & (s->nfslots - 1);
+    while (s->fslots[i]) {
+        const md_frame *g = &s->frames[s->fslots[i] - 1];
+        if (g->name == f->name && g->filename == f->filename && g->line == f->line)
+            return s->fslots[i] - 1;
+        i = (i + 1) & (s->nfslots - 1);
+    }
+    if (md_grow((void **)&s->frames, &s->fcap, s->nframes + 1, sizeof *f))
+        return -1;
+    s->frames[s->nframes] = *f;
+    s->fslots[i] = (uint32_t)++s->nframes;
+    return (int64_t)s->nframes - 1;
+}
+
+static uint64_t stack_hash(const uint32_t *ids, size_t n)
+{
+    return md_hash(ids, n * sizeof *ids, 11);
+}
+
+static int rehash_stacks(md_snapshot *s)
+{
+    size_t ns = s->nsslots ? s->nsslots * 2 : 1024;
+    uint32_t *sl = calloc(ns, sizeof *sl);
+    if (!sl)
+        return -1;
+    for (size_t id = 1; id < s->nstacks; id++) {
+        const md_range *r = &s->stacks[id];
+        size_t i = stack_hash(s->sframes + r->first, r->n) & (ns - 1);
+        while (sl[i])
+            i = (i + 1) & (ns - 1);
+        sl[i] = (uint32_t)id;
+    }
+    free(s->sslots);
+    s->sslots = sl;
+    s->nsslots = ns;
+    return 0;
+}
+
+/* Interns a sequence of frame ids; returns the stack id (>= 1), 0 for an
+ * empty stack, -1 on allocation failure. */
+static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if ((s->nstacks + 1) * 2 > s->nsslots && rehash_stacks(s))
+        return -1;
+    size_t i = stack_hash(ids, n) & (s->nsslots - 1);
+    while (s->sslots[i]) {
+        const md_range *r = &s->stacks[s->sslots[i]];
+        if (r->n == n && !memcmp(s->sframes + r->first, ids, n * sizeof *ids))
+            return s->sslots[i];
+        i = (i + 1) & (s->nsslots - 1);
+    }
+    if (md_grow((void **)&s->sframes, &s->sfcap, s->nsframes + n, sizeof *ids) ||
+        md_grow((void **)&s->stacks, &s->stcap, s->nstacks + 1, sizeof *s->stacks))
+        return -1;
+    memcpy(s->sframes + s->nsframes, ids, n * sizeof *ids);
+    s->stacks[s->nstacks].first = s->nsframes;
+    s->stacks[s->nstacks].n = n;
+    s->nsframes += n;
+    s->sslots[i] = (uint32_t)s->nstacks;
+    return (int64_t)s->nstacks++;
+}
+
+static int is_cpp_frame(const md_snapshot *s, const md_frame *f)
+{
+    const char *fn = md_strtab_get(&s->strs, f->filename);
+    size_t n = md_strtab_len(&s->strs, f->filename);
+    return !(n >= 3 && !strcmp(fn + n - 3, ".py"));
+}
+
+/* Frame dict -> frame id (cached on the shared pickle object). */
+static int frame_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_err *err)
+{
+    if (v->t != PV_DICT)
+        return md_err_set(err, MD_E_SCHEMA, off, "a stack frame is not a dict");
+    if (v->o->cache) {
+        *out = v->o->cache - 1;
+        return MD_OK;
+    }
+    md_frame f = {0, 0, 0};
+    const pv_obj *o = v->o;
+    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+        const md_pv *k = &o->items[i], *x = &o->items[i + 1];
+        if (k->t != PV_STR)
+            continue;
+        if (k->s == L->key[K_NAME] && x->t == PV_STR)
+            f.name = x->s;
+        else if (k->s == L->key[K_FILENAME] && x->t == PV_STR)
+            f.filename = x->s;
+        else if (k->s == L->key[K_LINE] && x->t == PV_INT)
+            f.line = (int32_t)x->i;
+    }
+    int64_t id = intern_frame(L->s, &f);
+    if (id < 0)
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    if (!L->cpp_seen && is_cpp_frame(L->s, &f))
+        L->cpp_seen = 1;
+    v->o->cache = (uint32_t)id + 1;
+    *out = (uint32_t)id;
+    return MD_OK;
+}
+
+/* Frames list -> stack id (cached on the shared list). */
+static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_err *err)
+{
+    *out = 0;
+    if (!v || v->t == PV_NONE)
+        return MD_OK;
+    if (v->t != PV_LIST && v->t != PV_TUPLE)
+        return md_err_set(err, MD_E_SCHEMA, off, "'frames' is not a list");
+    if (v->o->cache) {
+        *out = v->o->cache - 1;
+        return MD_OK;
+    }
+    uint32_t small[256], *ids = small;
+    size_t n = v->o->n;
+    if (n > 256 && !(ids = malloc(n * sizeof *ids)))
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    int rc = MD_OK;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = frame_id(L, &v->o->items[i], &ids[i], off, err);
+    int64_t sid = rc ? 0 : intern_stack(L->s, ids, n);
+    if (ids != small)
+        free(ids);
+    if (rc)
+        return rc;
+    if (sid < 0)
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    v->o->cache = (uint32_t)sid + 1;
+    *out = (uint32_t)sid;
+    return MD_OK;
+}
+
+/* ---- trace entries (called from inside the pickle reader) --------------- */
+
+static md_action action_of(const loader *L, uint32_t sid)
+{
+    for (size_t a = 1; a < NACTIONS; a++)
+        if (L->act_sid[a] == sid)
+            return (md_action)a;
+    return MD_ACT_UNKNOWN;
+}
+
+static int looks_like_trace_entry(const loader *L, const md_pv *d)
+{
+    const pv_obj *o = d->o;
+    int action = 0;
+    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+        if (o->items[i].t != PV_STR)
+            continue;
+        uint32_t k = o->items[i].s;
+        if (k == L->key[K_BLOCKS])
+            return 0;
+        if (k == L->key[K_ACTION] && o->items[i + 1].t == PV_STR)
+            action = 1;
+    }
+    return action;
+}
+
+static void entry_field(loader *L, md_event *e, uint32_t k, const md_pv *x)
+{
+    uint64_t u = 0;
+    if (k == L->key[K_ACTION])
+        e->action = (uint16_t)action_of(L, x->s);
+    else if ((k == L->key[K_ADDR] || k == L->key[K_DEVICE_FREE]) && md_pv_u64(x, &u))
+        e->addr = u;
+    else if (k == L->key[K_SIZE] && md_pv_u64(x, &u))
+        e->size = u;
+    else if (k == L->key[K_STREAM] && md_pv_u64(x, &u))
+        e->stream = u;
+    else if (k == L->key[K_TIME_US] && md_pv_u64(x, &u))
+        e->time_us = (int64_t)u;
+    else if (k == L->key[K_POOL_ID] && x->t == PV_TUPLE && x->o->n == 2 &&
+             (x->o->items[0].i != 0 || x->o->items[1].i != 0))
+        e->flags |= MD_EV_POOL_PRIVATE;
+}
+
+static int on_item(void *ctx, md_pv *item, int64_t off, md_err *err)
+{
+    loader *L = ctx;
+    md_snapshot *s = L->s;
+    if (!looks_like_trace_entry(L, item))
+        return MD_OK;
+    md_event e = {0, 0, -1, 0, 0, 0, 0};
+    pv_obj *o = item->o;
+    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+        const md_pv *k = &o->items[i], *x = &o->items[i + 1];
+        if (k->t != PV_STR)
+            continue;
+        if (k->s == L->key[K_FRAMES]) {
+            int rc = stack_id(L, x, &e.stack, off, err);
+            if (rc)
+                return rc;
+        } else {
+            entry_field(L, &e, k->s, x);
+        }
+    }
+    if (e.time_us >= 0)
+        s->features |= MD_HAS_TIME;
+    if (e.stack)
+        s->features |= MD_HAS_FRAMES;
+    if (md_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof e))
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    s->events[s->nevents] = e;
+    /* the dict's contents are no longer needed: release them now */
+    free(o->items);
+    o->items = NULL;
+    o->n = o->cap = 0;
+    o->taken = 1;
+    o->ref = s->nevents;
+    memset(item, 0, sizeof *item);
+    item->t = PV_REF;
+    item->u = s->nevents++;
+    return MD_OK;
+}
+
+/* ---- the rest of the schema --------------------------------------------- */
+
+static int get_u64(const md_strtab *t, const md_pv *d, const char *k, uint64_t *out)
+{
+    return md_pv_u64(md_pv_get(t, d, k), out);
+}
+
+static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *cursor,
+                     md_err *err)
+{
+    md_snapshot *s = L->s;
+    const md_strtab *t = &s->strs;
+    md_block blk = {0, 0, 0, 0, 0};
+    if (b->t != PV_DICT)
+        return md_err_set(err, MD_E_SCHEMA, -1, "segments[].blocks[] is not a dict");
+    get_u64(t, b, "size", &blk.size);
+    get_u64(t, b, "requested_size", &blk.requested_size);
+    if (!get_u64(t, b, "address", &blk.address))
+        blk.address = *cursor; /* torch 2.0: blocks are laid out in order */
+    *cursor = blk.address + blk.size;
+    const md_pv *st = md_pv_get(t, b, "state");
+    if (md_pv_is_str(t, st, "active_allocated"))
+        blk.state = MD_BLOCK_ACTIVE_ALLOCATED;
+    else if (md_pv_is_str(t, st, "active_pending_free") ||
+             md_pv_is_str(t, st, "active_awaiting_free"))
+        blk.state = MD_BLOCK_ACTIVE_PENDING_FREE;
+    const md_pv *fr = md_pv_get(t, b, "frames");
+    const md_pv *hist = md_pv_get(t, b, "history");
+    if (hist && (hist->t == PV_LIST) && hist->o->n > 0) {
+        s->features |= MD_HAS_LEGACY_HISTORY;
+        const md_pv *last = &hist->o->items[hist->o->n - 1];
+        fr = md_pv_get(t, last, "frames");
+        if (!blk.requested_size)
+            get_u64(t, last, "real_size", &blk.requested_size);
+    }
+    int rc = stack_id(L, fr, &blk.stack, -1, err);
+    if (rc)
+        return rc;
+    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    s->blocks[s->nblocks++] = blk;
+    seg->nblocks++;
+    return MD_OK;
+}
+
+static int add_segment(loader *L, const md_pv *v, md_err *err)
+{
+    md_snapshot *s = L->s;
+    const md_strtab *t = &s->strs;
+    if (v->t != PV_DICT)
+        return md_err_set(err, MD_E_SCHEMA, -1, "segments[] entry is not a dict");
+    md_segment g;
+    memset(&g, 0, sizeof g);
+    int64_t dev = 0;
+    md_pv_int(md_pv_get(t, v, "device"), &dev);
+    g.device = (int)dev;
+    if (!get_u64(t, v, "address", &g.address) || !get_u64(t, v, "total_size", &g.total_size))
+        return md_err_set(err, MD_E_SCHEMA, -1,
+                          "segments[%zu] lacks 'address' or 'total_size'", s->nsegs);
+    get_u64(t, v, "allocated_size", &g.allocated_size);
+    get_u64(t, v, "active_size", &g.active_size);
+    get_u64(t, v, "requested_size", &g.requested_size);
+    get_u64(t, v, "stream", &g.stream);
+    const md_pv *ty = md_pv_get(t, v, "segment_type");
+    g.is_small = md_pv_is_str(t, ty, "small");
+    int64_t b = 0;
+    if (md_pv_int(md_pv_get(t, v, "is_expandable"), &b))
+        g.is_expandable = b != 0;
+    const md_pv *pool = md_pv_get(t, v, "segment_pool_id");
+    if (pool && pool->t == PV_TUPLE && pool->o->n == 2) {
+        md_pv_int(&pool->o->items[0], &g.pool_id[0]);
+        md_pv_int(&pool->o->items[1], &g.pool_id[1]);
+    }
+    int rc = stack_id(L, md_pv_get(t, v, "frames"), &g.stack, -1, err);
+    if (rc)
+        return rc;
+    g.first_block = s->nblocks;
+    const md_pv *blocks = md_pv_get(t, v, "blocks");
+    uint64_t cursor = g.address;
+    if (blocks && blocks->t == PV_LIST)
+        for (uint32_t i = 0; i < blocks->o->n && !rc; i++)
+            rc = add_block(L, &blocks->o->items[i], &g, &cursor, err);
+    if (rc)
+        return rc;
+    if (md_grow((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    s->segs[s->nsegs++] = g;
+    return MD_OK;
+}
+
+static int add_segments(loader *L, const md_pv *list, md_err *err)
+{
+    if (!list)
+        return MD_OK;
+    if (list->t != PV_LIST)
+        return md_err_set(err, MD_E_SCHEMA, -1, "'segments' is not a list");
+    for (uint32_t i = 0; i < list->o->n; i++) {
+        int rc = add_segment(L, &list->o->items[i], err);
+        if (rc)
+            return rc;
+    }
+    return MD_OK;
+}
+
+/* device_traces[d] holds PV_REFs into the events converted on the fly. They
+ * are normally one contiguous run per device; otherwise they are gathered. */
+static int add_device(loader *L, int d, const md_pv *list, md_err *err)
+{
+    md_snapshot *s = L->s;
+    md_range r = {s->nevents, 0};
+    if (list->t != PV_LIST)
+        return md_err_set(err, MD_E_SCHEMA, -1, "device_traces[%d] is not a list", d);
+    const pv_obj *o = list->o;
+    int contiguous = 1;
+    for (uint32_t i = 0; i < o->n; i++) {
+        if (o->items[i].t != PV_REF)
+            return md_err_set(err, MD_E_SCHEMA, -1,
+                              "device_traces[%d][%u] is not a trace entry", d, i);
+        if (i == 0)
+            r.first = o->items[0].u;
+        else if (o->items[i].u != r.first + i)
+            contiguous = 0;
+    }
+    r.n = o->n;
+    if (!contiguous) {
+        size_t base = s->nevents;
+        if (md_grow((void **)&s->events, &s->evcap, base + o->n, sizeof *s->events))
+            return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+        for (uint32_t i = 0; i < o->n; i++)
+            s->events[base + i] = s->events[o->items[i].u];
+        s->nevents += o->n;
+        r.first = base;
+    }
+    s->dev[d] = r;
+    return MD_OK;
+}
+
+static int add_traces(loader *L, const md_pv *v, md_err *err)
+{
+    md_snapshot *s = L->s;
+    if (!v)
+        return MD_OK;
+    if (v->t != PV_LIST)
+        return md_err_set(err, MD_E_SCHEMA, -1, "'device_traces' is not a list");
+    if (v->o->n > 4096)
+        return md_err_set(err, MD_E_SCHEMA, -1, "'device_traces' has %u devices", v->o->n);
+    s->ndev = (int)v->o->n;
+    s->dev = calloc(s->ndev ? (size_t)s->ndev : 1, sizeof *s->dev);
+    if (!s->dev)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    for (int d = 0; d < s->ndev; d++) {
+        int rc = add_device(L, d, &v->o->items[d], err);
+        if (rc)
+            return rc;
+    }
+    return MD_OK;
+}
+
+static int add_annotations(loader *L, const md_pv *v, md_err *err)
+{
+    md_snapshot *s = L->s;
+    const md_strtab *t = &s->strs;
+    if (!v || v->t != PV_LIST)
+        return MD_OK;
+    s->features |= MD_HAS_ANNOTATIONS;
+    for (uint32_t i = 0; i < v->o->n; i++) {
+        const md_pv *a = &v->o->items[i];
+        md_annotation an = {0, -1, 0, 0};
+        int64_t x = 0;
+        if (a->t != PV_DICT)
+            continue;
+        if (md_pv_int(md_pv_get(t, a, "device"), &x))
+            an.device = (int)x;
+        if (md_pv_int(md_pv_get(t, a, "time_us"), &x))
+            an.time_us = x;
+        const md_pv *nm = md_pv_get(t, a, "name");
+        if (nm && nm->t == PV_STR)
+            an.name = nm->s;
+        const md_pv *st = md_pv_get(t, a, "stage");
+        an.stage = md_pv_is_str(t, st, "START") ? 1 : md_pv_is_str(t, st, "END") ? 2 : 0;
+        if (md_grow((void **)&s->anns, &s->anncap, s->nanns + 1, sizeof an))
+            return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+        s->anns[s->nanns++] = an;
+    }
+    return MD_OK;
+}
+
+static void add_settings(loader *L, const md_pv *v)
+{
+    md_snapshot *s = L->s;
+    const md_strtab *t = &s->strs;
+    md_settings *st = &s->settings;
+    st->max_split_size = -1;
+    if (!v || v->t != PV_DICT)
+        return;
+    st->present = 1;
+    s->features |= MD_HAS_SETTINGS;
+    int64_t x;
+    if (md_pv_int(md_pv_get(t, v, "expandable_segments"), &x))
+        st->expandable_segments = x != 0;
+    if (md_pv_int(md_pv_get(t, v, "max_split_size"), &x))
+        st->max_split_size = x;
+    const md_pv *g = md_pv_get(t, v, "garbage_collection_threshold");
+    if (g && g->t == PV_FLOAT)
+        st->gc_threshold = g->f;
+    const md_pv *c = md_pv_get(t, v, "PYTORCH_CUDA_ALLOC_CONF");
+    if (c && c->t == PV_STR)
+        st->alloc_conf = c->s;
+    const md_pv *r = md_pv_get(t, v, "roundup_power2_divisions");
+    for (int i = 0; r && r->t == PV_DICT && i < 16; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", 1 << i);
+        if (md_pv_int(md_pv_get(t, r, key), &x) && x >= 0)
+            st->roundup_divisions[i] = (uint32_t)x;
+    }
+}
+
+static int convert_top(loader *L, const md_pv *top, md_err *err)
+{
+    md_snapshot *s = L->s;
+    const md_strtab *t = &s->strs;
+    int rc;
+    if (top->t == PV_LIST) { /* legacy: a bare list of segments */
+        s->features |= MD_HAS_LEGACY_LIST;
+        add_settings(L, NULL);
+        return add_segments(L, top, err);
+    }
+    if (top->t != PV_DICT)
+        return md_err_set(err, MD_E_SCHEMA, -1,
+                          "the pickle holds no allocator snapshot (top level is not a dict)");
+    const md_pv *segs = md_pv_get(t, top, "segments");
+    const md_pv *traces = md_pv_get(t, top, "device_traces");
+    if (!segs && !traces)
+        return md_err_set(err, MD_E_SCHEMA, -1,
+                          "not an allocator snapshot: no 'segments' or 'device_traces' key");
+    add_settings(L, md_pv_get(t, top, "allocator_settings"));
+    if ((rc = add_segments(L, segs, err)) || (rc = add_traces(L, traces, err)))
+        return rc;
+    return add_annotations(L, md_pv_get(t, top, "external_annotations"), err);
+}
+
+static int loader_init(loader *L, md_snapshot *s)
+{
+    memset(L, 0, sizeof *L);
+    L->s = s;
+    for (int k = 0; k < K_COUNT; k++) {
+        int64_t id = md_strtab_intern(&s->strs, key_names[k], strlen(key_names[k]));
+        if (id < 0)
+            return -1;
+        L->key[k] = (uint32_t)id;
+    }
+    for (size_t a = 1; a < NACTIONS; a++) {
+        int64_t id = md_strtab_intern(&s->strs, action_names[a], strlen(action_names[a]));
+        if (id < 0)
+            return -1;
+        L->act_sid[a] = (uint32_t)id;
+    }
+    /* stack id 0 is the empty stack */
+    if (md_grow((void **)&s->stacks, &s->stcap, 1, sizeof *s->stacks))
+        return -1;
+    s->stacks[0].first = s->stacks[0].n = 0;
+    s->nstacks = 1;
+    return 0;
+}
+
+static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
+{
+    md_snapshot *s = calloc(1, sizeof *s);
+    md_pkl *p = NULL;
+    loader L;
+    int rc;
+    if (!s || !(s->path = strdup(name ? name : "")) || md_strtab_init(&s->strs) ||
+        loader_init(&L, s)) {
+        md_snapshot_free(s);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
+        md_pv top;
+        md_pkl_set_hook(p, on_item, &L);
+        rc = md_pkl_run(p, &top, err);
+        if (rc == MD_OK)
+            rc = convert_top(&L, &top, err);
+    }
+    md_pkl_free(p);
+    if (L.cpp_seen)
+        s->features |= MD_HAS_CPP_FRAMES;
+    free(s->fslots);
+    free(s->sslots);
+    s->fslots = s->sslots = NULL;
+    if (rc) {
+        md_snapshot_free(s);
+        return rc;
+    }
+    *out = s;
+    return MD_OK;
+}
+
+int md_snapshot_load(const char *path, md_snapshot **out, md_err *err)
+{
+    md_input *in;
+    md_err_file(err, path);
+    int rc = md_input_open(path, &in, err);
+    if (rc)
+        return rc;
+    rc = load(in, path, out, err);
+    md_input_close(in);
+    return rc;
+}
+
+int md_snapshot_load_mem(const void *data, size_t n, const char *name,
+                         md_snapshot **out, md_err *err)
+{
+    md_input *in;
+    md_err_file(err, name);
+    int rc = md_input_mem(data, n, &in, err);
+    if (rc)
+        return rc;
+    rc = load(in, name, out, err);
+    md_input_close(in);
+    return rc;
+}
+
+void md_snapshot_free(md_snapshot *s)
+{
+    if (!s)
+        return;
+    free(s->path);
+    md_strtab_free(&s->strs);
+    free(s->frames);
+    free(s->fslots);
+    free(s->sframes);
+    free(s->stacks);
+    free(s->sslots);
+    free(s->events);
+    free(s->dev);
+    free(s->segs);
+    free(s->blocks);
+    free(s->anns);
+    free(s);
+}
+
+/* ---- accessors ------------------------------------------------------------- */
+
+const char *md_snapshot_path(const md_snapshot *s) { return s->path; }
+int md_snapshot_ndevices(const md_snapshot *s) { return s->ndev; }
+unsigned md_snapshot_features(const md_snapshot *s) { return s->features; }
+const md_settings *md_snapshot_settings(const md_snapshot *s) { return &s->settings; }
+size_t md_snapshot_nstacks(const md_snapshot *s) { return s->nstacks; }
+
+const md_event *md_snapshot_events(const md_snapshot *s, int device, size_t *n)
+{
+    if (device < 0 || device >= s->ndev) {
+        *n = 0;
+        return NULL;
+    }
+    *n = s->dev[device].n;
+    return s->events + s->dev[device].first;
+}
+
+const md_segment *md_snapshot_segments(const md_snapshot *s, size_t *n)
+{
+    *n = s->nsegs;
+    return s->segs;
+}
+
+const md_block *md_snapshot_blocks(const md_snapshot *s, size_t *n)
+{
+    *n = s->nblocks;
+    return s->blocks;
+}
+
+const md_annotation *md_snapshot_annotations(const md_snapshot *s, size_t *n)
+{
+    *n = s->nanns;
+    return s->anns;
+}
+
+const char *md_snapshot_string(const md_snapshot *s, uint32_t id)
+{
+    return md_strtab_get(&s->strs, id);
+}
+
+const uint32_t *md_snapshot_stack(const md_snapshot *s, uint32_t stack, size_t *n)
+{
+    if (stack == 0 || stack >= s->nstacks) {
+        *n = 0;
+        return NULL;
+    }
+    *n = s->stacks[stack].n;
+    return s->sframes + s->stacks[stack].first;
+}
+
+const md_frame *md_snapshot_frame(const md_snapshot *s, uint32_t frame)
+{
+    return frame < s->nframes ? &s->frames[frame] : NULL;
+}

@@ -1,0 +1,39 @@
+/* snapshot_int.h - the in-memory snapshot, shared by the loader and the
+ * model/analysis layers (read-only outside snapshot/). */
+#ifndef MD_SNAPSHOT_INT_H
+#define MD_SNAPSHOT_INT_H
+
+#include "../util/util.h"
+
+typedef struct md_range {
+    size_t first, n;
+} md_range;
+
+struct md_snapshot {
+    char *path;
+    md_strtab strs;
+    md_frame *frames;       /* frame id -> frame */
+    size_t nframes, fcap;
+    uint32_t *fslots;       /* frame intern table: id+1 */
+    size_t nfslots;
+    uint32_t *sframes;      /* all stacks' frame ids back to back */
+    size_t nsframes, sfcap;
+    md_range *stacks;       /* stack id -> range in sframes; id 0 empty */
+    size_t nstacks, stcap;
+    uint32_t *sslots;       /* stack intern table */
+    size_t nsslots;
+    md_event *events;       /* every device's events */
+    size_t nevents, evcap;
+    md_range *dev;          /* device -> range in events */
+    int ndev;
+    md_segment *segs;
+    size_t nsegs, segcap;
+    md_block *blocks;
+    size_t nblocks, blkcap;
+    md_annotation *anns;
+    size_t nanns, anncap;
+    md_settings settings;
+    unsigned features;
+};
+
+#endif

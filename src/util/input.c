@@ -1,0 +1,254 @@
+/* input.c - file/memory byte source with streaming decompression.
+ * Compressed data is never inflated whole into memory: the pickle reader
+ * pulls decompressed bytes in chunks, so peak memory follows what the
+ * reader keeps, not the file size. */
+#include <errno.h>
+#include <lzma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+#include "input.h"
+#include "util.h"
+
+enum codec { C_RAW, C_GZIP, C_ZSTD, C_XZ };
+
+struct md_input {
+    enum codec codec;
+    FILE *fp;                 /* NULL for memory input */
+    const unsigned char *mem; /* memory input */
+    size_t mem_len, mem_pos;
+    unsigned char *ibuf;      /* compressed bytes */
+    size_t ibuf_cap, ilen, ipos;
+    int eof_in, done;
+    z_stream z;
+    ZSTD_DCtx *zs;
+    size_t zlast;
+    lzma_stream xz;
+};
+
+#define IBUF 262144
+
+static long raw_fill(md_input *in, void *buf, size_t n)
+{
+    if (in->fp) {
+        size_t r = fread(buf, 1, n, in->fp);
+        if (r == 0 && ferror(in->fp))
+            return -1;
+        return (long)r;
+    }
+    size_t left = in->mem_len - in->mem_pos;
+    if (n > left)
+        n = left;
+    memcpy(buf, in->mem + in->mem_pos, n);
+    in->mem_pos += n;
+    return (long)n;
+}
+
+/* Refill the compressed-input buffer when it is drained. */
+static int refill(md_input *in)
+{
+    if (in->ipos < in->ilen || in->eof_in)
+        return 0;
+    long r = raw_fill(in, in->ibuf, in->ibuf_cap);
+    if (r < 0)
+        return -1;
+    in->ilen = (size_t)r;
+    in->ipos = 0;
+    if (r == 0)
+        in->eof_in = 1;
+    return 0;
+}
+
+static int setup(md_input *in, md_err *err)
+{
+    unsigned char magic[6] = {0};
+    size_t got = 0;
+    in->ibuf = malloc(IBUF);
+    if (!in->ibuf)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    in->ibuf_cap = IBUF;
+    long r = raw_fill(in, in->ibuf, in->ibuf_cap);
+    if (r < 0)
+        return md_err_set(err, MD_E_IO, -1, "read failed: %s", strerror(errno));
+    in->ilen = (size_t)r;
+    got = in->ilen < 6 ? in->ilen : 6;
+    memcpy(magic, in->ibuf, got);
+    if (got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        in->codec = C_GZIP;
+        if (inflateInit2(&in->z, 15 + 32) != Z_OK)
+            return md_err_set(err, MD_E_NOMEM, -1, "zlib init failed");
+    } else if (got >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 &&
+               magic[2] == 0x2f && magic[3] == 0xfd) {
+        in->codec = C_ZSTD;
+        in->zs = ZSTD_createDCtx();
+        if (!in->zs)
+            return md_err_set(err, MD_E_NOMEM, -1, "zstd init failed");
+    } else if (got >= 6 && !memcmp(magic, "\xfd" "7zXZ\0", 6)) {
+        in->codec = C_XZ;
+        lzma_stream init = LZMA_STREAM_INIT;
+        in->xz = init;
+        if (lzma_stream_decoder(&in->xz, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+            return md_err_set(err, MD_E_NOMEM, -1, "xz init failed");
+    } else {
+        in->codec = C_RAW;
+    }
+    return MD_OK;
+}
+
+int md_input_open(const char *path, md_input **out, md_err *err)
+{
+    md_input *in = calloc(1, sizeof *in);
+    if (!in)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    in->fp = fopen(path, "rb");
+    if (!in->fp) {
+        int e = errno;
+        free(in);
+        return md_err_set(err, MD_E_IO, -1, "cannot open: %s", strerror(e));
+    }
+    int rc = setup(in, err);
+    if (rc) {
+        md_input_close(in);
+        return rc;
+    }
+    *out = in;
+    return MD_OK;
+}
+
+int md_input_mem(const void *data, size_t n, md_input **out, md_err *err)
+{
+    md_input *in = calloc(1, sizeof *in);
+    if (!in)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    in->mem = data;
+    in->mem_len = n;
+    int rc = setup(in, err);
+    if (rc) {
+        md_input_close(in);
+        return rc;
+    }
+    *out = in;
+    return MD_OK;
+}
+
+static long read_gzip(md_input *in, unsigned char *buf, size_t n, md_err *err)
+{
+    in->z.next_out = buf;
+    in->z.avail_out = (uInt)(n > UINT32_MAX ? UINT32_MAX : n);
+    while (in->z.avail_out > 0 && !in->done) {
+        if (refill(in))
+            return md_err_set(err, MD_E_IO, -1, "read failed");
+        in->z.next_in = in->ibuf + in->ipos;
+        in->z.avail_in = (uInt)(in->ilen - in->ipos);
+        int zr = inflate(&in->z, Z_NO_FLUSH);
+        in->ipos = in->ilen - in->z.avail_in;
+        if (zr == Z_STREAM_END) {
+            /* concatenated gzip members: continue if more input follows */
+            if (refill(in) == 0 && in->ipos < in->ilen) {
+                inflateReset(&in->z);
+                continue;
+            }
+            in->done = 1;
+        } else if (zr == Z_BUF_ERROR && in->eof_in) {
+            return md_err_set(err, MD_E_FORMAT, -1, "gzip stream is truncated");
+        } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            return md_err_set(err, MD_E_FORMAT, -1, "gzip data is corrupt");
+        }
+    }
+    return (long)(in->z.next_out - buf);
+}
+
+static long read_zstd(md_input *in, unsigned char *buf, size_t n, md_err *err)
+{
+    ZSTD_outBuffer ob = {buf, n, 0};
+    while (ob.pos < ob.size) {
+        if (refill(in))
+            return md_err_set(err, MD_E_IO, -1, "read failed");
+        ZSTD_inBuffer ib = {in->ibuf, in->ilen, in->ipos};
+        size_t before = ob.pos;
+        size_t r = ZSTD_decompressStream(in->zs, &ob, &ib);
+        in->ipos = ib.pos;
+        if (ZSTD_isError(r))
+            return md_err_set(err, MD_E_FORMAT, -1, "zstd data is corrupt: %s",
+                              ZSTD_getErrorName(r));
+        in->zlast = r;
+        if (in->eof_in && in->ipos >= in->ilen && ob.pos == before) {
+            if (r != 0)
+                return md_err_set(err, MD_E_FORMAT, -1, "zstd stream is truncated");
+            break;
+        }
+    }
+    return (long)ob.pos;
+}
+
+static long read_xz(md_input *in, unsigned char *buf, size_t n, md_err *err)
+{
+    in->xz.next_out = buf;
+    in->xz.avail_out = n;
+    while (in->xz.avail_out > 0 && !in->done) {
+        if (refill(in))
+            return md_err_set(err, MD_E_IO, -1, "read failed");
+        in->xz.next_in = in->ibuf + in->ipos;
+        in->xz.avail_in = in->ilen - in->ipos;
+        lzma_ret r = lzma_code(&in->xz, in->eof_in ? LZMA_FINISH : LZMA_RUN);
+        in->ipos = in->ilen - in->xz.avail_in;
+        if (r == LZMA_STREAM_END)
+            in->done = 1;
+        else if (r == LZMA_BUF_ERROR && in->eof_in)
+            return md_err_set(err, MD_E_FORMAT, -1, "xz stream is truncated");
+        else if (r != LZMA_OK && r != LZMA_BUF_ERROR)
+            return md_err_set(err, MD_E_FORMAT, -1, "xz data is corrupt (code %d)", (int)r);
+    }
+    return (long)(n - in->xz.avail_out);
+}
+
+long md_input_read(md_input *in, void *buf, size_t n, md_err *err)
+{
+    if (n > (size_t)1 << 30)
+        n = (size_t)1 << 30;
+    switch (in->codec) {
+    case C_GZIP: return read_gzip(in, buf, n, err);
+    case C_ZSTD: return read_zstd(in, buf, n, err);
+    case C_XZ: return read_xz(in, buf, n, err);
+    case C_RAW: break;
+    }
+    size_t got = 0;
+    if (in->ipos < in->ilen) {
+        got = in->ilen - in->ipos;
+        if (got > n)
+            got = n;
+        memcpy(buf, in->ibuf + in->ipos, got);
+        in->ipos += got;
+    }
+    if (got < n) {
+        long r = raw_fill(in, (unsigned char *)buf + got, n - got);
+        if (r < 0)
+            return md_err_set(err, MD_E_IO, -1, "read failed: %s", strerror(errno));
+        got += (size_t)r;
+    }
+    return (long)got;
+}
+
+const char *md_input_codec(const md_input *in)
+{
+    static const char *names[] = {"raw", "gzip", "zstd", "xz"};
+    return names[in->codec];
+}
+
+void md_input_close(md_input *in)
+{
+    if (!in)
+        return;
+    if (in->codec == C_GZIP)
+        inflateEnd(&in->z);
+    if (in->zs)
+        ZSTD_freeDCtx(in->zs);
+    if (in->codec == C_XZ)
+        lzma_end(&in->xz);
+    if (in->fp)
+        fclose(in->fp);
+    free(in->ibuf);
+    free(in);
+}

@@ -1,0 +1,19 @@
+/* input.h - a byte stream over a file or memory, decompressing gzip, zstd
+ * and xz transparently (detected by magic bytes, not by file name). */
+#ifndef MD_INPUT_H
+#define MD_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "memdiag.h"
+
+typedef struct md_input md_input;
+
+int md_input_open(const char *path, md_input **out, md_err *err);
+int md_input_mem(const void *data, size_t n, md_input **out, md_err *err);
+/* Reads up to n bytes; returns bytes read (0 at end) or a negative md code. */
+long md_input_read(md_input *in, void *buf, size_t n, md_err *err);
+const char *md_input_codec(const md_input *in); /* "raw", "gzip", ... */
+void md_input_close(md_input *in);
+
+#endif

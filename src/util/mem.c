@@ -1,0 +1,238 @@
+/* mem.c - growable arrays, hashing, the string intern table and a u64 map. */
+#include <stdlib.h>
+#include <string.h>
+#include "util.h"
+
+int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 8;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2)
+            return -1;
+        nc *= 2;
+    }
+    if (nc > SIZE_MAX / esz)
+        return -1;
+    void *p = realloc(*buf, nc * esz);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = nc;
+    return 0;
+}
+
+uint64_t md_hash(const void *p, size_t n, uint64_t seed)
+{
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ULL ^ seed;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ s[i]) * 0x100000001b3ULL;
+    h ^= h >> 32;
+    h *= 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 31);
+}
+
+int md_strtab_init(md_strtab *t)
+{
+    memset(t, 0, sizeof *t);
+    return md_strtab_intern(t, "", 0) == 0 ? 0 : -1;
+}
+
+void md_strtab_free(md_strtab *t)
+{
+    free(t->data);
+    free(t->off);
+    free(t->slen);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+static int strtab_rehash(md_strtab *t)
+{
+    size_t ns = t->nslots ? t->nslots * 2 : 1024;
+    uint32_t *slots = calloc(ns, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t id = 0; id < t->n; id++) {
+        uint64_t h = md_hash(t->data + t->off[id], t->slen[id], 0);
+        size_t i = h & (ns - 1);
+        while (slots[i])
+            i = (i + 1) & (ns - 1);
+        slots[i] = (uint32_t)id + 1;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+    return 0;
+}
+
+int64_t md_strtab_intern(md_strtab *t, const char *s, size_t n)
+{
+    if (n > UINT32_MAX || t->n >= UINT32_MAX - 1)
+        return -1;
+    if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t) != 0)
+        return -1;
+    uint64_t h = md_hash(s, n, 0);
+    size_t i = h & (t->nslots - 1);
+    while (t->slots[i]) {
+        uint32_t id = t->slots[i] - 1;
+        if (t->slen[id] == n && memcmp(t->data + t->off[id], s, n) == 0)
+            return id;
+        i = (i + 1) & (t->nslots - 1);
+    }
+    if (md_grow((void **)&t->data, &t->cap,
+                t->len + n + 1, 1) != 0)
+        return -1;
+    size_t c1 = t->ncap, c2 = t->ncap;
+    if (md_grow((void **)&t->off, &c1, t->n + 1, sizeof *t->off) != 0)
+        return -1;
+    if (md_grow((void **)&t->slen, &c2, t->n + 1, sizeof *t->slen) != 0)
+        return -1;
+    t->ncap = c1 < c2 ? c1 : c2;
+    if (n)
+        memcpy(t->data + t->len, s, n);
+    t->data[t->len + n] = 0;
+    t->off[t->n] = t->len;
+    t->slen[t->n] = (uint32_t)n;
+    t->len += n + 1;
+    t->slots[i] = (uint32_t)t->n + 1;
+    return (int64_t)t->n++;
+}
+
+/* ---- u64 map ---------------------------------------------------------- */
+#define MAP_EMPTY 0
+#define MAP_TOMB UINT64_MAX
+
+int md_map_init(md_map *m, size_t hint)
+{
+    memset(m, 0, sizeof *m);
+    size_t cap = 16;
+    while (cap < hint * 2)
+        cap *= 2;
+    m->keys = calloc(cap, sizeof *m->keys);
+    m->vals = calloc(cap, sizeof *m->vals);
+    if (!m->keys || !m->vals) {
+        md_map_free(m);
+        return -1;
+    }
+    m->cap = cap;
+    return 0;
+}
+
+void md_map_free(md_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+static size_t map_slot(uint64_t k, size_t cap)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+static int map_resize(md_map *m, size_t cap)
+{
+    md_map nm;
+    nm.keys = calloc(cap, sizeof *nm.keys);
+    nm.vals = calloc(cap, sizeof *nm.vals);
+    if (!nm.keys || !nm.vals) {
+        free(nm.keys);
+        free(nm.vals);
+        return -1;
+    }
+    nm.cap = cap;
+    nm.n = nm.used = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        uint64_t k = m->keys[i];
+        if (k != MAP_EMPTY && k != MAP_TOMB) {
+            size_t j = map_slot(k, cap);
+            while (nm.keys[j] != MAP_EMPTY)
+                j = (j + 1) & (cap - 1);
+            nm.keys[j] = k;
+            nm.vals[j] = m->vals[i];
+            nm.n++;
+            nm.used++;
+        }
+    }
+    free(m->keys);
+    free(m->vals);
+    *m = nm;
+    return 0;
+}
+
+int md_map_put(md_map *m, uint64_t key, uint64_t val)
+{
+    uint64_t k = key + 1;
+    if (k == MAP_EMPTY || k == MAP_TOMB)
+        k = MAP_TOMB - 1; /* keys UINT64_MAX/-2 collide; never used as addresses */
+    if ((m->used + 1) * 4 > m->cap * 3 &&
+        map_resize(m, m->n * 4 > m->cap ? m->cap * 2 : m->cap) != 0)
+        return -1;
+    size_t i = map_slot(k, m->cap), tomb = SIZE_MAX;
+    while (m->keys[i] != MAP_EMPTY) {
+        if (m->keys[i] == k) {
+            m->vals[i] = val;
+            return 0;
+        }
+        if (m->keys[i] == MAP_TOMB && tomb == SIZE_MAX)
+            tomb = i;
+        i = (i + 1) & (m->cap - 1);
+    }
+    if (tomb != SIZE_MAX)
+        i = tomb;
+    else
+        m->used++;
+    m->keys[i] = k;
+    m->vals[i] = val;
+    m->n++;
+    return 0;
+}
+
+static long map_find(const md_map *m, uint64_t key)
+{
+    if (!m->cap)
+        return -1;
+    uint64_t k = key + 1;
+    if (k == MAP_EMPTY || k == MAP_TOMB)
+        k = MAP_TOMB - 1;
+    size_t i = map_slot(k, m->cap);
+    while (m->keys[i] != MAP_EMPTY) {
+        if (m->keys[i] == k)
+            return (long)i;
+        i = (i + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+int md_map_get(const md_map *m, uint64_t key, uint64_t *val)
+{
+    long i = map_find(m, key);
+    if (i < 0)
+        return 0;
+    if (val)
+        *val = m->vals[i];
+    return 1;
+}
+
+int md_map_del(md_map *m, uint64_t key)
+{
+    long i = map_find(m, key);
+    if (i < 0)
+        return 0;
+    m->keys[i] = MAP_TOMB;
+    m->n--;
+    return 1;
+}

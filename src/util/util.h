@@ -1,0 +1,73 @@
+/* util.h - internal helpers shared by every layer: error filling, checked
+ * allocation, growable arrays, and a string intern table. Nothing here
+ * prints or exits. */
+#ifndef MD_UTIL_H
+#define MD_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "memdiag.h"
+
+#define MD_UNUSED(x) (void)(x)
+
+/* Fills err (if not NULL) and returns code. offset -1 = not applicable. */
+int md_err_set(md_err *err, int code, int64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void md_err_file(md_err *err, const char *file);
+
+/* Grows *buf (element size esz) so it can hold need elements.
+ * Returns 0 on success, -1 on overflow or allocation failure. */
+int md_grow(void **buf, size_t *cap, size_t need, size_t esz);
+
+#define MD_PUSH(arr, n, cap, val, fail)                                        \
+    do {                                                                       \
+        if ((n) >= (cap) &&                                                    \
+            md_grow((void **)&(arr), &(cap), (n) + 1, sizeof(*(arr))) != 0)    \
+            goto fail;                                                         \
+        (arr)[(n)++] = (val);                                                  \
+    } while (0)
+
+/* 64-bit hash of bytes (FNV-1a folded with a multiply; good enough for
+ * interning, not for adversarial keys). */
+uint64_t md_hash(const void *p, size_t n, uint64_t seed);
+
+/* ---- string intern table: id 0 is the empty string ------------------- */
+typedef struct md_strtab {
+    char *data;          /* all strings, NUL-terminated, back to back */
+    size_t len, cap;
+    uint64_t *off;       /* id -> offset in data */
+    uint32_t *slen;      /* id -> length */
+    size_t n, ncap;
+    uint32_t *slots;     /* open addressing: id+1, 0 = empty */
+    size_t nslots;
+} md_strtab;
+
+int md_strtab_init(md_strtab *t);
+void md_strtab_free(md_strtab *t);
+/* Returns the id (>= 0) or -1 on allocation failure. */
+int64_t md_strtab_intern(md_strtab *t, const char *s, size_t n);
+static inline const char *md_strtab_get(const md_strtab *t, uint32_t id)
+{
+    return id < t->n ? t->data + t->off[id] : "";
+}
+static inline size_t md_strtab_len(const md_strtab *t, uint32_t id)
+{
+    return id < t->n ? t->slen[id] : 0;
+}
+
+/* ---- u64 -> u64 hash map (open addressing, key 0 reserved by caller
+ * convention: keys are stored +1 internally so 0 works too) ------------ */
+typedef struct md_map {
+    uint64_t *keys; /* key+1, 0 = empty, UINT64_MAX = tombstone */
+    uint64_t *vals;
+    size_t cap, n, used;
+} md_map;
+
+int md_map_init(md_map *m, size_t hint);
+void md_map_free(md_map *m);
+int md_map_put(md_map *m, uint64_t key, uint64_t val);
+int md_map_get(const md_map *m, uint64_t key, uint64_t *val); /* 1 found */
+int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
+
+#endif
