@@ -28,7 +28,7 @@ $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(BUILD)/libmemdiag.a -lcmocka -ljansson $(LIBS)
 
 # Checks the Debian packages the build needs; installs them when run as root.
 deps:

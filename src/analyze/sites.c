@@ -67,7 +67,8 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
                 best = c;
         sites[i].category = (uint8_t)best;
     }
-    qsort(sites, ns, sizeof *sites, cmp_site);
+    if (ns > 1)
+        qsort(sites, ns, sizeof *sites, cmp_site);
     free(catb);
     free(live);
     md_map_free(&idx);

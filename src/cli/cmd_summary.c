@@ -34,25 +34,52 @@ static void unload(loaded *L)
     free(L->snaps);
 }
 
+static int grow_ranks(loaded *L)
+{
+    if (L->nranks < L->cap)
+        return 0;
+    size_t nc = L->cap ? L->cap * 2 : 8;
+    md_rank *nr = realloc(L->ranks, nc * sizeof *nr);
+    if (!nr)
+        return -1;
+    L->ranks = nr;
+    L->cap = nc;
+    return 0;
+}
+
+/* Devices to report: those with a trace; for a snapshot without history
+ * (or a legacy segment list), those holding segments, from final state. */
+static int device_has_data(const md_snapshot *s, int d, int traces)
+{
+    size_t n;
+    if (traces) {
+        md_snapshot_events(s, d, &n);
+        return n > 0;
+    }
+    const md_segment *g = md_snapshot_segments(s, &n);
+    for (size_t i = 0; i < n; i++)
+        if (g[i].device == d)
+            return 1;
+    return 0;
+}
+
 static int add_ranks(loaded *L, md_snapshot *s, const char *path)
 {
-    int named = md_rank_from_name(path);
-    int any = 0;
-    for (int d = 0; d < md_snapshot_ndevices(s); d++) {
-        size_t n;
-        md_snapshot_events(s, d, &n);
-        if (n == 0)
+    int named = md_rank_from_name(path), any = 0, traces = 0, maxdev = md_snapshot_ndevices(s) - 1;
+    size_t ns;
+    const md_segment *g = md_snapshot_segments(s, &ns);
+    for (int d = 0; d <= maxdev; d++)
+        traces |= device_has_data(s, d, 1);
+    for (size_t i = 0; i < ns; i++)
+        if (g[i].device > maxdev && g[i].device < 4096)
+            maxdev = g[i].device;
+    for (int d = 0; d <= maxdev; d++) {
+        if (!device_has_data(s, d, traces))
             continue;
-        if (L->nranks == L->cap) {
-            size_t nc = L->cap ? L->cap * 2 : 8;
-            md_rank *nr = realloc(L->ranks, nc * sizeof *nr);
-            if (!nr)
-                return -1;
-            L->ranks = nr;
-            L->cap = nc;
-        }
         md_err err = {0};
         int rank = named >= 0 && !any ? named : d;
+        if (grow_ranks(L))
+            return -1;
         if (md_rank_build(&L->ranks[L->nranks], s, d, rank, &err)) {
             snprintf(err.file, sizeof err.file, "%s", path);
             cli_fail_err(&err);
@@ -62,7 +89,7 @@ static int add_ranks(loaded *L, md_snapshot *s, const char *path)
         any = 1;
     }
     if (!any) {
-        cli_fail("%s: the snapshot has no allocator history (record with "
+        cli_fail("%s: the snapshot holds no segments and no allocator history (record with "
                  "torch.cuda.memory._record_memory_history() before the work)", path);
         return -1;
     }

@@ -145,6 +145,8 @@ static int new_obj(md_pkl *p, int kind, md_pv *out, md_err *err)
 
 static int obj_add(md_pkl *p, pv_obj *o, const md_pv *v, size_t n, md_err *err)
 {
+    if (n == 0)
+        return MD_OK;
     if ((uint64_t)o->n + n > UINT32_MAX)
         return md_err_set(err, MD_E_LIMIT, p->op_off, "container too large");
     if (o->n + n > o->cap) {
@@ -686,10 +688,13 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
 int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
 {
     md_pkl *p = calloc(1, sizeof *p);
-    if (!p || !(p->buf = malloc(WINDOW))) {
+    if (!p || !(p->buf = malloc(WINDOW)) || !(p->stack = malloc(1024 * sizeof *p->stack))) {
+        if (p)
+            free(p->buf);
         free(p);
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
+    p->scap = 1024;
     p->cap = WINDOW;
     p->in = in;
     p->strs = strs;

@@ -136,24 +136,35 @@ static void settings(FILE *o, const md_rank *rk)
     fprintf(o, "\n");
 }
 
+static int distinct_ranks(const md_rank *rk, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (rk[i].rank == rk[j].rank)
+                return 0;
+    return 1;
+}
+
 static void compare(FILE *o, const md_rank *rk, size_t n)
 {
-    fprintf(o, "\n== ranks compared\n");
-    fprintf(o, "  rank  device   peak MiB   reserved   fwd-increase  persistent   growth\n");
+    int ranked = distinct_ranks(rk, n);
+    fprintf(o, "\n== %s compared\n", ranked ? "ranks" : "inputs");
+    fprintf(o, "  rank  device   peak MiB   reserved   fwd-increase  persistent   growth  file\n");
     size_t hi = 0, lo = 0;
     for (size_t i = 0; i < n; i++) {
         const md_indicators *in = md_analysis_indicators(rk[i].a);
-        fprintf(o, "  %-5d %-6d %10.1f %10.1f %14.1f %11.1f %8.1f\n", rk[i].rank, rk[i].device,
+        const char *base = strrchr(rk[i].path, '/');
+        fprintf(o, "  %-5d %-6d %10.1f %10.1f %14.1f %11.1f %8.1f  %s\n", rk[i].rank, rk[i].device,
                 in->maximum_peak_allocated_mib, md_mib(md_replay_peak_reserved(rk[i].r)),
                 in->largest_forward_increase_mib, in->first_step_persistent_change_mib,
-                in->between_step_growth_mib);
+                in->between_step_growth_mib, base ? base + 1 : rk[i].path);
         if (md_replay_peak_allocated(rk[i].r) > md_replay_peak_allocated(rk[hi].r))
             hi = i;
         if (md_replay_peak_allocated(rk[i].r) < md_replay_peak_allocated(rk[lo].r))
             lo = i;
     }
     uint64_t a = md_replay_peak_allocated(rk[hi].r), b = md_replay_peak_allocated(rk[lo].r);
-    if (hi != lo)
+    if (ranked && hi != lo)
         fprintf(o, "  rank %d peaks %.1f MiB above rank %d (%.0f%% more)\n", rk[hi].rank,
                 md_mib(a - b), rk[lo].rank, b ? 100.0 * (double)(a - b) / (double)b : 0.0);
 }

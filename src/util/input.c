@@ -83,6 +83,7 @@ static int setup(md_input *in, md_err *err)
                magic[2] == 0x2f && magic[3] == 0xfd) {
         in->codec = C_ZSTD;
         in->zs = ZSTD_createDCtx();
+        in->zlast = 1;
         if (!in->zs)
             return md_err_set(err, MD_E_NOMEM, -1, "zstd init failed");
     } else if (got >= 6 && !memcmp(magic, "\xfd" "7zXZ\0", 6)) {
@@ -167,18 +168,20 @@ static long read_zstd(md_input *in, unsigned char *buf, size_t n, md_err *err)
         if (refill(in))
             return md_err_set(err, MD_E_IO, -1, "read failed");
         ZSTD_inBuffer ib = {in->ibuf, in->ilen, in->ipos};
-        size_t before = ob.pos;
+        size_t before = ob.pos, consumed = in->ipos;
         size_t r = ZSTD_decompressStream(in->zs, &ob, &ib);
         in->ipos = ib.pos;
         if (ZSTD_isError(r))
             return md_err_set(err, MD_E_FORMAT, -1, "zstd data is corrupt: %s",
                               ZSTD_getErrorName(r));
-        in->zlast = r;
-        if (in->eof_in && in->ipos >= in->ilen && ob.pos == before) {
-            if (r != 0)
+        if (ob.pos == before && in->ipos == consumed && in->eof_in) {
+            /* no progress and no input left: done only if the last frame
+             * was complete (zlast == 0) */
+            if (in->zlast != 0)
                 return md_err_set(err, MD_E_FORMAT, -1, "zstd stream is truncated");
             break;
         }
+        in->zlast = r;
     }
     return (long)ob.pos;
 }

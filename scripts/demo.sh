@@ -1,0 +1,15 @@
+#!/bin/sh
+# The main job on bundled real data: snapshots of the seed exercise,
+# recorded on an H200 with torch 2.11 (tests/data/seed-exercise).
+M=${1:-build/memdiag}
+D=tests/data/seed-exercise
+set -e
+echo "\$ memdiag summary $D/snap-gamma-small-rank0.pickle"
+"$M" summary "$D/snap-gamma-small-rank0.pickle"
+echo
+echo "\$ memdiag summary $D/snap-beta-ddp-rank0.pickle $D/snap-beta-ddp-rank1.pickle --top 3"
+"$M" summary "$D/snap-beta-ddp-rank0.pickle" "$D/snap-beta-ddp-rank1.pickle" --top 3
+echo
+echo "\$ memdiag diagnose --json $D/snap-alpha-small-rank0.pickle  (first lines)"
+"$M" diagnose --json "$D/snap-alpha-small-rank0.pickle" | python3 -m json.tool 2>/dev/null | head -24 || \
+    "$M" diagnose --json "$D/snap-alpha-small-rank0.pickle" | head -c 1200

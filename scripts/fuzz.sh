@@ -1,0 +1,20 @@
+#!/bin/sh
+# Builds the libFuzzer target with ASan+UBSan and runs it for N seconds
+# (default 60) from a corpus of the synthetic snapshots and real prefixes.
+set -eu
+secs=${1:-60}
+out=build-fuzz
+mkdir -p "$out/corpus"
+srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze/*.c)
+clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=all -Iinclude $srcs fuzz/fuzz_snapshot.c \
+    -o "$out/fuzz_snapshot" -lz -lzstd -llzma -lm
+cp tests/data/synthetic/*.pickle "$out/corpus/"
+head -c 60000 tests/data/seed-exercise/snap-alpha-small-rank0.pickle >"$out/corpus/real-prefix"
+rc=0
+"$out/fuzz_snapshot" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$out/" -dict=fuzz/pickle.dict -print_final_stats=1 "$out/corpus" \
+    >"$out/fuzz.log" 2>&1 || rc=$?
+tail -n 12 "$out/fuzz.log"
+[ "$rc" -eq 0 ] || { echo "fuzz: FAILED (exit $rc); reproducer in $out/crash-*" >&2; exit 1; }
+echo "fuzz: no crash in $secs s"

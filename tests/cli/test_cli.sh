@@ -1,0 +1,52 @@
+#!/bin/sh
+# CLI behaviour on real and hostile inputs: exit codes, the one-line error
+# format, JSON validity, directory input and rank naming.
+M=${MEMDIAG:-build/memdiag}
+D=tests/data
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+n=0; bad=0
+check() { # check NAME COMMAND... : the command must succeed
+    n=$((n + 1)); name=$1; shift
+    if ! "$@" >"$T/out" 2>"$T/err"; then bad=$((bad + 1)); echo "not ok $n - $name"; cat "$T/err"; else echo "ok $n - $name"; fi
+}
+
+# real snapshots: summary works and shows the indicators
+check "summary of a real snapshot" sh -c "$M summary $D/seed-exercise/snap-alpha-small-rank0.pickle | grep -q 'maximum_peak_allocated_mib *155.2'"
+check "compressed input" sh -c "$M summary $D/alpha-small.pickle.zst | grep -q 'first_step_persistent_change_mib *64.0'"
+check "diagnose --json is valid JSON with schema 1" sh -c "$M diagnose --json $D/seed-exercise/snap-beta-ddp-rank0.pickle $D/seed-exercise/snap-beta-ddp-rank1.pickle | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"schema\"]==1 and [r[\"rank\"] for r in d[\"ranks\"]]==[0,1] and d[\"ranks\"][0][\"indicators\"][\"largest_forward_increase_mib\"]>200'"
+mkdir "$T/run"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/run/"
+check "directory of per-rank files, sorted by rank, compared" sh -c "$M summary $T/run | grep -q 'rank 0 peaks 165.2 MiB above rank 1'"
+mkdir "$T/gap"; cp $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/gap/snap-rank0.pickle"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle "$T/gap/snap-rank2.pickle"
+check "a missing rank is named" sh -c "$M summary $T/gap 2>&1 >/dev/null | grep -q 'rank 1 has no snapshot'"
+check "help" sh -c "$M --help | grep -q summary && $M summary --help | grep -q -- --top"
+
+# bad input: exit 2 and exactly one line naming the file
+expect_fail() { # NAME STDERR-PATTERN COMMAND...
+    n=$((n + 1)); name=$1; pat=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"; rc=$?
+    lines=$(wc -l <"$T/err")
+    if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q "$pat" "$T/err" && [ ! -s "$T/out" ]; then
+        echo "ok $n - $name"
+    else
+        bad=$((bad + 1)); echo "not ok $n - $name (rc=$rc, $lines lines)"; cat "$T/err"
+    fi
+}
+: >"$T/empty.pickle"
+printf 'hello\n' >"$T/text.pickle"
+head -c 100000 $D/seed-exercise/snap-alpha-small-rank0.pickle >"$T/cut.pickle"
+python3 -c 'import sys; sys.stdout.buffer.write(b"\x80\x04\x95\x1d\x00\x00\x00\x00\x00\x00\x00\x8c\x05posix\x94\x8c\x06system\x94\x93\x94\x8c\x02id\x94\x85\x94R\x94.")' >"$T/evil.pickle"
+expect_fail "empty file" "empty.pickle: byte 0: empty file" $M summary "$T/empty.pickle"
+expect_fail "text file" "text.pickle: byte 0: not a pickle" $M summary "$T/text.pickle"
+expect_fail "truncated file" "cut.pickle: byte 100000: truncated" $M summary "$T/cut.pickle"
+expect_fail "object construction refused" "evil.pickle: byte 28: opcode STACK_GLOBAL" $M diagnose --json "$T/evil.pickle"
+expect_fail "missing file" "nope.pickle: no such file" $M summary "$T/nope.pickle"
+expect_fail "one bad file among good ones" "empty.pickle" $M summary $D/seed-exercise/snap-alpha-small-rank0.pickle "$T/empty.pickle"
+expect_fail "unknown option" "unknown option '--frob'" $M summary --frob x
+expect_fail "unknown command" "unknown command" $M frobnicate
+expect_fail "no paths" "needs at least one" $M diagnose --json
+mkdir "$T/nodata"
+expect_fail "directory without snapshots" "no snapshot files" $M summary "$T/nodata"
+
+echo "cli: $((n - bad)) passed, $bad failed"
+[ $bad -eq 0 ]

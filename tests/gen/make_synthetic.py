@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Writes the synthetic snapshots the unit tests read (tests/data/synthetic).
+
+Each file exercises one schema generation or pickler style of
+torch.cuda.memory._snapshot(); real H200 snapshots live beside them in
+tests/data/seed-exercise. The expected replay results are stated next to
+each trace and asserted in tests/unit/test_snapshot.c.
+
+    python3 tests/gen/make_synthetic.py tests/data/synthetic
+"""
+import os
+import pickle
+import struct
+import sys
+
+MIB = 1 << 20
+A = 0x7F0000000000          # small segment (2 MiB)
+B = 0x7F0000200000          # large segment (20 MiB)
+
+FRAMES_USER = [
+    {"name": "forward", "filename": "/home/u/model.py", "line": 12},
+    {"name": "_call_impl", "filename": "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", "line": 1790},
+    {"name": "train", "filename": "/home/u/train.py", "line": 40},
+]
+
+
+def base_trace(t0=None, frames=True, extra=None):
+    """The reference trace. Block sizes after torch's rules:
+    alloc 1000 B -> 1024; alloc 512 B -> 512; alloc 5 MiB in a 20 MiB segment
+    -> split, 5 MiB; alloc 15128640 B in the 15 MiB rest -> rounds to 15129088,
+    remainder 599552 <= 1 MiB so not split: the whole 15 MiB block.
+    Peak allocated 1024+512+5 MiB+15 MiB = 20973056; after the free of the
+    first block 20972032; reserved 2 MiB + 20 MiB = 23068672."""
+    fr = FRAMES_USER if frames else []
+    ev = [
+        ("segment_alloc", A, 2 * MIB), ("alloc", A, 1000), ("alloc", A + 1024, 512),
+        ("segment_alloc", B, 20 * MIB), ("alloc", B, 5 * MIB),
+        ("alloc", B + 5 * MIB, 15128640),
+        ("free_requested", A, 1000), ("free_completed", A, 1000),
+    ]
+    out = []
+    for i, (act, addr, size) in enumerate(ev):
+        e = {"action": act, "addr": addr, "size": size, "stream": 0}
+        if t0 is not None:
+            e["time_us"] = t0 + 10 * i
+        if extra:
+            e.update(extra)
+        e["frames"] = fr
+        out.append(e)
+    return out
+
+
+def final_segments(history=False, with_frames=True):
+    """Segment state matching the end of base_trace."""
+    def blk(addr, size, req, state):
+        b = {"address": addr, "size": size, "requested_size": req, "state": state}
+        if history:
+            del b["address"]
+            b["history"] = [{"addr": addr, "real_size": req, "frames": FRAMES_USER}] if state != "inactive" else []
+        elif with_frames:
+            b["frames"] = FRAMES_USER if state != "inactive" else []
+        return b
+    seg_a = {"device": 0, "address": A, "total_size": 2 * MIB, "allocated_size": 512,
+             "active_size": 512, "requested_size": 512, "stream": 0, "segment_type": "small",
+             "blocks": [blk(A, 1024, 0, "inactive"), blk(A + 1024, 512, 512, "active_allocated"),
+                        blk(A + 1536, 2 * MIB - 1536, 0, "inactive")]}
+    seg_b = {"device": 0, "address": B, "total_size": 20 * MIB, "allocated_size": 20 * MIB,
+             "active_size": 20 * MIB, "requested_size": 5 * MIB + 15128640, "stream": 0,
+             "segment_type": "large",
+             "blocks": [blk(B, 5 * MIB, 5 * MIB, "active_allocated"),
+                        blk(B + 5 * MIB, 15 * MIB, 15128640, "active_allocated")]}
+    if not history:
+        for s in (seg_a, seg_b):
+            s["segment_pool_id"] = (0, 0)
+            s["is_expandable"] = False
+            s["frames"] = []
+    return [seg_a, seg_b]
+
+
+SETTINGS = {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1,
+            "garbage_collection_threshold": 0.0, "expandable_segments": False,
+            "pinned_num_register_threads": 1, "release_lock_on_cudamalloc": False,
+            "pinned_use_cuda_host_register": False,
+            "roundup_power2_divisions": {str(1 << i): 0 for i in range(16)}}
+
+
+def v2_0():
+    return {"segments": final_segments(history=True), "device_traces": [base_trace(frames=True)]}
+
+
+def v2_1():
+    tr = base_trace()
+    return {"segments": final_segments(), "device_traces": [tr]}
+
+
+def v2_3():
+    d = v2_1()
+    d["device_traces"] = [base_trace(t0=1700000000000000)]
+    d["allocator_settings"] = dict(SETTINGS)
+    return d
+
+
+def v2_5():
+    d = v2_3()
+    d["external_annotations"] = [
+        {"stage": "START", "name": "Optimizer.step#SGD.step", "device": 0, "time_us": 1700000000000055},
+        {"stage": "END", "name": "Optimizer.step#SGD.step", "device": 0, "time_us": 1700000000000056}]
+    return d
+
+
+def v2_8():
+    d = v2_5()
+    d["device_traces"] = [base_trace(t0=1700000000000000, extra={"compile_context": "N/A"})]
+    return d
+
+
+def v2_10():
+    d = v2_5()
+    d["device_traces"] = [base_trace(t0=1700000000000000,
+                                     extra={"compile_context": "N/A", "user_metadata": ""})]
+    return d
+
+
+def newer():
+    """Fields after 2.11: pool_id, dict user_metadata, internal_metadata, the
+    annotate action, host_* lists, unknown keys at every level."""
+    d = v2_10()
+    tr = base_trace(t0=1700000000000000, extra={
+        "compile_context": "N/A", "user_metadata": {"phase": "fwd"},
+        "internal_metadata": {"k": 1}, "pool_id": (0, 0), "some_future_key": [1, 2.5, None]})
+    tr.insert(3, {"action": "annotate", "addr": 0, "size": 0, "stream": 0,
+                  "time_us": 1700000000000025, "frames": [], "name": "my region"})
+    d["device_traces"] = [tr]
+    d["host_segments"] = []
+    d["host_traces"] = [{"action": "alloc", "addr": 1, "size": 64, "stream": 0, "frames": []}]
+    d["allocator_settings"]["graph_capture_record_stream_reuse"] = False
+    d["a_future_top_level_key"] = {"x": b"bytes", "y": (1, 2, 3)}
+    return d
+
+
+def legacy_list():
+    return final_segments()
+
+
+def two_devices():
+    d = v2_3()
+    tr1 = base_trace(t0=1700000000000000)
+    d["device_traces"] = [[], tr1]  # device 0 empty, device 1 traced
+    segs = final_segments()
+    for s in segs:
+        s["device"] = 1
+    d["segments"] = segs
+    return d
+
+
+def overflow():
+    """Ring buffer kept only the tail: the trace starts with the free of a
+    2000-byte block (block 2048) allocated before recording; the final
+    state holds a 4096-byte block no recorded alloc explains. Initial
+    allocated 2048 + 4096 = 6144, after the free 4096, reserved 2 MiB."""
+    S = A
+    tr = [{"action": "free_requested", "addr": S, "size": 2000, "stream": 0, "frames": []},
+          {"action": "free_completed", "addr": S, "size": 2000, "stream": 0, "frames": []}]
+    segs = [{"device": 0, "address": S, "total_size": 2 * MIB, "allocated_size": 4096,
+             "active_size": 4096, "requested_size": 4096, "stream": 0, "segment_type": "small",
+             "segment_pool_id": (0, 0), "is_expandable": False, "frames": [],
+             "blocks": [{"address": S, "size": 2048, "requested_size": 0, "state": "inactive", "frames": []},
+                        {"address": S + 2048, "size": 4096, "requested_size": 4096,
+                         "state": "active_allocated", "frames": FRAMES_USER},
+                        {"address": S + 6144, "size": 2 * MIB - 6144, "requested_size": 0,
+                         "state": "inactive", "frames": []}]}]
+    return {"segments": segs, "device_traces": [tr]}
+
+
+def expandable():
+    """expandable_segments: pages mapped at the end of one reservation.
+    map 2 MiB, alloc 1.5 MiB (block 1572864, split since remainder >= 512),
+    map 2 MiB more, alloc 2 MiB at the end of the first (fits the merged free
+    range), free the first, unmap nothing. allocated peak 1572864 + 2097152."""
+    E = 0x7F8000000000
+    tr = [{"action": "segment_map", "addr": E, "size": 2 * MIB, "stream": 0, "frames": []},
+          {"action": "alloc", "addr": E, "size": 1572864, "stream": 0, "frames": []},
+          {"action": "segment_map", "addr": E + 2 * MIB, "size": 2 * MIB, "stream": 0, "frames": []},
+          {"action": "alloc", "addr": E + 1572864, "size": 2 * MIB, "stream": 0, "frames": []},
+          {"action": "free_requested", "addr": E, "size": 1572864, "stream": 0, "frames": []},
+          {"action": "free_completed", "addr": E, "size": 1572864, "stream": 0, "frames": []},
+          {"action": "segment_unmap", "addr": E, "size": 1572864 - 524288, "stream": 0, "frames": []}]
+    st = dict(SETTINGS)
+    st["expandable_segments"] = True
+    st["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    return {"segments": [], "device_traces": [tr], "allocator_settings": st}
+
+
+def oom():
+    tr = base_trace(t0=1700000000000000)
+    tr.append({"action": "oom", "device_free": 123 * MIB, "size": 80 * 1024 * MIB,
+               "stream": 0, "time_us": 1700000000000100, "frames": FRAMES_USER})
+    d = v2_3()
+    d["device_traces"] = [tr]
+    return d
+
+
+class CppPickler:
+    """What torch::jit::Pickler (tag_aggregates=false) writes: protocol 2,
+    BINUNICODE for every string (memoized by value), explicit BINPUT after
+    each memoized value, LONG1 with 8 bytes beyond int32, EMPTY_DICT MARK ..
+    SETITEMS even when empty, big-endian BINFLOAT, no FRAME, no MEMOIZE."""
+
+    def __init__(self):
+        self.out = bytearray(b"\x80\x02")
+        self.memo = {}
+        self.n = 0
+
+    def put(self):
+        if self.n < 256:
+            self.out += b"q" + bytes([self.n])
+        else:
+            self.out += b"r" + struct.pack("<I", self.n)
+        self.n += 1
+        return self.n - 1
+
+    def get(self, i):
+        self.out += (b"h" + bytes([i])) if i < 256 else (b"j" + struct.pack("<I", i))
+
+    def dump(self, v):
+        if v is None:
+            self.out += b"N"
+        elif v is True or v is False:
+            self.out += b"\x88" if v else b"\x89"
+        elif isinstance(v, int):
+            if -2**31 <= v < 2**31:
+                self.out += b"J" + struct.pack("<i", v)
+            else:
+                self.out += b"\x8a\x08" + struct.pack("<q" if v < 0 else "<Q", v)
+        elif isinstance(v, float):
+            self.out += b"G" + struct.pack(">d", v)
+        elif isinstance(v, str):
+            if ("s", v) in self.memo:
+                return self.get(self.memo[("s", v)])
+            b = v.encode()
+            self.out += b"X" + struct.pack("<I", len(b)) + b
+            self.memo[("s", v)] = self.put()
+        elif isinstance(v, tuple):
+            for x in v:
+                self.dump(x)
+            self.out += {1: b"\x85", 2: b"\x86", 3: b"\x87"}[len(v)]
+        elif isinstance(v, list):
+            self.out += b"]("
+            for x in v:
+                self.dump(x)
+            self.out += b"e"
+        elif isinstance(v, dict):
+            self.out += b"}("
+            for k, x in v.items():
+                self.dump(k)
+                self.dump(x)
+            self.out += b"u"
+        else:
+            raise TypeError(type(v))
+
+    def finish(self, v):
+        self.dump(v)
+        self.out += b"."
+        return bytes(self.out)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
+    os.makedirs(out, exist_ok=True)
+    files = {
+        "v2_0.pickle": (v2_0(), 2), "v2_1.pickle": (v2_1(), 4), "v2_3.pickle": (v2_3(), 4),
+        "v2_5.pickle": (v2_5(), 4), "v2_8.pickle": (v2_8(), 4), "v2_10.pickle": (v2_10(), 4),
+        "newer.pickle": (newer(), 5), "legacy_list.pickle": (legacy_list(), 4),
+        "two_devices.pickle": (two_devices(), 4), "overflow.pickle": (overflow(), 4),
+        "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
+        "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
+        "proto2.pickle": (v2_3(), 2), "proto3.pickle": (v2_3(), 3), "proto5.pickle": (v2_3(), 5),
+    }
+    for name, (obj, proto) in files.items():
+        with open(os.path.join(out, name), "wb") as f:
+            pickle.dump(obj, f, protocol=proto)
+    with open(os.path.join(out, "cpp_pickler.pickle"), "wb") as f:
+        f.write(CppPickler().finish(v2_3()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+/* test_snapshot.c - reading real H200 snapshots and every schema variant:
+ * counts, sharing of frames, compression, versions, pickler styles, and
+ * truncation of a real file at many offsets. */
+#include "testutil.h"
+
+#define MIB (1024ULL * 1024ULL)
+
+typedef struct fixture {
+    const char *file;
+    int device;
+    size_t events, segments;
+} fixture;
+
+/* Counts from python3 pickle.load of each file (trusted fixtures):
+ * len(device_traces[d]) and len(segments). */
+static const fixture fixtures[] = {
+    {"seed-exercise/snap-alpha-small-rank0.pickle", 0, 4276, 22},
+    {"seed-exercise/snap-alpha-medium-rank0.pickle", 0, 8134, 32},
+    {"seed-exercise/snap-beta-small-rank0.pickle", 0, 5024, 30},
+    {"seed-exercise/snap-beta-medium-rank0.pickle", 0, 9537, 55},
+    {"seed-exercise/snap-gamma-small-rank0.pickle", 0, 3597, 97},
+    {"seed-exercise/snap-gamma-medium-rank0.pickle", 0, 6782, 106},
+    {"seed-exercise/snap-beta-ddp-rank0.pickle", 0, 5057, 33},
+    {"seed-exercise/snap-beta-ddp-rank1.pickle", 1, 5053, 29},
+};
+
+static void test_fixture_counts(void **st)
+{
+    (void)st;
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+        md_snapshot *s = load_ok(fixtures[i].file);
+        size_t n, ns;
+        md_snapshot_events(s, fixtures[i].device, &n);
+        assert_int_equal(n, fixtures[i].events);
+        md_snapshot_segments(s, &ns);
+        assert_int_equal(ns, fixtures[i].segments);
+        unsigned f = md_snapshot_features(s);
+        assert_true(f & MD_HAS_TIME);
+        assert_true(f & MD_HAS_FRAMES);
+        assert_true(f & MD_HAS_CPP_FRAMES);
+        assert_true(f & MD_HAS_SETTINGS);
+        assert_true(f & MD_HAS_ANNOTATIONS);
+        md_snapshot_free(s);
+    }
+}
+
+/* torch shares frames and tracebacks; they must stay shared: alpha-small
+ * has 4276 entries but only a few hundred distinct stacks. */
+static void test_interning(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("seed-exercise/snap-alpha-small-rank0.pickle");
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, 0, &n);
+    assert_true(md_snapshot_nstacks(s) < n / 2);
+    assert_int_equal(ev[0].action, MD_ACT_SEGMENT_ALLOC);
+    assert_int_equal(ev[0].size, 20971520);
+    assert_int_equal(ev[0].time_us, 1795972022102326LL);
+    assert_int_equal(ev[1].action, MD_ACT_ALLOC);
+    assert_int_equal(ev[1].addr, 139637448245248ULL);
+    size_t nf;
+    const uint32_t *fr = md_snapshot_stack(s, ev[1].stack, &nf);
+    assert_true(nf > 10);
+    const md_frame *f = md_snapshot_frame(s, fr[0]);
+    assert_string_equal(md_snapshot_string(s, f->name), "torch::unwind::unwind()");
+    const md_frame *u = md_user_frame(s, ev[1].stack);
+    assert_non_null(u);
+    assert_string_equal(md_snapshot_string(s, u->name), "make_model");
+    assert_int_equal(u->line, 299);
+    const md_settings *cfg = md_snapshot_settings(s);
+    assert_true(cfg->present);
+    assert_int_equal(cfg->max_split_size, -1);
+    assert_false(cfg->expandable_segments);
+    md_snapshot_free(s);
+}
+
+static void test_compressed_equal_raw(void **st)
+{
+    (void)st;
+    const char *names[] = {"alpha-small.pickle.gz", "alpha-small.pickle.xz", "alpha-small.pickle.zst"};
+    md_snapshot *raw = load_ok("seed-exercise/snap-alpha-small-rank0.pickle");
+    size_t nr;
+    const md_event *er = md_snapshot_events(raw, 0, &nr);
+    for (int i = 0; i < 3; i++) {
+        md_snapshot *c = load_ok(names[i]);
+        size_t nc;
+        const md_event *ec = md_snapshot_events(c, 0, &nc);
+        assert_int_equal(nc, nr);
+        for (size_t k = 0; k < nr; k++) {
+            assert_int_equal(ec[k].addr, er[k].addr);
+            assert_int_equal(ec[k].size, er[k].size);
+            assert_int_equal(ec[k].action, er[k].action);
+        }
+        md_snapshot_free(c);
+    }
+    md_snapshot_free(raw);
+}
+
+/* Every prefix of a real snapshot must be refused cleanly, never crash,
+ * never be taken as complete. */
+static void test_truncated_real_file(void **st)
+{
+    (void)st;
+    char p[1024];
+    size_t n = 0;
+    unsigned char *d = slurp(data_path("seed-exercise/snap-gamma-small-rank0.pickle", p, sizeof p), &n);
+    assert_non_null(d);
+    size_t step = n / 97 + 1;
+    for (size_t cut = 0; cut < n; cut += step) {
+        md_err e = load_bad(d, cut);
+        assert_true(e.code == MD_E_FORMAT);
+    }
+    for (size_t cut = n - 16; cut < n; cut++)
+        load_bad(d, cut);
+    free(d);
+    /* a truncated compressed file */
+    d = slurp(data_path("alpha-small.pickle.xz", p, sizeof p), &n);
+    assert_non_null(d);
+    md_err e = load_bad(d, n / 2);
+    assert_int_equal(e.code, MD_E_FORMAT);
+    free(d);
+}
+
+/* The same reference trace in every schema generation and pickler style
+ * (tests/gen/make_synthetic.py) must read to the same events. */
+static void test_schema_versions(void **st)
+{
+    (void)st;
+    const char *files[] = {"v2_0.pickle", "v2_1.pickle", "v2_3.pickle", "v2_5.pickle",
+                           "v2_8.pickle", "v2_10.pickle", "newer.pickle", "cpp_pickler.pickle",
+                           "proto0.pickle", "proto1.pickle", "proto2.pickle", "proto3.pickle",
+                           "proto5.pickle"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "synthetic/%s", files[i]);
+        md_snapshot *s = load_ok(rel);
+        size_t n, ns, nb;
+        const md_event *ev = md_snapshot_events(s, 0, &n);
+        int annotate = !strcmp(files[i], "newer.pickle");
+        assert_int_equal(n, 8 + annotate);
+        assert_int_equal(ev[4 + annotate].action, MD_ACT_ALLOC);
+        assert_int_equal(ev[4 + annotate].size, 5 * MIB);
+        assert_int_equal(ev[4 + annotate].addr, 0x7F0000200000ULL);
+        const md_segment *g = md_snapshot_segments(s, &ns);
+        md_snapshot_blocks(s, &nb);
+        assert_int_equal(ns, 2);
+        assert_int_equal(nb, 5);
+        assert_true(g[0].is_small);
+        assert_int_equal(g[1].total_size, 20 * MIB);
+        md_replay *r;
+        md_err e;
+        assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+        assert_int_equal(md_replay_peak_allocated(r), 20973056ULL);
+        md_point end = md_replay_at(r, (long)n - 1);
+        assert_int_equal(end.allocated, 20972032ULL);
+        assert_int_equal(end.reserved, 23068672ULL);
+        assert_int_equal(end.requested, 512ULL + 5 * MIB + 15128640ULL);
+        assert_int_equal(md_replay_anomalies(r), 0);
+        md_replay_free(r);
+        md_snapshot_free(s);
+    }
+}
+
+static void test_v2_0_history_blocks(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("synthetic/v2_0.pickle");
+    size_t nb;
+    const md_block *b = md_snapshot_blocks(s, &nb);
+    assert_true(md_snapshot_features(s) & MD_HAS_LEGACY_HISTORY);
+    /* addresses are laid out from the segment start */
+    assert_int_equal(b[1].address, 0x7F0000000000ULL + 1024);
+    assert_int_equal(b[1].requested_size, 512);
+    assert_true(b[1].stack != 0);
+    assert_int_equal(b[1].state, MD_BLOCK_ACTIVE_ALLOCATED);
+    md_snapshot_free(s);
+}
+
+static void test_legacy_list_and_devices(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("synthetic/legacy_list.pickle");
+    assert_true(md_snapshot_features(s) & MD_HAS_LEGACY_LIST);
+    assert_int_equal(md_snapshot_ndevices(s), 0);
+    md_replay *r;
+    md_err e;
+    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    /* no trace: the final state is the initial state */
+    assert_int_equal(md_replay_initial(r).allocated, 512ULL + 20 * MIB);
+    md_replay_free(r);
+    md_snapshot_free(s);
+
+    s = load_ok("synthetic/two_devices.pickle");
+    size_t n0, n1;
+    md_snapshot_events(s, 0, &n0);
+    md_snapshot_events(s, 1, &n1);
+    assert_int_equal(md_snapshot_ndevices(s), 2);
+    assert_int_equal(n0, 0);
+    assert_int_equal(n1, 8);
+    assert_int_equal(md_replay_run(s, 1, &r, &e), MD_OK);
+    assert_int_equal(md_replay_peak_allocated(r), 20973056ULL);
+    md_replay_free(r);
+    md_snapshot_free(s);
+}
+
+static void test_overflow_reconstruction(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("synthetic/overflow.pickle");
+    md_replay *r;
+    md_err e;
+    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    assert_int_equal(md_replay_initial(r).allocated, 2048 + 4096);
+    assert_int_equal(md_replay_initial(r).reserved, 2 * MIB);
+    assert_int_equal(md_replay_at(r, 0).allocated, 4096);
+    assert_int_equal(md_replay_at(r, 1).allocated, 4096);
+    assert_int_equal(md_replay_anomalies(r), 0);
+    md_live *live;
+    size_t n;
+    assert_int_equal(md_replay_live(r, 1, &live, &n, &e), MD_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(live[0].block_size, 4096);
+    assert_int_equal(live[0].alloc_index, -1);
+    free(live);
+    md_replay_free(r);
+    md_snapshot_free(s);
+}
+
+static void test_expandable_and_oom(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("synthetic/expandable.pickle");
+    md_replay *r;
+    md_err e;
+    assert_true(md_snapshot_settings(s)->expandable_segments);
+    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    assert_int_equal(md_replay_peak_allocated(r), 1572864ULL + 2 * MIB);
+    assert_int_equal(md_replay_peak_reserved(r), 4 * MIB);
+    md_point end = md_replay_at(r, 6);
+    assert_int_equal(end.allocated, 2 * MIB);
+    assert_int_equal(end.reserved, 3 * MIB);
+    assert_int_equal(md_replay_anomalies(r), 0);
+    md_replay_free(r);
+    md_snapshot_free(s);
+
+    s = load_ok("synthetic/oom.pickle");
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, 0, &n);
+    assert_int_equal(ev[n - 1].action, MD_ACT_OOM);
+    assert_int_equal(ev[n - 1].addr, 123 * MIB); /* device_free */
+    assert_int_equal(ev[n - 1].size, 80ULL * 1024 * MIB);
+    md_snapshot_free(s);
+}
+
+static void test_round_size(void **st)
+{
+    (void)st;
+    /* torch's round_size with no roundup_power2_divisions */
+    md_snapshot *s = load_ok("synthetic/v2_3.pickle");
+    md_replay *r;
+    md_err e;
+    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    assert_int_equal(md_replay_at(r, 1).allocated, 1024);      /* 1000 -> 1024 */
+    assert_int_equal(md_replay_at(r, 2).allocated, 1024 + 512); /* 512 -> 512 */
+    md_replay_free(r);
+    md_snapshot_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixture_counts),
+        cmocka_unit_test(test_interning),
+        cmocka_unit_test(test_compressed_equal_raw),
+        cmocka_unit_test(test_truncated_real_file),
+        cmocka_unit_test(test_schema_versions),
+        cmocka_unit_test(test_v2_0_history_blocks),
+        cmocka_unit_test(test_legacy_list_and_devices),
+        cmocka_unit_test(test_overflow_reconstruction),
+        cmocka_unit_test(test_expandable_and_oom),
+        cmocka_unit_test(test_round_size),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

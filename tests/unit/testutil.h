@@ -1,0 +1,73 @@
+/* testutil.h - shared helpers for the cmocka unit tests. Test data lives in
+ * tests/data (real H200 snapshots in seed-exercise/, synthetic schema
+ * variants in synthetic/ from tests/gen/make_synthetic.py). */
+#ifndef MD_TESTUTIL_H
+#define MD_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "memdiag.h"
+
+static inline const char *data_path(const char *rel, char *buf, size_t n)
+{
+    const char *root = getenv("MD_TEST_DATA");
+    snprintf(buf, n, "%s/%s", root ? root : "tests/data", rel);
+    return buf;
+}
+
+/* Whole file into memory (malloc'd); NULL on failure. */
+static inline unsigned char *slurp(const char *path, size_t *n)
+{
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(len > 0 ? (size_t)len : 1);
+    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static inline md_snapshot *load_ok(const char *rel)
+{
+    char p[1024];
+    md_snapshot *s = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    int rc = md_snapshot_load(data_path(rel, p, sizeof p), &s, &e);
+    if (rc) {
+        char buf[1024];
+        print_error("load %s: %s\n", rel, md_err_format(&e, buf, sizeof buf));
+    }
+    assert_int_equal(rc, MD_OK);
+    return s;
+}
+
+/* Loads bytes that must be refused; returns the error. */
+static inline md_err load_bad(const void *data, size_t n)
+{
+    md_snapshot *s = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    int rc = md_snapshot_load_mem(data, n, "bad.pickle", &s, &e);
+    assert_int_not_equal(rc, MD_OK);
+    assert_null(s);
+    assert_int_equal(rc, e.code);
+    assert_true(e.msg[0] != 0);
+    return e;
+}
+
+#endif
