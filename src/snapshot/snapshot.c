@@ -645,7 +645,7 @@ const md_event *md_snapshot_events(const md_snapshot *s, int device, size_t *n)
         return NULL;
     }
     *n = s->dev[device].n;
-    return s->events + s->dev[device].first;
+    return *n ? s->events + s->dev[device].first : NULL;
 }
 
 const md_segment *md_snapshot_segments(const md_snapshot *s, size_t *n)

@@ -147,6 +147,52 @@ static void test_stack_misuse(void **st)
     assert_non_null(strstr(load_bad(g, sizeof g).msg, "NEXT_BUFFER"));
 }
 
+/* Inputs the fuzzer once broke us with (tests/data/fuzz-regress): each
+ * must go through load, replay, analysis and sites without a sanitizer
+ * report. */
+#include <dirent.h>
+static void test_fuzz_regressions(void **st)
+{
+    (void)st;
+    char dir[1024];
+    DIR *d = opendir(data_path("fuzz-regress", dir, sizeof dir));
+    assert_non_null(d);
+    struct dirent *e;
+    int seen = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[2048];
+        size_t n;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unsigned char *b = slurp(p, &n);
+        assert_non_null(b);
+        md_snapshot *s = NULL;
+        md_err er;
+        if (md_snapshot_load_mem(b, n, e->d_name, &s, &er) == MD_OK) {
+            for (int dev = 0; dev < md_snapshot_ndevices(s) && dev < 4; dev++) {
+                md_replay *r;
+                md_analysis *a;
+                if (md_replay_run(s, dev, &r, &er) != MD_OK)
+                    continue;
+                if (md_analyze(s, r, &a, &er) == MD_OK) {
+                    md_site *sites;
+                    size_t ns;
+                    if (md_sites_at(a, md_replay_peak_index(r), &sites, &ns, NULL, &er) == MD_OK)
+                        free(sites);
+                    md_analysis_free(a);
+                }
+                md_replay_free(r);
+            }
+            md_snapshot_free(s);
+        }
+        free(b);
+        seen++;
+    }
+    closedir(d);
+    assert_true(seen > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_memo_bounds),
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_stack_misuse),
+        cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
