@@ -73,19 +73,26 @@ def generate(n_entries, seed):
     live = []
     step = 0
     while len(trace) < n_entries:
-        # forward: allocations that stay live until backward
-        seg = seg_addr + (step % 64) * 64 * MIB
-        trace.append(entry("segment_alloc", seg, 60 * MIB, t, rng.choice(stacks)))
-        off = 0
+        # forward: allocations that stay live until backward; small requests
+        # (<= 1 MiB) in a 2 MiB small-pool segment, large ones in a 60 MiB
+        # segment, packed the way the caching allocator splits blocks
+        big = seg_addr + (step % 64) * 64 * MIB
+        small = seg_addr + 0x100000000 + (step % 64) * 4 * MIB
+        trace.append(entry("segment_alloc", big, 60 * MIB, t, rng.choice(stacks)))
+        trace.append(entry("segment_alloc", small, 2 * MIB, t, rng.choice(stacks)))
+        off = {big: 0, small: 0}
         for _ in range(rng.randint(20, 60)):
             size = rng.choice(sizes)
+            seg, cap, keep = (small, 2 * MIB, 512) if size <= MIB else (big, 60 * MIB, MIB + 1)
             blk = (size + 511) // 512 * 512
-            if off + blk > 60 * MIB:
-                break
+            if off[seg] + blk > cap:
+                continue
+            if cap - off[seg] - blk < keep:   # the block would take the rest
+                blk = cap - off[seg]
             t += rng.randint(1, 50)
-            trace.append(entry("alloc", seg + off, size, t, rng.choice(stacks)))
-            live.append((seg + off, size))
-            off += blk
+            trace.append(entry("alloc", seg + off[seg], size, t, rng.choice(stacks)))
+            live.append((seg + off[seg], size))
+            off[seg] += blk
         # backward: free in reverse
         for addr, size in reversed(live):
             t += rng.randint(1, 30)
@@ -94,7 +101,8 @@ def generate(n_entries, seed):
             trace.append(entry("free_completed", addr, size, t, st))
         live.clear()
         t += 5
-        trace.append(entry("segment_free", seg, 60 * MIB, t, rng.choice(stacks)))
+        trace.append(entry("segment_free", big, 60 * MIB, t, rng.choice(stacks)))
+        trace.append(entry("segment_free", small, 2 * MIB, t, rng.choice(stacks)))
         step += 1
     trace = trace[:n_entries]
     annotations = []

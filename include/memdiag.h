@@ -208,6 +208,9 @@ md_point md_replay_initial(const md_replay *r);
 long md_replay_peak_index(const md_replay *r);
 uint64_t md_replay_peak_allocated(const md_replay *r);
 uint64_t md_replay_peak_reserved(const md_replay *r);
+/* Event index of the free of the allocation made at event alloc_index
+ * (-1: never freed in the trace, or not an alloc). */
+long md_replay_free_index(const md_replay *r, long alloc_index);
 /* Problems the replay tolerated (free of an unknown address, ...). */
 size_t md_replay_anomalies(const md_replay *r);
 

@@ -17,8 +17,10 @@ enum {
 
 /* Per-stack tag cache (one uint16 per stack id). */
 typedef struct md_stack_cache {
-    uint16_t *tags;
+    uint16_t *tags;   /* per stack id */
     size_t n;
+    uint8_t *ftags;   /* per frame id; 0x80 = computed */
+    size_t nframes;
 } md_stack_cache;
 
 unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack);

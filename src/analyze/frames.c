@@ -58,42 +58,54 @@ static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
     return strstr(md_strtab_get(&s->strs, f->name), part) != NULL;
 }
 
-/* Phase a stack belongs to, by the outermost torch entry point on it:
- * optimizer code, zero_grad, autograd backward, or a module's forward. */
-static unsigned classify(const md_snapshot *s, uint32_t stack)
+/* What one frame says about the phase (see classify). */
+static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
+{
+    unsigned tags = 0;
+    if (is_python(s, f)) {
+        if (frame_in(s, f, "torch/optim/"))
+            tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
+        else if (name_is(s, f, "zero_grad"))
+            tags |= MD_TAG_ZERO_GRAD;
+        else if (frame_in(s, f, "torch/autograd/") ||
+                 (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward")))
+            tags |= MD_TAG_BACKWARD;
+        else if (frame_in(s, f, "torch/nn/modules/module.py") &&
+                 (name_is(s, f, "_call_impl") || name_is(s, f, "_wrapped_call_impl")))
+            tags |= MD_TAG_FORWARD;
+        else if (frame_in(s, f, "torch/nn/modules/module.py") &&
+                 (name_is(s, f, "_apply") || name_is(s, f, "to") || name_is(s, f, "cuda")))
+            tags |= MD_TAG_MODEL_INIT;
+        return tags;
+    }
+    if (name_has(s, f, "autograd::Engine") || name_has(s, f, "autograd::engine") ||
+        name_has(s, f, "AccumulateGrad"))
+        tags |= MD_TAG_BACKWARD;
+    if (name_has(s, f, "setWorkspaceForHandle") || name_has(s, f, "getCUDABlasLtWorkspace") ||
+        name_has(s, f, "cublasLtWorkspace") ||
+        (name_has(s, f, "cudnn") && name_has(s, f, "orkspace")))
+        tags |= MD_TAG_WORKSPACE;
+    if (name_has(s, f, "AccumulateGrad"))
+        tags |= MD_TAG_GRAD_ACCUM;
+    return tags;
+}
+
+/* Phase a stack belongs to: the union of its frames' tags (optimizer
+ * code, zero_grad, autograd backward, module forward, workspace). Frame
+ * tags are cached too: stacks share most frames. */
+static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
     unsigned tags = 0;
     for (size_t i = 0; i < n; i++) {
-        const md_frame *f = &s->frames[ids[i]];
-        if (is_python(s, f)) {
-            if (frame_in(s, f, "torch/optim/")) {
-                tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
-            } else if (name_is(s, f, "zero_grad")) {
-                tags |= MD_TAG_ZERO_GRAD;
-            } else if (frame_in(s, f, "torch/autograd/") ||
-                       (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward"))) {
-                tags |= MD_TAG_BACKWARD;
-            } else if (frame_in(s, f, "torch/nn/modules/module.py") &&
-                       (name_is(s, f, "_call_impl") || name_is(s, f, "_wrapped_call_impl"))) {
-                tags |= MD_TAG_FORWARD;
-            } else if (frame_in(s, f, "torch/nn/modules/module.py") &&
-                       (name_is(s, f, "_apply") || name_is(s, f, "to") ||
-                        name_is(s, f, "cuda"))) {
-                tags |= MD_TAG_MODEL_INIT;
-            }
+        uint32_t f = ids[i];
+        if (f < c->nframes) {
+            if (!(c->ftags[f] & 0x80))
+                c->ftags[f] = (uint8_t)(frame_tags(s, &s->frames[f]) | 0x80);
+            tags |= c->ftags[f] & 0x7f;
         } else {
-            if (name_has(s, f, "autograd::Engine") || name_has(s, f, "autograd::engine") ||
-                name_has(s, f, "AccumulateGrad"))
-                tags |= MD_TAG_BACKWARD;
-            if (name_has(s, f, "setWorkspaceForHandle") ||
-                name_has(s, f, "getCUDABlasLtWorkspace") ||
-                name_has(s, f, "cublasLtWorkspace") ||
-                (name_has(s, f, "cudnn") && name_has(s, f, "orkspace")))
-                tags |= MD_TAG_WORKSPACE;
-            if (name_has(s, f, "AccumulateGrad"))
-                tags |= MD_TAG_GRAD_ACCUM;
+            tags |= frame_tags(s, &s->frames[f]);
         }
     }
     return tags;
@@ -104,7 +116,7 @@ unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
     if (stack == 0 || stack >= c->n)
         return 0;
     if (!(c->tags[stack] & MD_TAG_KNOWN))
-        c->tags[stack] = (uint16_t)(classify(s, stack) | MD_TAG_KNOWN);
+        c->tags[stack] = (uint16_t)(classify(c, s, stack) | MD_TAG_KNOWN);
     return c->tags[stack] & ~MD_TAG_KNOWN;
 }
 

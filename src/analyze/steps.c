@@ -33,7 +33,6 @@ struct md_analysis {
     md_indicators ind;
     char optimizer[32];
     md_stack_cache cache;
-    long *free_at; /* alloc event index -> index of its free, -1 = never */
 };
 
 typedef struct step_end {
@@ -218,31 +217,6 @@ static void indicators(md_analysis *a)
     in->largest_forward_increase_mib = best;
 }
 
-static int lifetimes(md_analysis *a)
-{
-    md_map live;
-    a->free_at = malloc((a->n ? a->n : 1) * sizeof *a->free_at);
-    if (!a->free_at || md_map_init(&live, 1024))
-        return -1;
-    for (size_t i = 0; i < a->n; i++) {
-        const md_event *e = &a->ev[i];
-        uint64_t at;
-        a->free_at[i] = -1;
-        if (e->action == MD_ACT_ALLOC) {
-            if (md_map_put(&live, e->addr, i)) {
-                md_map_free(&live);
-                return -1;
-            }
-        } else if ((e->action == MD_ACT_FREE_REQUESTED || e->action == MD_ACT_FREE_COMPLETED) &&
-                   md_map_get(&live, e->addr, &at)) {
-            a->free_at[at] = (long)i;
-            md_map_del(&live, e->addr);
-        }
-    }
-    md_map_free(&live);
-    return 0;
-}
-
 int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_err *err)
 {
     md_analysis *a = calloc(1, sizeof *a);
@@ -256,7 +230,9 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->n = md_replay_nevents(r);
     a->cache.n = s->nstacks;
     a->cache.tags = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.tags);
-    if (!a->cache.tags || lifetimes(a))
+    a->cache.nframes = s->nframes;
+    a->cache.ftags = calloc(s->nframes ? s->nframes : 1, 1);
+    if (!a->cache.tags || !a->cache.ftags)
         goto nomem;
     n = ends_from_annotations(a, md_replay_device(r), &ends, &cap);
     if (n > 0) {
@@ -284,7 +260,7 @@ void md_analysis_free(md_analysis *a)
         return;
     free(a->steps);
     free(a->cache.tags);
-    free(a->free_at);
+    free(a->cache.ftags);
     free(a);
 }
 
@@ -330,7 +306,7 @@ static int workspace_by_size(const md_analysis *a, const md_live *l)
     if (l->requested != 33554432ULL && l->requested != 8519680ULL &&
         l->requested != 4194304ULL)
         return 0;
-    if (l->alloc_index < 0 || a->free_at[l->alloc_index] >= 0)
+    if (l->alloc_index < 0 || md_replay_free_index(a->r, l->alloc_index) >= 0)
         return 0;
     size_t n;
     const uint32_t *ids = md_snapshot_stack(a->s, l->stack, &n);
@@ -367,7 +343,7 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     long i = l->alloc_index;
     if (i < 0)
         return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_OTHER;
-    long fr = a->free_at[i];
+    long fr = md_replay_free_index(a->r, i);
     if (tags & MD_TAG_GRAD_ACCUM)
         return MD_CAT_GRADIENT;
     if (a->nsteps && i <= a->steps[0].fwd_start)

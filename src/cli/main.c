@@ -1,5 +1,6 @@
 /* main.c - memdiag: find out where a training job's GPU memory goes.
  * Dispatches subcommands; each lives in its own cmd_*.c file. */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,10 @@ void cli_fail_err(const md_err *err)
 
 int main(int argc, char **argv)
 {
+    /* Big arrays (events, timeline) grow by realloc; a fixed mmap threshold
+     * keeps them in mmap'd chunks that mremap grows without copying
+     * (glibc would otherwise raise the threshold after the first free). */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

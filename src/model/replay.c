@@ -57,6 +57,7 @@ typedef struct rstate {
     md_map seg_by_addr;
     uint64_t allocated, reserved, requested;
     size_t anomalies;
+    int32_t *free_at; /* alloc index -> free index; NULL when not wanted */
 } rstate;
 
 struct md_replay {
@@ -66,6 +67,7 @@ struct md_replay {
     size_t n;
     md_point initial;
     md_point *pts;
+    int32_t *free_at; /* alloc event index -> index of its free, -1 = never */
     long peak_index;
     uint64_t peak_alloc, peak_reserved;
     size_t anomalies;
@@ -259,7 +261,13 @@ static void ev_alloc(rstate *st, const md_event *e, long idx)
     st->requested += b->requested;
 }
 
-static void ev_free_requested(rstate *st, const md_event *e)
+static void note_free(rstate *st, const rblock *b, long idx)
+{
+    if (st->free_at && b->alloc_index >= 0)
+        st->free_at[b->alloc_index] = (int32_t)idx;
+}
+
+static void ev_free_requested(rstate *st, const md_event *e, long idx)
 {
     uint64_t bi;
     if (!md_map_get(&st->by_addr, e->addr, &bi) || st->b[bi].state != B_ALLOC) {
@@ -268,11 +276,12 @@ static void ev_free_requested(rstate *st, const md_event *e)
     }
     rblock *b = &st->b[bi];
     b->state = B_PENDING;
+    note_free(st, b, idx);
     st->allocated -= b->size;
     st->requested -= b->requested;
 }
 
-static void ev_free_completed(rstate *st, const md_event *e)
+static void ev_free_completed(rstate *st, const md_event *e, long idx)
 {
     uint64_t bi;
     if (!md_map_get(&st->by_addr, e->addr, &bi) || st->b[bi].state == B_FREE) {
@@ -281,6 +290,7 @@ static void ev_free_completed(rstate *st, const md_event *e)
     }
     rblock *b = &st->b[bi];
     if (b->state == B_ALLOC) { /* free_requested was not recorded */
+        note_free(st, b, idx);
         st->allocated -= b->size;
         st->requested -= b->requested;
     }
@@ -373,8 +383,8 @@ static void apply(rstate *st, const md_event *e, long idx)
 {
     switch (e->action) {
     case MD_ACT_ALLOC: ev_alloc(st, e, idx); break;
-    case MD_ACT_FREE_REQUESTED: ev_free_requested(st, e); break;
-    case MD_ACT_FREE_COMPLETED: ev_free_completed(st, e); break;
+    case MD_ACT_FREE_REQUESTED: ev_free_requested(st, e, idx); break;
+    case MD_ACT_FREE_COMPLETED: ev_free_completed(st, e, idx); break;
     case MD_ACT_SEGMENT_ALLOC:
         if (md_map_get(&st->seg_by_addr, e->addr, NULL))
             st->anomalies++;
@@ -498,38 +508,86 @@ static int seed_state(const md_replay *r, rstate *st)
 
 /* ---- public -------------------------------------------------------------------- */
 
+/* Does the end of a replay from an empty start agree with the snapshot's
+ * final segment state? Then nothing was allocated before recording. */
+static int matches_final_state(const md_replay *r, const rstate *st)
+{
+    const md_snapshot *s = r->s;
+    for (size_t i = 0; i < s->nsegs; i++) {
+        const md_segment *g = &s->segs[i];
+        if (g->device != r->device)
+            continue;
+        if (!md_map_get(&st->seg_by_addr, g->address, NULL))
+            return 0;
+        for (size_t k = 0; k < g->nblocks; k++) {
+            const md_block *b = &s->blocks[g->first_block + k];
+            uint64_t bi;
+            if (b->state != MD_BLOCK_INACTIVE &&
+                (!md_map_get(&st->by_addr, b->address, &bi) || st->b[bi].state == B_FREE))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* One pass over the events from the state in st, recording the timeline. */
+static void run_pass(md_replay *r, rstate *st)
+{
+    st->free_at = r->free_at;
+    memset(r->free_at, 0xff, (r->n ? r->n : 1) * sizeof *r->free_at); /* all -1 */
+    r->initial = (md_point){st->allocated, st->reserved, st->requested};
+    r->peak_alloc = st->allocated;
+    r->peak_reserved = st->reserved;
+    r->peak_index = -1;
+    for (size_t i = 0; i < r->n; i++) {
+        apply(st, &r->ev[i], (long)i);
+        r->pts[i] = (md_point){st->allocated, st->reserved, st->requested};
+        if (st->allocated > r->peak_alloc) {
+            r->peak_alloc = st->allocated;
+            r->peak_index = (long)i;
+        }
+        if (st->reserved > r->peak_reserved)
+            r->peak_reserved = st->reserved;
+    }
+    r->anomalies = st->anomalies;
+}
+
 int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err)
 {
     md_replay *r = calloc(1, sizeof *r);
     rstate st;
+    memset(&st, 0, sizeof st);
     if (!r)
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     r->s = s;
     r->device = device;
     r->ev = md_snapshot_events(s, device, &r->n);
-    r->peak_index = -1;
-    if (reconstruct(r) || state_init(&st, s) || seed_state(r, &st) ||
-        !(r->pts = malloc((r->n ? r->n : 1) * sizeof *r->pts))) {
+    if (r->n >= INT32_MAX) {
+        size_t n = r->n;
         md_replay_free(r);
-        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+        return md_err_set(err, MD_E_LIMIT, -1, "device %d has %zu trace entries (limit 2^31)",
+                          device, n);
     }
-    r->initial = (md_point){st.allocated, st.reserved, st.requested};
-    r->peak_alloc = st.allocated;
-    r->peak_reserved = st.reserved;
-    for (size_t i = 0; i < r->n; i++) {
-        apply(&st, &r->ev[i], (long)i);
-        r->pts[i] = (md_point){st.allocated, st.reserved, st.requested};
-        if (st.allocated > r->peak_alloc) {
-            r->peak_alloc = st.allocated;
-            r->peak_index = (long)i;
-        }
-        if (st.reserved > r->peak_reserved)
-            r->peak_reserved = st.reserved;
+    if (!(r->pts = malloc((r->n ? r->n : 1) * sizeof *r->pts)) ||
+        !(r->free_at = malloc((r->n ? r->n : 1) * sizeof *r->free_at)) || state_init(&st, s))
+        goto nomem;
+    /* Usually recording started before the first allocation: one pass from
+     * an empty state, checked against the final state. Only if they
+     * disagree is the pre-recording state reconstructed and replayed. */
+    run_pass(r, &st);
+    if (st.anomalies || !matches_final_state(r, &st)) {
+        state_free(&st);
+        if (reconstruct(r) || state_init(&st, s) || seed_state(r, &st))
+            goto nomem;
+        run_pass(r, &st);
     }
-    r->anomalies = st.anomalies;
     state_free(&st);
     *out = r;
     return MD_OK;
+nomem:
+    state_free(&st);
+    md_replay_free(r);
+    return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
 }
 
 void md_replay_free(md_replay *r)
@@ -537,6 +595,7 @@ void md_replay_free(md_replay *r)
     if (!r)
         return;
     free(r->pts);
+    free(r->free_at);
     free(r->pre);
     free(r->preseg);
     free(r);
@@ -550,6 +609,13 @@ uint64_t md_replay_peak_reserved(const md_replay *r) { return r->peak_reserved; 
 size_t md_replay_anomalies(const md_replay *r) { return r->anomalies; }
 const md_event *md_replay_events(const md_replay *r) { return r->ev; }
 int md_replay_device(const md_replay *r) { return r->device; }
+
+long md_replay_free_index(const md_replay *r, long alloc_index)
+{
+    if (alloc_index < 0 || (size_t)alloc_index >= r->n)
+        return -1;
+    return r->free_at[alloc_index];
+}
 
 md_point md_replay_at(const md_replay *r, long index)
 {

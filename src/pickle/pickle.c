@@ -12,6 +12,16 @@
 #include "pickle.h"
 
 #define WINDOW 1048576
+#define SMALL_CLASSES 6 /* item arrays of 1..32 values come from slabs */
+#define SLAB_BYTES (1 << 20)
+
+/* Bump allocator chunks: containers are created per trace entry, so they
+ * must not cost a malloc each. */
+struct slab {
+    struct slab *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
 
 struct md_pkl {
     md_input *in;
@@ -26,8 +36,10 @@ struct md_pkl {
     size_t nmarks, mcap;
     md_pv *memo;
     size_t nmemo, memocap;
-    pv_obj **objs;
-    size_t nobjs, ocap;
+    struct slab *objslab;   /* pv_obj storage, freed all at once */
+    struct slab *itemslab;  /* small item arrays */
+    md_pv *freelist[SMALL_CLASSES]; /* released small item arrays by class */
+    pv_obj *objfree;        /* containers of taken trace entries, for reuse */
     md_pkl_item_fn hook;
     void *hook_ctx;
     md_pkl_limits lim;
@@ -69,7 +81,7 @@ const char *md_pkl_opname(int op)
 
 /* Makes n bytes available at p->buf + p->pos. Grows in steps as data
  * actually arrives, so a forged length cannot reserve memory by itself. */
-static int need(md_pkl *p, size_t n, md_err *err)
+static int need_slow(md_pkl *p, size_t n, md_err *err)
 {
     while (p->len - p->pos < n) {
         if (p->eof)
@@ -103,6 +115,14 @@ static int need(md_pkl *p, size_t n, md_err *err)
     return MD_OK;
 }
 
+/* The common case (bytes already in the window) stays inline. */
+static inline int need(md_pkl *p, size_t n, md_err *err)
+{
+    if (__builtin_expect(p->len - p->pos >= n, 1))
+        return MD_OK;
+    return need_slow(p, n, err);
+}
+
 static uint64_t rd_le(const unsigned char *b, int n)
 {
     uint64_t v = 0;
@@ -113,7 +133,7 @@ static uint64_t rd_le(const unsigned char *b, int n)
 
 /* ---- values ------------------------------------------------------------ */
 
-static int push(md_pkl *p, md_pv v, md_err *err)
+static int push_slow(md_pkl *p, md_pv v, md_err *err)
 {
     if (p->sp >= p->lim.max_stack)
         return md_err_set(err, MD_E_LIMIT, p->op_off,
@@ -125,17 +145,87 @@ static int push(md_pkl *p, md_pv v, md_err *err)
     return MD_OK;
 }
 
+static inline int push(md_pkl *p, md_pv v, md_err *err)
+{
+    if (__builtin_expect(p->sp < p->scap && p->sp < p->lim.max_stack, 1)) {
+        p->stack[p->sp++] = v;
+        return MD_OK;
+    }
+    return push_slow(p, v, err);
+}
+
+static void *slab_alloc(struct slab **head, size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    struct slab *sl = *head;
+    if (!sl || sl->cap - sl->used < size) {
+        size_t cap = size > SLAB_BYTES ? size : SLAB_BYTES;
+        sl = malloc(sizeof *sl + cap);
+        if (!sl)
+            return NULL;
+        sl->next = *head;
+        sl->used = 0;
+        sl->cap = cap;
+        *head = sl;
+    }
+    void *r = sl->data + sl->used;
+    sl->used += size;
+    return r;
+}
+
+static void slab_free_all(struct slab *sl)
+{
+    while (sl) {
+        struct slab *n = sl->next;
+        free(sl);
+        sl = n;
+    }
+}
+
+static int size_class(size_t cap)
+{
+    int c = 0;
+    while (((size_t)1 << c) < cap)
+        c++;
+    return c;
+}
+
+/* Item arrays: capacities are powers of two; up to 32 they come from slabs
+ * and go back to a per-class free list, beyond that from malloc. */
+static md_pv *items_alloc(md_pkl *p, size_t cap)
+{
+    int c = size_class(cap);
+    if (c >= SMALL_CLASSES)
+        return malloc(((size_t)1 << c) * sizeof(md_pv));
+    md_pv *v = p->freelist[c];
+    if (v) {
+        memcpy(&p->freelist[c], v, sizeof(md_pv *));
+        return v;
+    }
+    return slab_alloc(&p->itemslab, ((size_t)1 << c) * sizeof(md_pv));
+}
+
+static void items_release(md_pkl *p, md_pv *v, size_t cap)
+{
+    if (!v)
+        return;
+    int c = size_class(cap);
+    if (c >= SMALL_CLASSES) {
+        free(v);
+        return;
+    }
+    memcpy(v, &p->freelist[c], sizeof(md_pv *));
+    p->freelist[c] = v;
+}
+
 static int new_obj(md_pkl *p, int kind, md_pv *out, md_err *err)
 {
-    pv_obj *o = calloc(1, sizeof *o);
-    if (!o)
+    pv_obj *o = p->objfree;
+    if (o)
+        memcpy(&p->objfree, &o->items, sizeof o);
+    else if (!(o = slab_alloc(&p->objslab, sizeof *o)))
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
-    if (p->nobjs == p->ocap &&
-        md_grow((void **)&p->objs, &p->ocap, p->nobjs + 1, sizeof *p->objs)) {
-        free(o);
-        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
-    }
-    p->objs[p->nobjs++] = o;
+    memset(o, 0, sizeof *o);
     o->kind = (uint8_t)kind;
     memset(out, 0, sizeof *out);
     out->t = kind == PVO_DICT ? PV_DICT : kind == PVO_TUPLE ? PV_TUPLE : PV_LIST;
@@ -147,13 +237,26 @@ static int obj_add(md_pkl *p, pv_obj *o, const md_pv *v, size_t n, md_err *err)
 {
     if (n == 0)
         return MD_OK;
-    if ((uint64_t)o->n + n > UINT32_MAX)
+    if ((uint64_t)o->n + n > UINT32_MAX / 2)
         return md_err_set(err, MD_E_LIMIT, p->op_off, "container too large");
     if (o->n + n > o->cap) {
-        size_t cap = o->cap;
-        if (md_grow((void **)&o->items, &cap, o->n + n, sizeof *o->items))
+        size_t cap = 1;
+        while (cap < o->n + n)
+            cap *= 2;
+        md_pv *ni;
+        if (o->cap > ((size_t)1 << (SMALL_CLASSES - 1))) {
+            ni = realloc(o->items, cap * sizeof *ni);
+        } else {
+            ni = items_alloc(p, cap);
+            if (ni && o->n)
+                memcpy(ni, o->items, o->n * sizeof *ni);
+            if (ni)
+                items_release(p, o->items, o->cap);
+        }
+        if (!ni)
             return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
-        o->cap = (uint32_t)(cap > UINT32_MAX ? UINT32_MAX : cap);
+        o->items = ni;
+        o->cap = (uint32_t)cap;
     }
     memcpy(o->items + o->n, v, n * sizeof *v);
     o->n += (uint32_t)n;
@@ -348,19 +451,23 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
         return md_err_set(err, MD_E_LIMIT, p->op_off,
                           "memo index %llu is implausibly large",
                           (unsigned long long)idx);
-    if (idx >= p->memocap) {
-        size_t old = p->memocap;
-        if (md_grow((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
-            return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
-        memset(p->memo + old, 0, (p->memocap - old) * sizeof *p->memo);
-    }
+    if (idx >= p->memocap &&
+        md_grow((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
+        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    /* slots past nmemo are uninitialized: mark only the gap as unset, so
+     * the untouched capacity costs no page faults */
+    for (size_t i = p->nmemo; i < idx; i++)
+        p->memo[i].t = PV_UNSET;
     p->memo[idx] = p->stack[p->sp - 1];
+    md_pv *v = &p->memo[idx];
+    if ((v->t == PV_DICT || v->t == PV_LIST || v->t == PV_TUPLE) && !v->o->memo)
+        v->o->memo = (uint32_t)idx + 1;
     if (idx >= p->nmemo)
         p->nmemo = idx + 1;
     return MD_OK;
 }
 
-static int memo_get(md_pkl *p, uint64_t idx, md_err *err)
+static inline int memo_get(md_pkl *p, uint64_t idx, md_err *err)
 {
     if (idx >= p->nmemo || p->memo[idx].t == PV_UNSET)
         return md_err_set(err, MD_E_FORMAT, p->op_off,
@@ -388,6 +495,28 @@ static int op_text_memo(md_pkl *p, int put, md_err *err)
 
 /* ---- containers ---------------------------------------------------------- */
 
+/* A dict the hook took is now only a record index: its stack slot and its
+ * memo slot become PV_REF and the container is reused, so a trace of
+ * millions of entries does not keep millions of empty dict headers. */
+static void retire_taken(md_pkl *p, md_pv *slot, pv_obj *o, uint32_t ref)
+{
+    if (o->memo && o->memo - 1 < p->nmemo) {
+        md_pv *m = &p->memo[o->memo - 1];
+        if (m->t == PV_DICT && m->o == o) {
+            memset(m, 0, sizeof *m);
+            m->t = PV_REF;
+            m->u = ref;
+        }
+    }
+    memset(slot, 0, sizeof *slot);
+    slot->t = PV_REF;
+    slot->u = ref;
+    items_release(p, o->items, o->cap);
+    memset(o, 0, sizeof *o);
+    memcpy(&o->items, &p->objfree, sizeof o);
+    p->objfree = o;
+}
+
 /* Appends values [from, sp) to the list at `target`, offering dicts to the
  * hook first. */
 static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
@@ -402,16 +531,22 @@ static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
             md_pv *it = &p->stack[i];
             if (it->t != PV_DICT)
                 continue;
-            if (it->o->taken) { /* the same dict appended again */
-                uint64_t r = it->o->ref;
+            pv_obj *d = it->o;
+            if (d->taken == PVO_RELEASED)
+                continue; /* converted by its owner, kept as a reference */
+            if (d->taken) { /* another reference to a taken dict */
+                uint32_t ref = d->cache;
                 memset(it, 0, sizeof *it);
                 it->t = PV_REF;
-                it->u = r;
+                it->u = ref;
                 continue;
             }
-            int rc = p->hook(p->hook_ctx, it, p->op_off, err);
-            if (rc)
+            uint32_t ref;
+            int rc = p->hook(p->hook_ctx, it, &ref, p->op_off, err);
+            if (rc < 0)
                 return rc;
+            if (rc == 1)
+                retire_taken(p, it, d, ref);
         }
     }
     int rc = obj_add(p, o, p->stack + from, p->sp - from, err);
@@ -428,7 +563,28 @@ static int dict_update(md_pkl *p, md_pv *target, size_t from, md_err *err)
                           "SETITEM on a dict that was already consumed");
     if ((p->sp - from) % 2)
         return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEMS with an odd item count");
-    int rc = obj_add(p, target->o, p->stack + from, p->sp - from, err);
+    pv_obj *o = target->o;
+    if (p->hook && o->n == 0 && p->sp > from) {
+        /* Offer the fresh dict to the hook straight from the stack: a trace
+         * entry is then converted without ever being copied into a dict. */
+        pv_obj view;
+        memset(&view, 0, sizeof view);
+        view.items = p->stack + from;
+        view.n = view.cap = (uint32_t)(p->sp - from);
+        view.kind = PVO_DICT;
+        md_pv tmp = *target;
+        tmp.o = &view;
+        uint32_t ref;
+        int rc = p->hook(p->hook_ctx, &tmp, &ref, p->op_off, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 1) {
+            retire_taken(p, target, o, ref);
+            p->sp = from;
+            return MD_OK;
+        }
+    }
+    int rc = obj_add(p, o, p->stack + from, p->sp - from, err);
     p->sp = from;
     return rc;
 }
@@ -436,6 +592,7 @@ static int dict_update(md_pkl *p, md_pv *target, size_t from, md_err *err)
 static int make_tuple(md_pkl *p, size_t from, md_err *err)
 {
     md_pv t;
+    memset(&t, 0, sizeof t);
     int rc = new_obj(p, PVO_TUPLE, &t, err);
     if (rc)
         return rc;
@@ -634,6 +791,72 @@ static int step_stack(md_pkl *p, int op, md_err *err)
     return 1;
 }
 
+static int step_rest(md_pkl *p, int op, md_err *err)
+{
+    switch (op) {
+    case 'a': case 'e': case 0x90: case 's': case 'u': case 'l':
+    case 'd': case 0x91: case 't': case 0x85: case 0x86: case 0x87:
+        return op_collection(p, op, err);
+    case 'c': case 0x93: case 'R': case 'b': case 'i': case 'o':
+    case 0x81: case 0x92: case 'P': case 'Q': case 0x82: case 0x83:
+    case 0x84:
+        return refused(p, op, err);
+    case 0x97: case 0x98:
+        return md_err_set(err, MD_E_FORMAT, p->op_off,
+                          "opcode %s needs out-of-band buffers; snapshots never use them",
+                          md_pkl_opname(op));
+    }
+    return md_err_set(err, MD_E_FORMAT, p->op_off, "unknown opcode 0x%02x", op);
+}
+
+/* One dispatch per opcode: the frequent ones first, each family to its
+ * handler. Returns 1 only for STOP. */
+static inline int dispatch(md_pkl *p, int op, md_err *err)
+{
+    int rc;
+    switch (op) {
+    case 'h': /* BINGET */
+        if ((rc = need(p, 1, err)))
+            return rc;
+        return memo_get(p, p->buf[p->pos++], err);
+    case 0x94: /* MEMOIZE */
+        return memo_put(p, p->nmemo, err);
+    case 'j': /* LONG_BINGET */
+        if ((rc = need(p, 4, err)))
+            return rc;
+        p->pos += 4;
+        return memo_get(p, rd_le(p->buf + p->pos - 4, 4), err);
+    case '(': /* MARK */
+        if (p->nmarks < p->mcap && p->nmarks < p->lim.max_depth) {
+            p->marks[p->nmarks++] = p->sp;
+            return MD_OK;
+        }
+        return step_stack(p, op, err);
+    case 'K': { /* BININT1 */
+        md_pv v;
+        if ((rc = need(p, 1, err)))
+            return rc;
+        memset(&v, 0, sizeof v);
+        v.t = PV_INT;
+        v.i = p->buf[p->pos++];
+        return push(p, v, err);
+    }
+    case '1': case '2': case 'p': case 'g': case 'q': case 'r': case 0x80: case 0x95:
+        return step_stack(p, op, err);
+    case 'a': case 'e': case 0x90: case 's': case 'u': case 'l':
+    case 'd': case 0x91: case 't': case 0x85: case 0x86: case 0x87:
+        return op_collection(p, op, err);
+    case '.':
+        return 1;
+    case 'N': case 0x88: case 0x89: case 'J': case 'M': case 0x8a: case 0x8b:
+    case 'G': case 'I': case 'L': case 'F': case 'S': case 'V': case 'X': case 0x8c:
+    case 0x8d: case 'T': case 'U': case 'B': case 'C': case 0x8e: case 0x96: case ']':
+    case 0x8f: case '}': case ')':
+        return step_simple(p, op, err);
+    }
+    return step_rest(p, op, err);
+}
+
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
 {
     for (;;) {
@@ -648,37 +871,16 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
         }
         p->op_off = p->base + (int64_t)p->pos;
         int op = p->buf[p->pos++];
-        if (p->op_off == 0 && op != 0x80 && op != '(' && op != '}' && op != ']')
-            return md_err_set(err, MD_E_FORMAT, 0,
-                              "not a pickle (first byte 0x%02x)", op);
-        if (op == '.') {
+        if (__builtin_expect(p->op_off == 0, 0) && op != 0x80 && op != '(' && op != '}' &&
+            op != ']')
+            return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)", op);
+        rc = dispatch(p, op, err);
+        if (rc == 1) { /* STOP */
             if (p->sp != 1 || p->nmarks)
                 return md_err_set(err, MD_E_FORMAT, p->op_off,
                                   "STOP with %zu values on the stack", p->sp);
             *result = p->stack[0];
             return MD_OK;
-        }
-        rc = step_simple(p, op, err);
-        if (rc == 1)
-            rc = step_stack(p, op, err);
-        if (rc == 1) {
-            switch (op) {
-            case 'a': case 'e': case 0x90: case 's': case 'u': case 'l':
-            case 'd': case 0x91: case 't': case 0x85: case 0x86: case 0x87:
-                rc = op_collection(p, op, err);
-                break;
-            case 'c': case 0x93: case 'R': case 'b': case 'i': case 'o':
-            case 0x81: case 0x92: case 'P': case 'Q': case 0x82: case 0x83:
-            case 0x84:
-                return refused(p, op, err);
-            case 0x97: case 0x98:
-                return md_err_set(err, MD_E_FORMAT, p->op_off,
-                                  "opcode %s needs out-of-band buffers; snapshots never use them",
-                                  md_pkl_opname(op));
-            default:
-                return md_err_set(err, MD_E_FORMAT, p->op_off,
-                                  "unknown opcode 0x%02x", op);
-            }
         }
         if (rc)
             return rc;
@@ -716,6 +918,16 @@ void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim)
     p->lim = *lim;
 }
 
+void md_pkl_release(md_pkl *p, pv_obj *o)
+{
+    if (o->taken)
+        return;
+    items_release(p, o->items, o->cap);
+    o->items = NULL;
+    o->n = o->cap = 0;
+    o->taken = PVO_RELEASED;
+}
+
 int64_t md_pkl_offset(const md_pkl *p)
 {
     return p->base + (int64_t)p->pos;
@@ -730,11 +942,14 @@ void md_pkl_free(md_pkl *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; i < p->nobjs; i++) {
-        free(p->objs[i]->items);
-        free(p->objs[i]);
-    }
-    free(p->objs);
+    for (struct slab *sl = p->objslab; sl; sl = sl->next)
+        for (size_t off = 0; off + sizeof(pv_obj) <= sl->used; off += (sizeof(pv_obj) + 15) & ~(size_t)15) {
+            pv_obj *o = (pv_obj *)(void *)(sl->data + off);
+            if (o->cap > ((size_t)1 << (SMALL_CLASSES - 1)))
+                free(o->items);
+        }
+    slab_free_all(p->objslab);
+    slab_free_all(p->itemslab);
     free(p->stack);
     free(p->marks);
     free(p->memo);

@@ -49,18 +49,25 @@ typedef struct md_pv {
 } md_pv;
 
 enum { PVO_LIST, PVO_TUPLE, PVO_DICT };
+enum { PVO_TAKEN = 1, PVO_RELEASED = 2 }; /* pv_obj.taken */
 
 struct pv_obj {
     md_pv *items;     /* dict: key,value,key,value... */
     uint32_t n, cap;
-    uint32_t cache;   /* owner's cached conversion (frame id, stack id) */
+    uint32_t cache;   /* owner's cached conversion (frame id, stack id);
+                         the PV_REF index once taken */
+    uint32_t memo;    /* memo index + 1 of its first memo slot, 0 = none */
     uint8_t kind;
-    uint8_t taken;    /* handed to on_item: contents released */
-    uint64_t ref;     /* PV_REF index when taken */
+    uint8_t taken;    /* PVO_TAKEN by the item hook, or PVO_RELEASED by
+                         its owner: contents gone either way */
 };
 
-typedef int (*md_pkl_item_fn)(void *ctx, md_pv *item, int64_t offset,
-                              md_err *err);
+/* Offered each dict when its first SETITEMS batch arrives and each dict
+ * appended to a list (whichever comes first). Returns 1 if it took the dict
+ * (then *ref is its record index and the reader releases the dict's
+ * contents, leaving a PV_REF), 0 to leave it, or a negative md error. */
+typedef int (*md_pkl_item_fn)(void *ctx, const md_pv *item, uint32_t *ref,
+                              int64_t offset, md_err *err);
 
 typedef struct md_pkl_limits {
     size_t max_depth;   /* open MARKs */
@@ -75,6 +82,9 @@ void md_pkl_set_hook(md_pkl *p, md_pkl_item_fn fn, void *ctx);
 void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim);
 /* Runs to STOP; *result is valid until md_pkl_free. */
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err);
+/* Drops a container's contents once its owner has converted it (its cache
+ * field holds the result); later use of it as a container is an error. */
+void md_pkl_release(md_pkl *p, pv_obj *o);
 int64_t md_pkl_offset(const md_pkl *p);
 int md_pkl_protocol(const md_pkl *p);
 void md_pkl_free(md_pkl *p);

@@ -30,6 +30,7 @@ static const char *const action_names[] = {
 
 typedef struct loader {
     md_snapshot *s;
+    md_pkl *p; /* to release converted frames and tracebacks */
     uint32_t key[K_COUNT];
     uint32_t act_sid[NACTIONS]; /* string id of each action name */
     int cpp_seen;
@@ -171,6 +172,8 @@ static int frame_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_er
     if (!L->cpp_seen && is_cpp_frame(L->s, &f))
         L->cpp_seen = 1;
     v->o->cache = (uint32_t)id + 1;
+    if (L->p)
+        md_pkl_release(L->p, v->o);
     *out = (uint32_t)id;
     return MD_OK;
 }
@@ -202,6 +205,8 @@ static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_er
     if (sid < 0)
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
     v->o->cache = (uint32_t)sid + 1;
+    if (L->p)
+        md_pkl_release(L->p, v->o);
     *out = (uint32_t)sid;
     return MD_OK;
 }
@@ -216,77 +221,69 @@ static md_action action_of(const loader *L, uint32_t sid)
     return MD_ACT_UNKNOWN;
 }
 
-static int looks_like_trace_entry(const loader *L, const md_pv *d)
-{
-    const pv_obj *o = d->o;
-    int action = 0;
-    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
-        if (o->items[i].t != PV_STR)
-            continue;
-        uint32_t k = o->items[i].s;
-        if (k == L->key[K_BLOCKS])
-            return 0;
-        if (k == L->key[K_ACTION] && o->items[i + 1].t == PV_STR)
-            action = 1;
-    }
-    return action;
-}
-
-static void entry_field(loader *L, md_event *e, uint32_t k, const md_pv *x)
+/* One trace-entry field. Key ids are consecutive (interned first in
+ * loader_init), so matching a key is one subtraction. */
+static void entry_field(const loader *L, md_event *e, int k, const md_pv *x)
 {
     uint64_t u = 0;
-    if (k == L->key[K_ACTION])
-        e->action = (uint16_t)action_of(L, x->s);
-    else if ((k == L->key[K_ADDR] || k == L->key[K_DEVICE_FREE]) && md_pv_u64(x, &u))
-        e->addr = u;
-    else if (k == L->key[K_SIZE] && md_pv_u64(x, &u))
-        e->size = u;
-    else if (k == L->key[K_STREAM] && md_pv_u64(x, &u))
-        e->stream = u;
-    else if (k == L->key[K_TIME_US] && md_pv_u64(x, &u))
-        e->time_us = (int64_t)u;
-    else if (k == L->key[K_POOL_ID] && x->t == PV_TUPLE && x->o->n == 2 &&
-             (x->o->items[0].i != 0 || x->o->items[1].i != 0))
-        e->flags |= MD_EV_POOL_PRIVATE;
+    switch (k) {
+    case K_ACTION: e->action = (uint16_t)action_of(L, x->s); break;
+    case K_ADDR: case K_DEVICE_FREE: if (md_pv_u64(x, &u)) e->addr = u; break;
+    case K_SIZE: if (md_pv_u64(x, &u)) e->size = u; break;
+    case K_STREAM: if (md_pv_u64(x, &u)) e->stream = u; break;
+    case K_TIME_US: if (md_pv_u64(x, &u)) e->time_us = (int64_t)u; break;
+    case K_POOL_ID:
+        if (x->t == PV_TUPLE && x->o->n == 2 &&
+            (x->o->items[0].i != 0 || x->o->items[1].i != 0))
+            e->flags |= MD_EV_POOL_PRIVATE;
+        break;
+    default: break;
+    }
 }
 
-static int on_item(void *ctx, md_pv *item, int64_t off, md_err *err)
+/* The item hook: a dict with a string 'action', an 'addr', 'size' or
+ * 'device_free', and no 'blocks' (segments have those) is a trace entry;
+ * it becomes an md_event and the reader drops the dict. Anything else is
+ * left alone. */
+static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     loader *L = ctx;
     md_snapshot *s = L->s;
-    if (!looks_like_trace_entry(L, item))
-        return MD_OK;
     md_event e = {0, 0, -1, 0, 0, 0, 0};
-    pv_obj *o = item->o;
+    const md_pv *frames = NULL;
+    int action = 0, field = 0;
+    const pv_obj *o = item->o;
     for (uint32_t i = 0; i + 1 < o->n; i += 2) {
         const md_pv *k = &o->items[i], *x = &o->items[i + 1];
-        if (k->t != PV_STR)
+        int kk = k->t == PV_STR ? (int)k->s - (int)L->key[0] : -1;
+        if (kk < 0 || kk >= K_COUNT)
             continue;
-        if (k->s == L->key[K_FRAMES]) {
-            int rc = stack_id(L, x, &e.stack, off, err);
-            if (rc)
-                return rc;
-        } else {
-            entry_field(L, &e, k->s, x);
-        }
+        if (kk == K_BLOCKS || (kk == K_ACTION && x->t != PV_STR))
+            return 0;
+        if (kk == K_FRAMES)
+            frames = x;
+        else
+            entry_field(L, &e, kk, x);
+        action |= kk == K_ACTION;
+        field |= kk == K_ADDR || kk == K_SIZE || kk == K_DEVICE_FREE;
     }
+    if (!action || !field)
+        return 0;
+    if (s->nevents >= UINT32_MAX - 1)
+        return md_err_set(err, MD_E_LIMIT, off, "more than 2^32 trace entries");
+    int rc = stack_id(L, frames, &e.stack, off, err);
+    if (rc)
+        return rc;
     if (e.time_us >= 0)
         s->features |= MD_HAS_TIME;
     if (e.stack)
         s->features |= MD_HAS_FRAMES;
-    if (md_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof e))
+    if (s->nevents == s->evcap &&
+        md_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof e))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
     s->events[s->nevents] = e;
-    /* the dict's contents are no longer needed: release them now */
-    free(o->items);
-    o->items = NULL;
-    o->n = o->cap = 0;
-    o->taken = 1;
-    o->ref = s->nevents;
-    memset(item, 0, sizeof *item);
-    item->t = PV_REF;
-    item->u = s->nevents++;
-    return MD_OK;
+    *ref = (uint32_t)s->nevents++;
+    return 1;
 }
 
 /* ---- the rest of the schema --------------------------------------------- */
@@ -539,6 +536,8 @@ static int loader_init(loader *L, md_snapshot *s)
         if (id < 0)
             return -1;
         L->key[k] = (uint32_t)id;
+        if (L->key[k] != L->key[0] + (uint32_t)k)
+            return -1; /* on_item relies on consecutive key ids */
     }
     for (size_t a = 1; a < NACTIONS; a++) {
         int64_t id = md_strtab_intern(&s->strs, action_names[a], strlen(action_names[a]));
@@ -568,10 +567,12 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
+        L.p = p;
         rc = md_pkl_run(p, &top, err);
         if (rc == MD_OK)
             rc = convert_top(&L, &top, err);
     }
+    L.p = NULL;
     md_pkl_free(p);
     if (L.cpp_seen)
         s->features |= MD_HAS_CPP_FRAMES;
