@@ -198,8 +198,10 @@ static md_pv *items_alloc(md_pkl *p, size_t cap)
     if (c >= SMALL_CLASSES)
         return malloc(((size_t)1 << c) * sizeof(md_pv));
     md_pv *v = p->freelist[c];
-    if (v) {
-        memcpy(&p->freelist[c], v, sizeof(md_pv *));
+    if (v) { /* a free array stores the next free array in its first bytes */
+        void *next;
+        memcpy(&next, (const void *)v, sizeof next);
+        p->freelist[c] = next;
         return v;
     }
     return slab_alloc(&p->itemslab, ((size_t)1 << c) * sizeof(md_pv));
@@ -214,7 +216,8 @@ static void items_release(md_pkl *p, md_pv *v, size_t cap)
         free(v);
         return;
     }
-    memcpy(v, &p->freelist[c], sizeof(md_pv *));
+    void *next = p->freelist[c];
+    memcpy((void *)v, &next, sizeof next);
     p->freelist[c] = v;
 }
 
