@@ -229,6 +229,16 @@ typedef struct md_live {
 int md_replay_live(const md_replay *r, long index, md_live **out, size_t *n,
                    md_err *err);
 
+/* The allocator's cache after event `index`: free blocks inside reserved
+ * segments (what a request can reuse without cudaMalloc). */
+typedef struct md_cache_state {
+    uint64_t largest_free;  /* largest free block */
+    uint64_t free_total;    /* all free blocks */
+    uint64_t pending_free;  /* freed, waiting on stream events */
+    size_t segments;
+} md_cache_state;
+int md_replay_cache_at(const md_replay *r, long index, md_cache_state *out, md_err *err);
+
 /* ---- steps, phases, indicators ----------------------------------------- */
 
 typedef enum md_phase {
@@ -292,6 +302,43 @@ int md_sites_at(const md_analysis *a, long index, md_site **out, size_t *n,
 
 /* Category of one live allocation (needs the steps found by md_analyze). */
 md_category md_analysis_category(const md_analysis *a, const md_live *l);
+
+/* ---- findings ------------------------------------------------------------ */
+
+enum { MD_SEV_INFO = 0, MD_SEV_WARNING = 1, MD_SEV_CRITICAL = 2 };
+const char *md_severity_name(int severity);
+
+#define MD_FINDING_MAX_EVIDENCE 8
+#define MD_FINDING_MAX_SITES 6
+
+typedef struct md_finding_site {
+    char site[320];   /* "file:line function" */
+    uint64_t bytes;
+    uint32_t count;
+} md_finding_site;
+
+/* One named cause (docs/diagnosis.md): kind is one of leak,
+ * optimizer_state, library_workspace, activations, logits, fragmentation,
+ * rank_imbalance, non_framework, oom. */
+typedef struct md_finding {
+    char kind[24];
+    int severity;               /* MD_SEV_* */
+    uint64_t bytes;             /* the memory the finding is about */
+    int rank;                   /* -1 unless set by the caller */
+    int phase;                  /* rank_imbalance: md_phase where ranks part, -1 */
+    char summary[256];
+    char evidence[MD_FINDING_MAX_EVIDENCE][256];
+    int nevidence;
+    md_finding_site sites[MD_FINDING_MAX_SITES];
+    int nsites;
+    char advice[512];
+} md_finding;
+
+/* Findings for one rank. The array is malloc'd; the caller frees it. */
+int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err);
+/* Cross-rank findings (rank_imbalance) over analyses of one job's ranks. */
+int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nranks,
+                      md_finding **out, size_t *n, md_err *err);
 
 /* The first frame that belongs to user code (not torch, CPython or C++),
  * or NULL. */

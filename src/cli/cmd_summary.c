@@ -135,7 +135,7 @@ static void report_missing(const loaded *L)
 
 int cmd_summary(int argc, char **argv, int diagnose)
 {
-    md_out_opts opt = {8, 0};
+    md_out_opts opt = {8, diagnose};
     int json = 0;
     char **args = calloc((size_t)argc + 1, sizeof *args);
     int nargs = 0;
@@ -178,13 +178,23 @@ int cmd_summary(int argc, char **argv, int diagnose)
         return rc;
     loaded L;
     rc = load_all(paths, np, &L);
+    md_finding *cross = NULL;
+    size_t ncross = 0;
+    if (!rc) {
+        md_err err = {0};
+        if (md_ranks_cross(L.ranks, L.nranks, &cross, &ncross, &err)) {
+            cli_fail_err(&err);
+            rc = -1;
+        }
+    }
     if (!rc) {
         report_missing(&L);
         if (json)
-            md_render_json(stdout, L.ranks, L.nranks, &opt);
+            md_render_json(stdout, L.ranks, L.nranks, cross, ncross, &opt);
         else
-            md_render_text(stdout, L.ranks, L.nranks, &opt);
+            md_render_text(stdout, L.ranks, L.nranks, cross, ncross, &opt);
     }
+    free(cross);
     unload(&L);
     cli_free_paths(paths, np);
     return rc ? EXIT_USAGE : 0;

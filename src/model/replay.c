@@ -656,3 +656,31 @@ int md_replay_live(const md_replay *r, long index, md_live **out, size_t *n, md_
     *n = k;
     return MD_OK;
 }
+
+int md_replay_cache_at(const md_replay *r, long index, md_cache_state *out, md_err *err)
+{
+    rstate st;
+    memset(out, 0, sizeof *out);
+    if (state_init(&st, r->s) || seed_state(r, &st)) {
+        state_free(&st);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    for (long i = 0; i <= index && (size_t)i < r->n; i++)
+        apply(&st, &r->ev[i], i);
+    for (size_t i = 0; i < st.nb; i++) {
+        const rblock *b = &st.b[i];
+        if (b->seg == NIL)
+            continue;
+        if (b->state == B_FREE) {
+            out->free_total += b->size;
+            if (b->size > out->largest_free)
+                out->largest_free = b->size;
+        } else if (b->state == B_PENDING) {
+            out->pending_free += b->size;
+        }
+    }
+    for (size_t i = 0; i < st.ng; i++)
+        out->segments += st.g[i].alive;
+    state_free(&st);
+    return MD_OK;
+}

@@ -192,6 +192,39 @@ static void settings(jw *w, const md_rank *rk)
     jw_close(w, '}');
 }
 
+static void findings(jw *w, const md_finding *f, size_t n)
+{
+    jw_key(w, "findings");
+    jw_open(w, '[');
+    for (size_t i = 0; i < n; i++) {
+        jw_open(w, '{');
+        KV(w, "kind", jw_str(w, f[i].kind));
+        KV(w, "severity", jw_str(w, md_severity_name(f[i].severity)));
+        KV(w, "bytes", jw_int(w, (long long)f[i].bytes));
+        if (f[i].rank >= 0)
+            KV(w, "rank", jw_int(w, f[i].rank));
+        KV(w, "summary", jw_str(w, f[i].summary));
+        jw_key(w, "evidence");
+        jw_open(w, '[');
+        for (int k = 0; k < f[i].nevidence; k++)
+            jw_str(w, f[i].evidence[k]);
+        jw_close(w, ']');
+        jw_key(w, "sites");
+        jw_open(w, '[');
+        for (int k = 0; k < f[i].nsites; k++) {
+            jw_open(w, '{');
+            KV(w, "site", jw_str(w, f[i].sites[k].site));
+            KV(w, "bytes", jw_int(w, (long long)f[i].sites[k].bytes));
+            KV(w, "count", jw_int(w, f[i].sites[k].count));
+            jw_close(w, '}');
+        }
+        jw_close(w, ']');
+        KV(w, "advice", jw_str(w, f[i].advice));
+        jw_close(w, '}');
+    }
+    jw_close(w, ']');
+}
+
 static void rank(jw *w, const md_rank *rk)
 {
     jw_open(w, '{');
@@ -204,13 +237,12 @@ static void rank(jw *w, const md_rank *rk)
     peak(w, rk);
     steps(w, rk);
     settings(w, rk);
-    jw_key(w, "findings");
-    jw_open(w, '[');
-    jw_close(w, ']');
+    findings(w, rk->findings, rk->nfindings);
     jw_close(w, '}');
 }
 
-void md_render_json(FILE *o, md_rank *ranks, size_t n, const md_out_opts *opt)
+void md_render_json(FILE *o, md_rank *ranks, size_t n, const md_finding *cross, size_t ncross,
+                    const md_out_opts *opt)
 {
     (void)opt;
     jw w;
@@ -224,9 +256,7 @@ void md_render_json(FILE *o, md_rank *ranks, size_t n, const md_out_opts *opt)
     for (size_t i = 0; i < n; i++)
         rank(&w, &ranks[i]);
     jw_close(&w, ']');
-    jw_key(&w, "findings");
-    jw_open(&w, '[');
-    jw_close(&w, ']');
+    findings(&w, cross, ncross);
     jw_close(&w, '}');
     fputc('\n', o);
 }

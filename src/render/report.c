@@ -71,6 +71,10 @@ int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_er
     if (!rc)
         rc = md_sites_at(rk->a, md_replay_peak_index(rk->r), &rk->sites, &rk->nsites,
                          rk->by_cat, err);
+    if (!rc)
+        rc = md_diagnose(rk->a, &rk->findings, &rk->nfindings, err);
+    for (size_t i = 0; !rc && i < rk->nfindings; i++)
+        rk->findings[i].rank = rank;
     if (rc) {
         md_rank_free(rk);
         return rc;
@@ -81,6 +85,8 @@ int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_er
 
 void md_rank_free(md_rank *rk)
 {
+    free(rk->findings);
+    rk->findings = NULL;
     free(rk->sites);
     md_analysis_free(rk->a);
     md_replay_free(rk->r);
@@ -99,4 +105,29 @@ const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, 
     snprintf(buf, n, "%s:%d %s", file, site->frame_line,
              md_snapshot_string(s, site->frame_name));
     return buf;
+}
+
+int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nout, md_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (ranks[i].rank == ranks[j].rank)
+                return MD_OK; /* not one job's ranks: nothing to compare */
+    const md_analysis **as = calloc(n ? n : 1, sizeof *as);
+    int *nums = calloc(n ? n : 1, sizeof *nums);
+    int rc = MD_OK;
+    if (!as || !nums) {
+        rc = MD_E_NOMEM;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            as[i] = ranks[i].a;
+            nums[i] = ranks[i].rank;
+        }
+        rc = md_diagnose_ranks(as, nums, n, out, nout, err);
+    }
+    free(as);
+    free(nums);
+    return rc;
 }

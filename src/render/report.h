@@ -17,6 +17,8 @@ typedef struct md_rank {
     md_site *sites;         /* live at peak, largest first */
     size_t nsites;
     uint64_t by_cat[MD_CAT_COUNT];
+    md_finding *findings;
+    size_t nfindings;
     long peak_step;         /* -1 = outside any step */
     int peak_phase;         /* md_phase, -1 = between phases */
     size_t nevents;
@@ -32,12 +34,18 @@ int md_rank_from_name(const char *path);
 int md_rank_phase_of(const md_step *st, long i);
 
 typedef struct md_out_opts {
-    int top;     /* sites to list */
-    int color;   /* reserved for later; text is plain */
+    int top;      /* sites to list */
+    int detail;   /* findings in full (diagnose) or one line each (summary) */
 } md_out_opts;
 
-void md_render_text(FILE *out, md_rank *ranks, size_t n, const md_out_opts *o);
-void md_render_json(FILE *out, md_rank *ranks, size_t n, const md_out_opts *o);
+/* Cross-rank findings of ranks that belong to one job (distinct rank
+ * numbers); none otherwise. The array is malloc'd. */
+int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nout, md_err *err);
+
+void md_render_text(FILE *out, md_rank *ranks, size_t n, const md_finding *cross,
+                    size_t ncross, const md_out_opts *o);
+void md_render_json(FILE *out, md_rank *ranks, size_t n, const md_finding *cross,
+                    size_t ncross, const md_out_opts *o);
 
 /* Formatting helpers shared by the renderers. */
 double md_mib(uint64_t bytes);

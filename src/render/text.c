@@ -169,7 +169,30 @@ static void compare(FILE *o, const md_rank *rk, size_t n)
                 md_mib(a - b), rk[lo].rank, b ? 100.0 * (double)(a - b) / (double)b : 0.0);
 }
 
-void md_render_text(FILE *o, md_rank *ranks, size_t n, const md_out_opts *opt)
+static void finding(FILE *o, const md_finding *f, int detail)
+{
+    fprintf(o, "    [%s] %s: %s\n", md_severity_name(f->severity), f->kind, f->summary);
+    if (!detail)
+        return;
+    for (int i = 0; i < f->nevidence; i++)
+        fprintf(o, "        - %s\n", f->evidence[i]);
+    for (int i = 0; i < f->nsites; i++)
+        fprintf(o, "        %s %9.1f MiB %5u x  %s\n", i ? "     " : "sites", md_mib(f->sites[i].bytes),
+                f->sites[i].count, f->sites[i].site);
+    fprintf(o, "        advice: %s\n", f->advice);
+}
+
+static void findings(FILE *o, const md_finding *f, size_t n, int detail, const char *title)
+{
+    fprintf(o, "\n  %s\n", title);
+    if (!n)
+        fprintf(o, "    none: nothing above the thresholds of docs/diagnosis.md\n");
+    for (size_t i = 0; i < n; i++)
+        finding(o, &f[i], detail);
+}
+
+void md_render_text(FILE *o, md_rank *ranks, size_t n, const md_finding *cross, size_t ncross,
+                    const md_out_opts *opt)
 {
     for (size_t i = 0; i < n; i++) {
         md_rank *rk = &ranks[i];
@@ -177,11 +200,18 @@ void md_render_text(FILE *o, md_rank *ranks, size_t n, const md_out_opts *opt)
             fprintf(o, "\n");
         header(o, rk);
         peak_line(o, rk);
+        if (opt->detail)
+            findings(o, rk->findings, rk->nfindings, 1, "findings");
         steps_table(o, rk);
         indicators(o, rk);
         at_peak(o, rk, opt->top);
         settings(o, rk);
+        if (!opt->detail)
+            findings(o, rk->findings, rk->nfindings, 0, "findings (memdiag diagnose for evidence)");
     }
-    if (n > 1)
+    if (n > 1) {
         compare(o, ranks, n);
+        if (ncross)
+            findings(o, cross, ncross, opt->detail, "cross-rank findings");
+    }
 }

@@ -1,0 +1,550 @@
+/* findings.c - names the causes of memory pressure in one rank's replay,
+ * with the numbers they rest on: leak, optimizer_state, library_workspace,
+ * activations, fragmentation, oom; and across ranks rank_imbalance.
+ *
+ * Thresholds are relative to what they judge (the peak, the parameter
+ * bytes, the step count), never fitted to one workload; docs/diagnosis.md
+ * states each one and why. A finding that cannot be supported by the
+ * trace (too few steps, no frames) is not made: no false leaks. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../model/model.h"
+#include "../snapshot/snapshot_int.h"
+#include "analyze.h"
+
+#define MIB 1048576.0
+#define MIN_LEAK_STEPS 3          /* a leak must show over >= 3 steps */
+#define LEAK_MIN_PER_STEP (1 << 20)
+#define LEAK_PEAK_FRACTION 0.002  /* growth per step must exceed 0.2% of peak */
+#define ACTIVATIONS_SHARE 0.40    /* activations at peak: finding above 40% */
+#define FRAG_SHARE 0.25           /* reserved not allocated, share of reserved */
+#define FRAG_MIN (128ULL << 20)
+#define IMBALANCE_SHARE 0.10      /* peak difference relative to the smaller */
+#define IMBALANCE_MIN (16ULL << 20)
+
+typedef struct fctx {
+    const md_analysis *a;
+    const md_snapshot *s;
+    const md_replay *r;
+    const md_step *st;
+    size_t nst;
+    md_finding *out;
+    size_t n, cap;
+} fctx;
+
+static double mib(uint64_t b)
+{
+    return (double)b / MIB;
+}
+
+static md_finding *add(fctx *c, const char *kind, int sev, uint64_t bytes)
+{
+    if (md_grow((void **)&c->out, &c->cap, c->n + 1, sizeof *c->out))
+        return NULL;
+    md_finding *f = &c->out[c->n++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->kind, sizeof f->kind, "%s", kind);
+    f->severity = sev;
+    f->bytes = bytes;
+    f->rank = -1;
+    return f;
+}
+
+static void say(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}
+
+#define SUMMARY(f, ...) say((f)->summary, sizeof (f)->summary, __VA_ARGS__)
+#define ADVICE(f, ...) say((f)->advice, sizeof (f)->advice, __VA_ARGS__)
+#define EVIDENCE(f, ...)                                                         \
+    do {                                                                         \
+        if ((f)->nevidence < MD_FINDING_MAX_EVIDENCE)                            \
+            say((f)->evidence[(f)->nevidence++], sizeof (f)->evidence[0], __VA_ARGS__); \
+    } while (0)
+
+/* ---- live sets grouped by site, with a filter ---------------------------- */
+
+typedef int (*live_pred)(const fctx *c, const md_live *l, md_category cat, void *arg);
+
+/* Adds the live allocations at `index` that pass `pred` to f->sites,
+ * largest sites first; returns their total bytes. */
+static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred, void *arg)
+{
+    md_live *live;
+    size_t nl;
+    md_err e;
+    if (md_replay_live(c->r, index, &live, &nl, &e))
+        return 0;
+    md_finding_site *sites = NULL;
+    size_t ns = 0, cap = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < nl; i++) {
+        md_category cat = md_categorize(c->a, &live[i]);
+        if (!pred(c, &live[i], cat, arg))
+            continue;
+        total += live[i].block_size;
+        char label[sizeof sites->site];
+        const md_frame *fr = md_user_frame(c->s, live[i].stack);
+        if (fr)
+            snprintf(label, sizeof label, "%s:%d %s", md_snapshot_string(c->s, fr->filename),
+                     fr->line, md_snapshot_string(c->s, fr->name));
+        else
+            snprintf(label, sizeof label, "(no Python frames: autograd engine or C++)");
+        size_t k = 0;
+        while (k < ns && strcmp(sites[k].site, label))
+            k++;
+        if (k == ns) {
+            if (md_grow((void **)&sites, &cap, ns + 1, sizeof *sites))
+                break;
+            memset(&sites[ns], 0, sizeof sites[ns]);
+            snprintf(sites[ns].site, sizeof sites[ns].site, "%s", label);
+            ns++;
+        }
+        sites[k].bytes += live[i].block_size;
+        sites[k].count++;
+    }
+    /* keep the largest few; crumbs under 1% of the total say nothing */
+    for (int slot = 0; slot < MD_FINDING_MAX_SITES && ns; slot++) {
+        size_t best = 0;
+        for (size_t k = 1; k < ns; k++)
+            if (sites[k].bytes > sites[best].bytes)
+                best = k;
+        if (!sites[best].bytes || sites[best].bytes * 100 < total)
+            break;
+        f->sites[f->nsites++] = sites[best];
+        sites[best].bytes = 0;
+    }
+    free(sites);
+    free(live);
+    return total;
+}
+
+static long last_index(const fctx *c)
+{
+    return (long)md_replay_nevents(c->r) - 1;
+}
+
+/* ---- leak -------------------------------------------------------------------- */
+
+typedef struct leak_arg {
+    long after; /* allocated after this index (the end of step 0) */
+    uint64_t forward_bytes;
+} leak_arg;
+
+static int retained_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    leak_arg *la = arg;
+    (void)c;
+    if (l->alloc_index <= la->after || cat == MD_CAT_WORKSPACE)
+        return 0;
+    if (cat == MD_CAT_ACTIVATION)
+        la->forward_bytes += l->block_size;
+    return 1;
+}
+
+static void find_leak(fctx *c)
+{
+    if (c->nst < MIN_LEAK_STEPS)
+        return;
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    double thr = fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)peak);
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    for (size_t k = 1; k < c->nst; k++) {
+        double d = (double)md_replay_at(c->r, c->st[k].after_zero).allocated -
+                   (double)md_replay_at(c->r, c->st[k - 1].after_zero).allocated;
+        if (d <= thr)
+            return; /* not consistent growth */
+        sum += d;
+        lo = fmin(lo, d);
+        hi = fmax(hi, d);
+    }
+    size_t nd = c->nst - 1;
+    double per = sum / (double)nd;
+    md_finding *f = add(c, "leak", sum >= 0.25 * (double)peak ? MD_SEV_CRITICAL : MD_SEV_WARNING,
+                        (uint64_t)per);
+    if (!f)
+        return;
+    leak_arg la = {c->st[0].after_zero, 0};
+    uint64_t kept = collect_sites(c, f, last_index(c), retained_pred, &la);
+    int graphs = kept && la.forward_bytes * 2 >= kept;
+    SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s", mib((uint64_t)per),
+            graphs ? "each step's autograd graph (forward activations) is kept alive"
+                   : "tensors created each step are kept");
+    EVIDENCE(f, "allocated after zero_grad grows in every one of %zu steps: %.1f MiB per step "
+                "(min %.1f, max %.1f), %.1f MiB in total",
+             nd, mib((uint64_t)per), lo / MIB, hi / MIB, sum / MIB);
+    EVIDENCE(f, "%.1f MiB allocated after step 0 is still live at the end of the trace; "
+                "%.0f%% of it was allocated in a forward pass (saved for backward)",
+             mib(kept), kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0);
+    EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
+             100.0 * per / (double)peak, mib(peak));
+    if (graphs)
+        ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
+                  "output appended to a list (store loss.item() or loss.detach()), or "
+                  "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
+                  "about %.1f MiB per step.", mib((uint64_t)per));
+    else
+        ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
+                  "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
+                  "per step.", mib((uint64_t)per));
+}
+
+/* ---- optimizer state and parameters --------------------------------------- */
+
+typedef struct cat_arg {
+    md_category cat;
+    long lo, hi;       /* alloc index range (lo, hi]; hi < 0 = any */
+    size_t count;
+} cat_arg;
+
+static int cat_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    cat_arg *ca = arg;
+    (void)c;
+    if (cat != ca->cat)
+        return 0;
+    if (ca->hi >= 0 && (l->alloc_index <= ca->lo || l->alloc_index > ca->hi))
+        return 0;
+    ca->count++;
+    return 1;
+}
+
+static uint64_t category_bytes(fctx *c, long index, md_category cat)
+{
+    md_finding scratch;
+    memset(&scratch, 0, sizeof scratch);
+    cat_arg ca = {cat, 0, -1, 0};
+    return collect_sites(c, &scratch, index, cat_pred, &ca);
+}
+
+static double expected_state_multiple(const char *opt)
+{
+    static const struct { const char *name; double x; } known[] = {
+        {"AdamW", 2}, {"Adam", 2}, {"Adamax", 2}, {"NAdam", 2}, {"RAdam", 2},
+        {"SGD", 1}, {"Adagrad", 1}, {"RMSprop", 1}, {"Adadelta", 2}, {"Rprop", 2}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(opt, known[i].name))
+            return known[i].x;
+    return 0;
+}
+
+static void find_optimizer_state(fctx *c)
+{
+    if (!c->nst)
+        return;
+    long end = c->st[c->nst - 1].after_zero;
+    uint64_t params = category_bytes(c, end, MD_CAT_PARAMETER);
+    md_finding probe;
+    memset(&probe, 0, sizeof probe);
+    cat_arg ca = {MD_CAT_OPTIMIZER_STATE, -1, -1, 0};
+    uint64_t state = collect_sites(c, &probe, end, cat_pred, &ca);
+    /* ignore per-parameter step counters and other crumbs */
+    if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params))
+        return;
+    const char *opt = md_analysis_optimizer(c->a);
+    double ratio = params ? (double)state / (double)params : 0;
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    md_finding *f = add(c, "optimizer_state",
+                        (double)state > 0.3 * (double)peak ? MD_SEV_WARNING : MD_SEV_INFO, state);
+    if (!f)
+        return;
+    memcpy(f->sites, probe.sites, sizeof f->sites);
+    f->nsites = probe.nsites;
+    if (params)
+        SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the parameter bytes, created at the first "
+                   "optimizer step",
+                opt[0] ? opt : "the optimizer", " ", mib(state), ratio);
+    else
+        SUMMARY(f, "%s%skeeps %.1f MiB of state created at the first optimizer step",
+                opt[0] ? opt : "the optimizer", " ", mib(state));
+    EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
+                "still live at the end of the last step", mib(state), ca.count);
+    if (params)
+        EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", mib(params), ratio);
+    double want = expected_state_multiple(opt);
+    if (want > 0 && params)
+        EVIDENCE(f, "%s's expected state is %.0f x the parameters (%s)", opt, want,
+                 want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
+    EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
+             100.0 * (double)state / (double)peak, mib(peak));
+    ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
+              "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter of "
+              "fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.", mib(state));
+}
+
+/* ---- library workspaces ---------------------------------------------------------- */
+
+static void find_workspace(fctx *c)
+{
+    md_finding *f = add(c, "library_workspace", MD_SEV_INFO, 0);
+    if (!f)
+        return;
+    cat_arg ca = {MD_CAT_WORKSPACE, 0, -1, 0};
+    uint64_t ws = collect_sites(c, f, last_index(c), cat_pred, &ca);
+    if (ws < (1 << 20)) {
+        c->n--; /* nothing worth reporting */
+        return;
+    }
+    f->bytes = ws;
+    int n32 = (int)(ws / (32 << 20));
+    SUMMARY(f, "%.1f MiB is cuBLAS/cuDNN workspace, held for the whole run (not optimizer state)",
+            mib(ws));
+    EVIDENCE(f, "%zu never-freed workspace allocation%s, %.1f MiB in total", ca.count,
+             ca.count == 1 ? "" : "s", mib(ws));
+    if (n32 && ws == (uint64_t)n32 * (32 << 20))
+        EVIDENCE(f, "%d x 32 MiB: cuBLAS allocates one 32 MiB workspace per handle and stream on "
+                    "Hopper (sm90); the forward and the autograd thread use different streams",
+                 n32);
+    ADVICE(f, "Usually fine. CUBLAS_WORKSPACE_CONFIG=:4096:8 limits each workspace to 32 MiB "
+              "(smaller configs such as :16:8 save most of the %.1f MiB at some matmul speed).",
+           mib(ws));
+}
+
+/* ---- activations ----------------------------------------------------------------- */
+
+static void find_activations(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    if (p < 0 || !c->nst || !peak)
+        return;
+    md_finding *f = add(c, "activations", MD_SEV_INFO, 0);
+    if (!f)
+        return;
+    /* this step's activations only: older ones still live are a leak */
+    long step_lo = -1;
+    for (size_t k = 0; k < c->nst; k++)
+        if (p > c->st[k].after_zero)
+            step_lo = c->st[k].after_zero;
+    cat_arg ca = {MD_CAT_ACTIVATION, step_lo, p, 0};
+    uint64_t act = collect_sites(c, f, p, cat_pred, &ca);
+    double share = (double)act / (double)peak;
+    if (share < ACTIVATIONS_SHARE) {
+        c->n--;
+        return;
+    }
+    f->bytes = act;
+    f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
+    const md_indicators *in = md_analysis_indicators(c->a);
+    SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
+            100.0 * share, mib(act), mib(peak));
+    EVIDENCE(f, "%.1f MiB in %zu forward-pass allocations live at the peak", mib(act), ca.count);
+    if (in->valid)
+        EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
+    for (size_t k = 0; k < c->nst; k++)
+        if (p > (k ? c->st[k - 1].after_zero : -1) && p <= c->st[k].after_zero) {
+            EVIDENCE(f, "the peak (%.1f MiB) falls in step %zu, %s", mib(peak), k,
+                     p <= c->st[k].after_forward ? "at the end of the forward"
+                     : p <= c->st[k].after_backward ? "during backward" : "after backward");
+            break;
+        }
+    ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only "
+              "block inputs and gives back most of the %.1f MiB for ~30%% more compute; halving "
+              "the batch or sequence halves it; bf16 autocast halves fp32 activations; "
+              "SDPA (flash / memory-efficient) avoids the seq x seq attention matrix.",
+           mib(act));
+}
+
+/* ---- fragmentation --------------------------------------------------------------- */
+
+/* Reserved memory the job never needed at once: peak reserved against
+ * peak allocated. A cache that is merely warm between steps is normal and
+ * not reported; only what the peak never used is. */
+static void find_fragmentation(fctx *c)
+{
+    size_t n = md_replay_nevents(c->r);
+    uint64_t pres = md_replay_peak_reserved(c->r), palloc = md_replay_peak_allocated(c->r);
+    if (pres <= palloc)
+        return;
+    uint64_t gap = pres - palloc;
+    if (gap < FRAG_MIN || (double)gap < FRAG_SHARE * (double)pres)
+        return;
+    long at = -1;
+    for (size_t i = 0; i < n && at < 0; i++)
+        if (md_replay_at(c->r, (long)i).reserved == pres)
+            at = (long)i;
+    md_cache_state cs;
+    md_err e;
+    if (md_replay_cache_at(c->r, at, &cs, &e))
+        return;
+    md_point pt = md_replay_at(c->r, at);
+    md_finding *f = add(c, "fragmentation",
+                        (double)gap >= 0.5 * (double)pres ? MD_SEV_WARNING : MD_SEV_INFO, gap);
+    if (!f)
+        return;
+    SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
+               "that did not fit later requests",
+            mib(gap), 100.0 * (double)gap / (double)pres);
+    EVIDENCE(f, "peak reserved %.1f MiB vs peak allocated %.1f MiB", mib(pres), mib(palloc));
+    EVIDENCE(f, "when reserved peaked (event %ld): %.1f MiB allocated, %.1f MiB cached free in "
+                "%zu segments, the largest free block %.1f MiB",
+             at, mib(pt.allocated), mib(cs.free_total), cs.segments, mib(cs.largest_free));
+    ADVICE(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place and "
+              "usually removes most of this; or max_split_size_mb:<N> keeps large blocks whole; "
+              "pad or bucket varying shapes (sequence lengths) so freed blocks fit the next "
+              "request. Up to %.1f MiB could be returned.", mib(gap));
+}
+
+/* ---- out of memory ----------------------------------------------------------------- */
+
+typedef struct any_arg {
+    uint64_t by_cat[MD_CAT_COUNT];
+} any_arg;
+
+static int any_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    any_arg *aa = arg;
+    (void)c;
+    aa->by_cat[cat] += l->block_size;
+    return 1;
+}
+
+static void find_oom(fctx *c)
+{
+    size_t n = md_replay_nevents(c->r);
+    const md_event *ev = md_replay_events(c->r);
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].action != MD_ACT_OOM)
+            continue;
+        md_finding *f = add(c, "oom", MD_SEV_CRITICAL, ev[i].size);
+        if (!f)
+            return;
+        any_arg aa;
+        memset(&aa, 0, sizeof aa);
+        uint64_t live = collect_sites(c, f, (long)i, any_pred, &aa);
+        md_point pt = md_replay_at(c->r, (long)i);
+        md_cache_state cs;
+        md_err e;
+        memset(&cs, 0, sizeof cs);
+        md_replay_cache_at(c->r, (long)i, &cs, &e);
+        uint64_t req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
+        uint64_t avail = ev[i].addr + cs.largest_free;
+        SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device "
+                   "and %.1f MiB allocated", mib(ev[i].size), mib(ev[i].addr), mib(pt.allocated));
+        EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", mib(ev[i].size),
+                 mib(ev[i].addr));
+        EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "
+                    "(largest block %.1f MiB)",
+                 mib(pt.allocated), mib(pt.reserved), mib(cs.free_total), mib(cs.largest_free));
+        int top = MD_CAT_OTHER;
+        for (int k = 0; k < MD_CAT_COUNT; k++)
+            if (aa.by_cat[k] > aa.by_cat[top])
+                top = k;
+        EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", mib(live),
+                 md_category_name(top), mib(aa.by_cat[top]));
+        uint64_t short_by = req > avail ? req - avail : 0;
+        if (cs.free_total >= req && cs.largest_free < req)
+            EVIDENCE(f, "the cache held enough free memory but in pieces: fragmentation");
+        ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is %s "
+                  "(%.1f MiB): see the sites. %s",
+               mib(short_by), short_by ? "" : " (or less fragmentation)", md_category_name(top),
+               mib(aa.by_cat[top]),
+               cs.free_total >= req ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+                                    : "Reduce the batch, checkpoint activations, or shard state.");
+    }
+}
+
+/* ---- public ---------------------------------------------------------------------------- */
+
+int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
+{
+    fctx c;
+    memset(&c, 0, sizeof c);
+    c.a = a;
+    c.s = md_analysis_snapshot(a);
+    c.r = md_analysis_replay(a);
+    c.st = md_analysis_steps(a, &c.nst);
+    find_oom(&c);
+    find_leak(&c);
+    find_optimizer_state(&c);
+    find_workspace(&c);
+    find_activations(&c);
+    find_fragmentation(&c);
+    *out = c.out;
+    *n = c.n;
+    (void)err;
+    return MD_OK;
+}
+
+/* Rank imbalance: the rank with the highest peak against the lowest, and
+ * the first phase point where they part. */
+int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
+                      md_finding **out, size_t *n, md_err *err)
+{
+    fctx c;
+    memset(&c, 0, sizeof c);
+    (void)err;
+    *out = NULL;
+    *n = 0;
+    if (nr < 2)
+        return MD_OK;
+    size_t hi = 0, lo = 0;
+    for (size_t i = 1; i < nr; i++) {
+        uint64_t p = md_replay_peak_allocated(md_analysis_replay(as[i]));
+        if (p > md_replay_peak_allocated(md_analysis_replay(as[hi])))
+            hi = i;
+        if (p < md_replay_peak_allocated(md_analysis_replay(as[lo])))
+            lo = i;
+    }
+    const md_replay *rh = md_analysis_replay(as[hi]), *rl = md_analysis_replay(as[lo]);
+    uint64_t ph = md_replay_peak_allocated(rh), pl = md_replay_peak_allocated(rl);
+    uint64_t diff = ph - pl;
+    if (hi == lo || diff < IMBALANCE_MIN || (double)diff < IMBALANCE_SHARE * (double)pl)
+        return MD_OK;
+    md_finding *f = add(&c, "rank_imbalance",
+                        (double)diff >= 0.3 * (double)pl ? MD_SEV_WARNING : MD_SEV_INFO, diff);
+    if (!f)
+        return MD_E_NOMEM;
+    SUMMARY(f, "rank %d peaks %.1f MiB (%.0f%%) above rank %d", ranks[hi], mib(diff),
+            100.0 * (double)diff / (double)pl, ranks[lo]);
+    EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi], mib(ph), ranks[lo],
+             mib(pl));
+    size_t nh, nl;
+    const md_step *sh = md_analysis_steps(as[hi], &nh), *sl = md_analysis_steps(as[lo], &nl);
+    static const char *const names[] = {"before the forward", "forward", "backward",
+                                        "optimizer step", "zero_grad"};
+    double need = (double)diff / 4;
+    for (size_t k = 0; k < nh && k < nl; k++) {
+        long ih[5] = {sh[k].fwd_start, sh[k].after_forward, sh[k].after_backward,
+                      sh[k].after_optim, sh[k].after_zero};
+        long il[5] = {sl[k].fwd_start, sl[k].after_forward, sl[k].after_backward,
+                      sl[k].after_optim, sl[k].after_zero};
+        int found = -1;
+        double dh = 0;
+        for (int ph_i = 0; ph_i < 5 && found < 0; ph_i++) {
+            dh = (double)md_replay_at(rh, ih[ph_i]).allocated -
+                 (double)md_replay_at(rl, il[ph_i]).allocated;
+            if (dh >= need)
+                found = ph_i;
+        }
+        if (found >= 0) {
+            f->phase = found == 0 ? -1 : found - 1;
+            EVIDENCE(f, "they part in step %zu's %s: rank %d holds %.1f MiB more by its end",
+                     k, names[found], ranks[hi], dh / MIB);
+            break;
+        }
+    }
+    const md_indicators *ih = md_analysis_indicators(as[hi]), *il = md_analysis_indicators(as[lo]);
+    if (ih->valid && il->valid)
+        EVIDENCE(f, "largest forward increase: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi],
+                 ih->largest_forward_increase_mib, ranks[lo], il->largest_forward_increase_mib);
+    ADVICE(f, "Look for work only rank %d does in that phase: a larger local batch (uneven "
+              "sharding, rank-0 extras), longer sequences, rank-0 logging/evaluation, or gathered "
+              "checkpoints. Balanced, rank %d would need about %.1f MiB less.",
+           ranks[hi], ranks[hi], mib(diff));
+    *out = c.out;
+    *n = c.n;
+    return MD_OK;
+}
+
+const char *md_severity_name(int sev)
+{
+    return sev == MD_SEV_CRITICAL ? "critical" : sev == MD_SEV_WARNING ? "warning" : "info";
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Validates `memdiag diagnose --json` output (stdin) against schema 1 as
+documented in docs/json-schema.md. Exits non-zero with the first problem."""
+import json
+import sys
+
+KINDS = {"leak", "optimizer_state", "library_workspace", "activations", "logits",
+         "fragmentation", "rank_imbalance", "non_framework", "oom"}
+INDICATORS = {"first_step_persistent_change_mib", "between_step_growth_mib",
+              "largest_forward_increase_mib", "maximum_peak_allocated_mib"}
+
+
+def need(cond, what):
+    if not cond:
+        sys.exit("schema: " + what)
+
+
+def finding(f, where):
+    need(isinstance(f, dict), f"{where} is an object")
+    need(f.get("kind") in KINDS, f"{where}.kind in the vocabulary ({f.get('kind')})")
+    need(f.get("severity") in ("info", "warning", "critical"), f"{where}.severity")
+    need(isinstance(f.get("bytes"), int) and f["bytes"] >= 0, f"{where}.bytes")
+    need(isinstance(f.get("summary"), str) and f["summary"], f"{where}.summary")
+    need(isinstance(f.get("evidence"), list) and all(isinstance(e, str) for e in f["evidence"]),
+         f"{where}.evidence")
+    need(isinstance(f.get("advice"), str) and f["advice"], f"{where}.advice")
+    for i, s in enumerate(f.get("sites", None) or []):
+        need({"site", "bytes", "count"} <= set(s), f"{where}.sites[{i}] fields")
+    need(isinstance(f.get("sites"), list), f"{where}.sites")
+
+
+def main():
+    d = json.load(sys.stdin)
+    need(d.get("schema") == 1, "schema == 1")
+    need(isinstance(d.get("ranks"), list) and d["ranks"], "ranks is a non-empty list")
+    for i, r in enumerate(d["ranks"]):
+        w = f"ranks[{i}]"
+        for k in ("rank", "device", "events"):
+            need(isinstance(r.get(k), int), f"{w}.{k}")
+        need(isinstance(r.get("source"), str), f"{w}.source")
+        ind = r.get("indicators")
+        need(isinstance(ind, dict) and set(ind) <= INDICATORS and
+             "maximum_peak_allocated_mib" in ind, f"{w}.indicators")
+        need(all(isinstance(v, (int, float)) for v in ind.values()), f"{w}.indicators numbers")
+        need(isinstance(r.get("findings"), list), f"{w}.findings")
+        for j, f in enumerate(r["findings"]):
+            finding(f, f"{w}.findings[{j}]")
+    need(isinstance(d.get("findings"), list), "findings")
+    for j, f in enumerate(d["findings"]):
+        finding(f, f"findings[{j}]")
+
+
+if __name__ == "__main__":
+    main()
