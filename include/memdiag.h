@@ -253,6 +253,8 @@ const char *md_phase_name(md_phase p);
 /* Event-index boundaries of one training step; each is "the state after
  * this event index" (-1 = before the first event). */
 typedef struct md_step {
+    int number;          /* optimizer step ordinal (counts steps that fell
+                            before a truncated history, too) */
     long fwd_start;      /* state before the forward (baseline) */
     long after_forward;  /* state just before backward starts */
     long after_backward; /* state just before the optimizer step */
@@ -271,6 +273,8 @@ typedef struct md_indicators {
     double largest_forward_increase_mib;
     double maximum_peak_allocated_mib;
     int valid; /* 0 when no complete step was found */
+    int first_step_recorded; /* step 0 is in the history: the first indicator
+                                means something only then */
 } md_indicators;
 
 typedef struct md_analysis md_analysis;

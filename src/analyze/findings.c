@@ -126,6 +126,17 @@ static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred
     return total;
 }
 
+/* End of the step before the one containing event p (-1 if none): what
+ * this step allocated is what came after it. */
+static long step_before(const fctx *c, long p)
+{
+    long lo = -1;
+    for (size_t k = 0; k < c->nst; k++)
+        if (p > c->st[k].after_zero)
+            lo = c->st[k].after_zero;
+    return lo;
+}
+
 static long last_index(const fctx *c)
 {
     return (long)md_replay_nevents(c->r) - 1;
@@ -172,7 +183,7 @@ static void find_leak(fctx *c)
     if (!f)
         return;
     leak_arg la = {c->st[0].after_zero, 0};
-    uint64_t kept = collect_sites(c, f, last_index(c), retained_pred, &la);
+    uint64_t kept = collect_sites(c, f, c->st[c->nst - 1].after_zero, retained_pred, &la);
     int graphs = kept && la.forward_bytes * 2 >= kept;
     SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s", mib((uint64_t)per),
             graphs ? "each step's autograd graph (forward activations) is kept alive"
@@ -180,9 +191,10 @@ static void find_leak(fctx *c)
     EVIDENCE(f, "allocated after zero_grad grows in every one of %zu steps: %.1f MiB per step "
                 "(min %.1f, max %.1f), %.1f MiB in total",
              nd, mib((uint64_t)per), lo / MIB, hi / MIB, sum / MIB);
-    EVIDENCE(f, "%.1f MiB allocated after step 0 is still live at the end of the trace; "
+    EVIDENCE(f, "%.1f MiB allocated after step %d is still live after the last step; "
                 "%.0f%% of it was allocated in a forward pass (saved for backward)",
-             mib(kept), kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0);
+             mib(kept), c->st[0].number,
+             kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0);
     EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
              100.0 * per / (double)peak, mib(peak));
     if (graphs)
@@ -319,11 +331,7 @@ static void find_activations(fctx *c)
     if (!f)
         return;
     /* this step's activations only: older ones still live are a leak */
-    long step_lo = -1;
-    for (size_t k = 0; k < c->nst; k++)
-        if (p > c->st[k].after_zero)
-            step_lo = c->st[k].after_zero;
-    cat_arg ca = {MD_CAT_ACTIVATION, step_lo, p, 0};
+    cat_arg ca = {MD_CAT_ACTIVATION, step_before(c, p), p, 0};
     uint64_t act = collect_sites(c, f, p, cat_pred, &ca);
     double share = (double)act / (double)peak;
     if (share < ACTIVATIONS_SHARE) {
@@ -340,7 +348,7 @@ static void find_activations(fctx *c)
         EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     for (size_t k = 0; k < c->nst; k++)
         if (p > (k ? c->st[k - 1].after_zero : -1) && p <= c->st[k].after_zero) {
-            EVIDENCE(f, "the peak (%.1f MiB) falls in step %zu, %s", mib(peak), k,
+            EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", mib(peak), c->st[k].number,
                      p <= c->st[k].after_forward ? "at the end of the forward"
                      : p <= c->st[k].after_backward ? "during backward" : "after backward");
             break;
@@ -350,6 +358,89 @@ static void find_activations(fctx *c)
               "the batch or sequence halves it; bf16 autocast halves fp32 activations; "
               "SDPA (flash / memory-efficient) avoids the seq x seq attention matrix.",
            mib(act));
+}
+
+/* ---- logits and the loss ----------------------------------------------- */
+
+/* Frames of the loss computation over the logits: torch's cross-entropy
+ * family and transformers' loss functions. */
+static int loss_frame(const md_snapshot *s, uint32_t stack)
+{
+    static const char *const names[] = {"cross_entropy", "nll_loss", "log_softmax",
+                                        "ForCausalLMLoss", "fixed_cross_entropy",
+                                        "ForMaskedLMLoss", "loss_function"};
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = md_snapshot_string(s, s->frames[ids[i]].name);
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (!strcmp(nm, names[k]))
+                return 1;
+    }
+    return 0;
+}
+
+static void find_logits(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    md_live *live;
+    size_t nl;
+    md_err e;
+    if (p < 0 || !peak || md_replay_live(c->r, p, &live, &nl, &e))
+        return;
+    /* the loss path's bytes, and its largest tensor: fp32 log-probabilities,
+     * one per logit element */
+    uint64_t loss = 0, big = 0, logits = 0;
+    long first_loss = -1, lo = step_before(c, p);
+    size_t nloss = 0;
+    for (size_t i = 0; i < nl; i++)
+        if (live[i].alloc_index > lo && loss_frame(c->s, live[i].stack)) {
+            loss += live[i].block_size;
+            nloss++;
+            big = live[i].requested > big ? live[i].requested : big;
+            if (first_loss < 0 || live[i].alloc_index < first_loss)
+                first_loss = live[i].alloc_index;
+        }
+    /* the logits and their copies (upcast, shifted slice): earlier tensors
+     * of this step with the same element count in fp32 (1x) or 16-bit (0.5x) */
+    size_t ncopies = 0;
+    uint64_t largest = 0;
+    for (size_t i = 0; i < nl && big; i++) {
+        double r = (double)live[i].requested / (double)big;
+        if (live[i].alloc_index > lo && live[i].alloc_index < first_loss &&
+            !loss_frame(c->s, live[i].stack) &&
+            ((r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53))) {
+            logits += live[i].block_size;
+            ncopies++;
+            largest = live[i].block_size > largest ? live[i].block_size : largest;
+        }
+    }
+    free(live);
+    uint64_t total = loss + logits;
+    if (!big || (double)total < 0.30 * (double)peak)
+        return;
+    double elems = (double)big / 4.0;
+    md_finding *f = add(c, "logits", (double)total >= 0.5 * (double)peak ? MD_SEV_WARNING
+                                                                      : MD_SEV_INFO, total);
+    if (!f)
+        return;
+    SUMMARY(f, "the logits and the loss over them hold %.1f MiB, %.0f%% of the peak: "
+               "%.1f bytes per logit element", mib(total), 100.0 * (double)total / (double)peak,
+            (double)total / elems);
+    EVIDENCE(f, "about %.0f million logit elements (the loss's largest fp32 tensor is %.1f MiB)",
+             elems / 1e6, mib(big));
+    if (logits)
+        EVIDENCE(f, "the logits and copies of them: %.1f MiB in %zu tensor%s (the largest %.1f MiB, "
+                    "%s)", mib(logits), ncopies, ncopies == 1 ? "" : "s", mib(largest),
+                 (double)largest >= 0.9 * (double)big ? "fp32" : "16-bit");
+    EVIDENCE(f, "%.1f MiB in %zu allocations of the loss (cross-entropy, log-softmax, upcasts, "
+                "shifted copies) live at the peak of %.1f MiB",
+             mib(loss), nloss, mib(peak));
+    ADVICE(f, "Compute the loss without materializing every logit: a fused linear + "
+              "cross-entropy kernel (e.g. Liger) or the loss in chunks over the sequence keeps "
+              "one chunk's logits; avoid a full .float() copy and slicing logits[:, :-1] before "
+              "the loss (it copies). Expected saving: most of %.1f MiB.", mib(total));
 }
 
 /* ---- fragmentation --------------------------------------------------------------- */
@@ -466,6 +557,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_optimizer_state(&c);
     find_workspace(&c);
     find_activations(&c);
+    find_logits(&c);
     find_fragmentation(&c);
     *out = c.out;
     *n = c.n;
@@ -526,8 +618,8 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
         }
         if (found >= 0) {
             f->phase = found == 0 ? -1 : found - 1;
-            EVIDENCE(f, "they part in step %zu's %s: rank %d holds %.1f MiB more by its end",
-                     k, names[found], ranks[hi], dh / MIB);
+            EVIDENCE(f, "they part in step %d's %s: rank %d holds %.1f MiB more by its end",
+                     sh[k].number, names[found], ranks[hi], dh / MIB);
             break;
         }
     }

@@ -37,6 +37,8 @@ struct md_analysis {
 
 typedef struct step_end {
     long opt_s, opt_e, zero_e; /* state indices */
+    int number;
+    int partial; /* began before the recorded history: not a full step */
 } step_end;
 
 /* Last event index whose time is < t (strict) or <= t; -1 if none. */
@@ -60,11 +62,16 @@ static int match_prefix(const char *s, const char *p)
 }
 
 /* Optimizer/zero_grad intervals from annotations, for one device. */
+/* Optimizer/zero_grad intervals from annotations, for one device. With a
+ * truncated history (ring buffer), steps whose previous boundary lies
+ * before the first recorded event are marked partial. */
 static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, size_t *cap)
 {
     const md_snapshot *s = a->s;
     size_t n = 0;
-    int64_t open_opt = -1, open_zero = -1;
+    int ord = 0;
+    int64_t open_opt = -1, open_zero = -1, prev_end = -1;
+    int64_t t0 = a->n ? a->ev[0].time_us : -1;
     for (size_t i = 0; i < s->nanns; i++) {
         const md_annotation *an = &s->anns[i];
         if (an->device != device || an->time_us < 0)
@@ -77,22 +84,26 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
             size_t k = strcspn(cls, ".");
             snprintf(a->optimizer, sizeof a->optimizer, "%.*s", (int)k, cls);
         }
-        if (is_opt && an->stage == 1)
+        if (is_opt && an->stage == 1) {
             open_opt = an->time_us;
-        else if (is_opt && an->stage == 2 && open_opt >= 0) {
+        } else if (is_opt && an->stage == 2 && open_opt >= 0) {
             if (md_grow((void **)out, cap, n + 1, sizeof **out))
                 return n;
             long s0 = index_before(a->ev, a->n, open_opt, 0);
             long e0 = index_before(a->ev, a->n, an->time_us, 1);
-            (*out)[n++] = (step_end){s0, e0, e0};
+            int partial = t0 >= 0 && (open_opt < t0 || (prev_end >= 0 && prev_end < t0));
+            (*out)[n++] = (step_end){s0, e0, e0, ord++, partial};
             open_opt = -1;
+            prev_end = an->time_us;
         } else if (is_zero && an->stage == 1) {
             open_zero = an->time_us;
         } else if (is_zero && an->stage == 2 && open_zero >= 0 && n > 0) {
             long z = index_before(a->ev, a->n, an->time_us, 1);
             /* a zero_grad after step k and before step k+1 closes step k */
-            if ((*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e)
+            if ((*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e) {
                 (*out)[n - 1].zero_e = z;
+                prev_end = an->time_us;
+            }
             open_zero = -1;
         }
     }
@@ -116,7 +127,8 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
             if (!in_opt) {
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
-                (*out)[n++] = (step_end){(long)i - 1, (long)i, (long)i};
+                (*out)[n] = (step_end){(long)i - 1, (long)i, (long)i, (int)n, 0};
+                n++;
                 in_opt = 1;
             } else {
                 (*out)[n - 1].opt_e = (*out)[n - 1].zero_e = (long)i;
@@ -126,7 +138,8 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
             if (!in_zero && (n == 0 || !in_opt)) { /* zero_grad with no step seen */
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
-                (*out)[n++] = (step_end){(long)i - 1, (long)i - 1, (long)i};
+                (*out)[n] = (step_end){(long)i - 1, (long)i - 1, (long)i, (int)n, 0};
+                n++;
             }
             (*out)[n - 1].zero_e = (long)i;
             in_zero = 1;
@@ -157,6 +170,11 @@ static int build_steps(md_analysis *a, const step_end *e, size_t n)
     int frames = (a->s->features & MD_HAS_FRAMES) != 0;
     for (size_t k = 0; k < n; k++) {
         md_step st;
+        if (e[k].partial) {
+            lo = e[k].zero_e;
+            continue;
+        }
+        st.number = e[k].number;
         long fwd = first_tagged(a, lo, e[k].opt_s, MD_TAG_FORWARD, 0);
         if (fwd > e[k].opt_s) /* no forward seen: the step starts at lo */
             fwd = lo + 1;
@@ -205,6 +223,7 @@ static void indicators(md_analysis *a)
     const md_step *s = a->steps;
     size_t n = a->nsteps;
     in->valid = 1;
+    in->first_step_recorded = s[0].number == 0;
     in->first_step_persistent_change_mib = mib_at(a, s[0].after_zero) - mib_at(a, s[0].fwd_start);
     in->between_step_growth_mib = mib_at(a, s[n - 1].after_zero) - mib_at(a, s[0].after_zero);
     double best = -1e300;

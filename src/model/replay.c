@@ -465,6 +465,33 @@ static int reconstruct(md_replay *r)
     return rc;
 }
 
+/* A free block of <= 1 MiB cannot exist in a large-pool segment (torch
+ * splits off only remainders > 1 MiB, and merged frees are larger), so
+ * such a gap after a reconstructed block is that block's unsplit tail:
+ * its true size was larger than the rounded request suggested. */
+static void absorb_remainders(rstate *st)
+{
+    for (size_t gi = 0; gi < st->ng; gi++) {
+        const rseg *g = &st->g[gi];
+        if (!g->alive || g->expandable || st->cfg->expandable_segments)
+            continue;
+        for (uint32_t k = g->first; k != NIL; k = st->b[k].next) {
+            rblock *b = &st->b[k];
+            uint32_t nx = b->next;
+            if (b->state != B_ALLOC || b->alloc_index >= 0 || b->size <= KSMALL_SIZE ||
+                nx == NIL || st->b[nx].state != B_FREE || st->b[nx].size > KSMALL_SIZE ||
+                b->addr + b->size != st->b[nx].addr)
+                continue;
+            b->size += st->b[nx].size;
+            st->allocated += st->b[nx].size;
+            b->next = st->b[nx].next;
+            if (b->next != NIL)
+                st->b[b->next].prev = k;
+            drop_block(st, nx);
+        }
+    }
+}
+
 /* Lays the reconstructed segments and live blocks into a fresh state. */
 static int seed_state(const md_replay *r, rstate *st)
 {
@@ -503,6 +530,7 @@ static int seed_state(const md_replay *r, rstate *st)
         if (md_map_get(&st->by_addr, l->addr, &bi))
             st->b[bi].alloc_index = -1;
     }
+    absorb_remainders(st);
     return 0;
 }
 

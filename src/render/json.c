@@ -105,7 +105,9 @@ static void indicators(jw *w, const md_rank *rk)
     jw_key(w, "indicators");
     jw_open(w, '{');
     if (in->valid) {
-        KV(w, "first_step_persistent_change_mib", jw_mib(w, in->first_step_persistent_change_mib));
+        if (in->first_step_recorded)
+            KV(w, "first_step_persistent_change_mib",
+               jw_mib(w, in->first_step_persistent_change_mib));
         KV(w, "between_step_growth_mib", jw_mib(w, in->between_step_growth_mib));
         KV(w, "largest_forward_increase_mib", jw_mib(w, in->largest_forward_increase_mib));
     }
@@ -126,7 +128,7 @@ static void steps(jw *w, const md_rank *rk)
     jw_open(w, '[');
     for (size_t k = 0; k < n; k++) {
         jw_open(w, '{');
-        KV(w, "step", jw_int(w, (long long)k));
+        KV(w, "step", jw_int(w, st[k].number));
         KV(w, "before_forward_mib", jw_mib(w, md_mib(md_replay_at(rk->r, st[k].fwd_start).allocated)));
         KV(w, "after_forward_mib", jw_mib(w, md_mib(md_replay_at(rk->r, st[k].after_forward).allocated)));
         KV(w, "after_backward_mib", jw_mib(w, md_mib(md_replay_at(rk->r, st[k].after_backward).allocated)));

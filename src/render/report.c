@@ -49,7 +49,7 @@ static void locate_peak(md_rank *rk)
     long lo = -1;
     for (size_t k = 0; k < n; k++) {
         if (p > lo && p <= st[k].after_zero) {
-            rk->peak_step = (long)k;
+            rk->peak_step = st[k].number;
             rk->peak_phase = md_rank_phase_of(&st[k], p);
             return;
         }

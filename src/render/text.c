@@ -68,7 +68,7 @@ static void steps_table(FILE *o, const md_rank *rk)
             opt[0] ? ", optimizer " : "", opt);
     fprintf(o, "\n  MiB allocated   before-fwd  after-fwd  after-bwd  after-opt  after-zero   peak\n");
     for (size_t k = 0; k < n; k++)
-        fprintf(o, "    step %-6zu %12.1f %10.1f %10.1f %10.1f %11.1f %7.1f\n", k,
+        fprintf(o, "    step %-6d %12.1f %10.1f %10.1f %10.1f %11.1f %7.1f\n", st[k].number,
                 md_mib(md_replay_at(rk->r, st[k].fwd_start).allocated),
                 md_mib(md_replay_at(rk->r, st[k].after_forward).allocated),
                 md_mib(md_replay_at(rk->r, st[k].after_backward).allocated),
@@ -85,7 +85,10 @@ static void indicators(FILE *o, const md_rank *rk)
         return;
     }
     fprintf(o, "\n  indicators\n");
-    fprintf(o, "    first_step_persistent_change_mib  %9.1f\n", in->first_step_persistent_change_mib);
+    if (in->first_step_recorded)
+        fprintf(o, "    first_step_persistent_change_mib  %9.1f\n", in->first_step_persistent_change_mib);
+    else
+        fprintf(o, "    first_step_persistent_change_mib        n/a (step 0 is not in the recorded history)\n");
     fprintf(o, "    between_step_growth_mib           %9.1f\n", in->between_step_growth_mib);
     fprintf(o, "    largest_forward_increase_mib      %9.1f\n", in->largest_forward_increase_mib);
     fprintf(o, "    maximum_peak_allocated_mib        %9.1f\n", in->maximum_peak_allocated_mib);

@@ -15,11 +15,15 @@ check() { # check NAME COMMAND... : the command must succeed
 check "summary of a real snapshot" sh -c "$M summary $D/seed-exercise/snap-alpha-small-rank0.pickle | grep -q 'maximum_peak_allocated_mib *155.2'"
 check "compressed input" sh -c "$M summary $D/alpha-small.pickle.zst | grep -q 'first_step_persistent_change_mib *64.0'"
 check "diagnose --json is valid JSON with schema 1" sh -c "$M diagnose --json $D/seed-exercise/snap-beta-ddp-rank0.pickle $D/seed-exercise/snap-beta-ddp-rank1.pickle | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"schema\"]==1 and [r[\"rank\"] for r in d[\"ranks\"]]==[0,1] and d[\"ranks\"][0][\"indicators\"][\"largest_forward_increase_mib\"]>200'"
-for f in $D/seed-exercise/snap-*.pickle $D/synthetic/*.pickle; do
+for f in $D/seed-exercise/snap-*.pickle $D/synthetic/*.pickle $D/captured/*.pickle.xz; do
     check "diagnose --json validates against schema 1: $(basename $f)" sh -c "$M diagnose --json $f | python3 tests/cli/validate_json.py"
 done
 check "cross-rank finding in JSON" sh -c "$M diagnose --json $D/seed-exercise/snap-beta-ddp-rank0.pickle $D/seed-exercise/snap-beta-ddp-rank1.pickle | python3 -c 'import json,sys; d=json.load(sys.stdin); assert [f[\"kind\"] for f in d[\"findings\"]]==[\"rank_imbalance\"]'"
 check "diagnose text names the leak" sh -c "$M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -q 'leak: memory grows by 52.4 MiB every step'"
+for j in $D/captured/*.json; do
+    c=${j%.json}
+    check "replay equals torch's counters: $(basename $c)" sh -c "$M diagnose --json $c.pickle.xz | python3 tests/cli/compare_samples.py $j 0.01"
+done
 mkdir "$T/run"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/run/"
 check "directory of per-rank files, sorted by rank, compared" sh -c "$M summary $T/run | grep -q 'rank 0 peaks 165.2 MiB above rank 1'"
 mkdir "$T/gap"; cp $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/gap/snap-rank0.pickle"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle "$T/gap/snap-rank2.pickle"

@@ -41,6 +41,16 @@ static const md_finding *find(const diag *d, const char *kind)
     return NULL;
 }
 
+/* The finding of this kind; fails the test when there is none. */
+static const md_finding *need(const diag *d, const char *kind)
+{
+    static md_finding none;
+    const md_finding *f = find(d, kind);
+    if (!f)
+        fail_msg("no %s finding", kind);
+    return f ? f : &none;
+}
+
 static void near(double got, double want, double tol, const char *what)
 {
     if (fabs(got - want) > tol)
@@ -56,8 +66,7 @@ static void test_alpha(void **st)
                            "seed-exercise/snap-alpha-medium-rank0.pickle"};
     for (int i = 0; i < 2; i++) {
         diag d = run(files[i], 0);
-        const md_finding *ws = find(&d, "library_workspace");
-        assert_non_null(ws);
+        const md_finding *ws = need(&d, "library_workspace");
         near((double)ws->bytes / MIB, 64.0, 0.5, "workspace MiB");
         assert_int_equal(ws->severity, MD_SEV_INFO);
         assert_null(find(&d, "optimizer_state"));
@@ -76,8 +85,7 @@ static void test_beta(void **st)
         {"seed-exercise/snap-beta-medium-rank0.pickle", 105.10}};
     for (int i = 0; i < 2; i++) {
         diag d = run(c[i].file, 0);
-        const md_finding *os = find(&d, "optimizer_state");
-        assert_non_null(os);
+        const md_finding *os = need(&d, "optimizer_state");
         near((double)os->bytes / MIB / c[i].params_mib, 2.0, 0.1, "AdamW state / params");
         assert_non_null(strstr(os->summary, "AdamW"));
         assert_null(find(&d, "leak"));
@@ -96,8 +104,7 @@ static void test_gamma(void **st)
         {"seed-exercise/snap-gamma-medium-rank0.pickle", 274.4}};
     for (int i = 0; i < 2; i++) {
         diag d = run(c[i].file, 0);
-        const md_finding *lk = find(&d, "leak");
-        assert_non_null(lk);
+        const md_finding *lk = need(&d, "leak");
         near((double)lk->bytes / MIB, c[i].per_step, 1.0, "leak MiB/step");
         assert_non_null(strstr(lk->summary, "autograd graph"));
         assert_true(lk->nsites > 0);
@@ -142,11 +149,82 @@ static void test_oom(void **st)
 {
     (void)st;
     diag d = run("synthetic/oom.pickle", 0);
-    const md_finding *o = find(&d, "oom");
-    assert_non_null(o);
+    const md_finding *o = need(&d, "oom");
     assert_int_equal(o->severity, MD_SEV_CRITICAL);
     assert_int_equal(o->bytes, 80ULL * 1024 * 1024 * 1024);
     assert_non_null(strstr(o->summary, "123.0 MiB free"));
+    done(&d);
+}
+
+/* Captured with examples/workloads.py on an H200 (tests/gpu/run.sh),
+ * Python-only stacks: the realistic default. */
+static void test_captured_python_stacks(void **st)
+{
+    (void)st;
+    diag d = run("captured/alpha-small-py.pickle.xz", 0);
+    const md_finding *ws = find(&d, "library_workspace");
+    assert_non_null(ws); /* found by size: no C++ frames to name cuBLAS */
+    near((double)ws->bytes / MIB, 64.0, 0.5, "workspace without C++ frames");
+    assert_int_equal(d.n, 1);
+    done(&d);
+
+    d = run("captured/beta-small-py.pickle.xz", 0);
+    const md_finding *os = need(&d, "optimizer_state");
+    assert_non_null(strstr(os->summary, "2.0"));
+    assert_null(find(&d, "leak"));
+    done(&d);
+
+    d = run("captured/gamma-small-py.pickle.xz", 0);
+    const md_finding *lk = need(&d, "leak");
+    near((double)lk->bytes / MIB, 53.2, 1.0, "leak MiB/step");
+    assert_non_null(strstr(lk->summary, "autograd graph"));
+    done(&d);
+
+    /* the loss is kept but backward freed its graph's buffers: a Python
+     * object holding a finished graph is not a GPU leak */
+    d = run("captured/keptloss-small-py.pickle.xz", 0);
+    assert_null(find(&d, "leak"));
+    done(&d);
+}
+
+static void test_captured_logits_fragmentation_oom(void **st)
+{
+    (void)st;
+    diag d = run("captured/vocab.pickle.xz", 0);
+    const md_finding *lg = need(&d, "logits");
+    assert_non_null(strstr(lg->summary, "12.0 bytes per logit element"));
+    assert_null(find(&d, "activations"));
+    done(&d);
+
+    d = run("captured/ragged.pickle.xz", 0);
+    const md_finding *fr = need(&d, "fragmentation");
+    assert_true(fr->bytes > 200 * 1024 * 1024);
+    assert_null(find(&d, "logits"));
+    done(&d);
+    /* the same workload with expandable segments: no fragmentation */
+    d = run("captured/ragged-expandable.pickle.xz", 0);
+    assert_null(find(&d, "fragmentation"));
+    assert_true(md_snapshot_settings(d.s)->expandable_segments);
+    done(&d);
+
+    d = run("captured/oom.pickle.xz", 0);
+    const md_finding *o = need(&d, "oom");
+    assert_int_equal(o->bytes, 144ULL * 1024 * 1024); /* "Tried to allocate 144.00 MiB" */
+    done(&d);
+}
+
+/* A history that overflowed its ring buffer: only complete steps inside
+ * it are used, and too few of them for a leak verdict. */
+static void test_captured_ring_buffer(void **st)
+{
+    (void)st;
+    diag d = run("captured/gamma-small-ring.pickle.xz", 0);
+    size_t n;
+    const md_step *steps = md_analysis_steps(d.a, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(steps[0].number, 4);
+    assert_false(md_analysis_indicators(d.a)->first_step_recorded);
+    assert_null(find(&d, "leak"));
     done(&d);
 }
 
@@ -158,6 +236,9 @@ int main(void)
         cmocka_unit_test(test_gamma),
         cmocka_unit_test(test_rank_imbalance),
         cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_captured_python_stacks),
+        cmocka_unit_test(test_captured_logits_fragmentation_oom),
+        cmocka_unit_test(test_captured_ring_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Small real training workloads that exercise every memdiag diagnosis.
+
+Each run trains a locally built model on synthetic GPU data (no downloads)
+and writes, next to each other:
+  OUT.pickle  the allocator snapshot (torch.cuda.memory._dump_snapshot)
+  OUT.json    torch's own counters at each phase of each step, for checking
+              memdiag's replay against the allocator's real statistics
+
+Workloads (--case):
+  alpha   SGD, no momentum                      (workspace only, clean)
+  beta    AdamW                                 (optimizer state)
+  gamma   SGD, backward(retain_graph=True) and keeps every loss (leak)
+  keptloss SGD, keeps every loss but frees the graph's buffers (no GPU leak)
+  ragged  AdamW, random sequence length per step (fragmentation)
+  vocab   causal LM head over a large vocabulary (logits)
+  oom     grows the batch until the allocator fails (oom)
+
+    python3 examples/workloads.py --case gamma --out runs/gamma
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+MIB = 1 << 20
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--case", required=True,
+                   choices=("alpha", "beta", "gamma", "keptloss", "ragged", "vocab", "oom"))
+    p.add_argument("--out", required=True, type=Path, help="path stem for .pickle and .json")
+    p.add_argument("--force", action="store_true", help="replace existing outputs")
+    p.add_argument("--preset", choices=("small", "medium"), default="small")
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    p.add_argument("--stacks", choices=("python", "all"), default="python")
+    p.add_argument("--max-entries", type=int, default=200_000,
+                   help="allocator history ring buffer (small values overflow)")
+    p.add_argument("--alloc-conf", default=None, help="PYTORCH_CUDA_ALLOC_CONF for this run")
+    p.add_argument("--vocab", type=int, default=131072)
+    p.add_argument("--memory-fraction", type=float, default=0.02,
+                   help="oom case: fraction of the GPU the process may use")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    for suffix in (".pickle", ".json"):
+        f = a.out.with_suffix(suffix)
+        if f.exists() and not a.force:
+            p.error(f"{f} exists; pass --force to replace it")
+    if not a.out.parent.is_dir():
+        p.error(f"no such directory: {a.out.parent}")
+    return a
+
+
+ARGS = parse()
+if ARGS.alloc_conf is not None:  # must precede CUDA initialisation
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = ARGS.alloc_conf
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+SIZES = {  # layers, hidden, heads, ffn, seq
+    "small": (4, 384, 6, 1536, 256),
+    "medium": (8, 512, 8, 2048, 512),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, hidden: int, heads: int, ffn: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(hidden)
+        self.attn = nn.MultiheadAttention(hidden, heads, bias=False, batch_first=True)
+        self.ln2 = nn.LayerNorm(hidden)
+        self.mlp = nn.Sequential(nn.Linear(hidden, ffn, bias=False), nn.GELU(),
+                                 nn.Linear(ffn, hidden, bias=False))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class Model(nn.Module):
+    """Token embedding, transformer blocks, and either a small classifier
+    on the first token or a full language-model head over the vocabulary."""
+
+    def __init__(self, vocab: int, hidden: int, heads: int, ffn: int, layers: int,
+                 max_seq: int, lm_head: bool) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.pos = nn.Parameter(torch.zeros(max_seq, hidden))
+        self.blocks = nn.ModuleList(Block(hidden, heads, ffn) for _ in range(layers))
+        self.norm = nn.LayerNorm(hidden)
+        self.lm_head = lm_head
+        self.out = nn.Linear(hidden, vocab if lm_head else 16, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids) + self.pos[: ids.shape[1]]
+        for b in self.blocks:
+            x = b(x)
+        x = self.norm(x)
+        return self.out(x if self.lm_head else x[:, 0])
+
+
+def counters(step: int, phase: str) -> dict:
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    return {"step": step, "phase": phase,
+            "allocated_mib": torch.cuda.memory_allocated() / MIB,
+            "reserved_mib": torch.cuda.memory_reserved() / MIB,
+            "peak_allocated_mib": torch.cuda.max_memory_allocated() / MIB,
+            "device_used_mib": (total - free) / MIB}
+
+
+def loss_of(model, ids, targets, case, bf16):
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        logits = model(ids)
+    if case == "vocab":  # shifted next-token loss on fp32 logits, the transformers way
+        logits = logits.float()
+        return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                           ids[:, 1:].reshape(-1))
+    return nn.functional.cross_entropy(logits.float(), targets)
+
+
+def train(a: argparse.Namespace, samples: list, dev: torch.device) -> dict:
+    layers, hidden, heads, ffn, seq = SIZES[a.preset]
+    vocab = a.vocab if a.case == "vocab" else 4096
+    max_seq = seq * 4 if a.case == "ragged" else seq
+    model = Model(vocab, hidden, heads, ffn, layers, max_seq, a.case == "vocab").to(dev)
+    params = sum(p.numel() for p in model.parameters())
+    torch.cuda.reset_peak_memory_stats()
+    samples.append(counters(-1, "after_model"))
+    opt = (torch.optim.AdamW(model.parameters(), lr=1e-4) if a.case in ("beta", "ragged")
+           else torch.optim.SGD(model.parameters(), lr=1e-3))
+    gen = torch.Generator(device=dev).manual_seed(a.seed)
+    batch = a.batch
+    ids = torch.randint(vocab, (batch, seq), generator=gen, device=dev)
+    targets = torch.randint(16, (batch,), generator=gen, device=dev)
+    samples.append(counters(-1, "after_input"))
+    kept = []
+    for step in range(a.steps):
+        if a.case == "ragged":  # a new sequence length every step
+            n = int(torch.randint(seq // 4, max_seq, (1,), generator=gen, device=dev))
+            ids = torch.randint(vocab, (batch, n), generator=gen, device=dev)
+        if a.case == "oom":
+            batch *= 2
+            ids = torch.randint(vocab, (batch, seq), generator=gen, device=dev)
+            targets = torch.randint(16, (batch,), generator=gen, device=dev)
+        torch.cuda.reset_peak_memory_stats()
+        loss = loss_of(model, ids, targets, a.case, a.precision == "bf16")
+        samples.append(counters(step, "after_forward"))
+        # gamma's bug: the retained graph's saved tensors stay on the GPU
+        # because each loss is kept; keptloss keeps the loss too, but its
+        # graph's buffers were freed by backward, so no GPU memory leaks
+        loss.backward(retain_graph=a.case == "gamma")
+        samples.append(counters(step, "after_backward"))
+        opt.step()
+        samples.append(counters(step, "after_optimizer_step"))
+        if a.case in ("gamma", "keptloss"):
+            kept.append(loss)
+        opt.zero_grad(set_to_none=True)
+        samples.append(counters(step, "after_clear_gradients"))
+    return {"parameter_count": params, "parameters_fp32_mib": 4 * params / MIB,
+            "final_loss": float(loss.detach())}
+
+
+def main() -> int:
+    a = ARGS
+    if not torch.cuda.is_available():
+        print("workloads.py: CUDA is not available", file=sys.stderr)
+        return 2
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    torch.manual_seed(a.seed)
+    if a.case == "oom":
+        torch.cuda.set_per_process_memory_fraction(a.memory_fraction, dev)
+        a.steps = 64
+    torch.cuda.memory._record_memory_history(max_entries=a.max_entries, stacks=a.stacks)
+    samples: list = []
+    result = {"case": a.case, "preset": a.preset, "batch": a.batch, "steps": a.steps,
+              "precision": a.precision, "stacks": a.stacks, "max_entries": a.max_entries,
+              "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+              "torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev)}
+    status = 0
+    try:
+        result.update(train(a, samples, dev))
+    except torch.cuda.OutOfMemoryError as e:
+        result["oom"] = str(e).splitlines()[0]
+        status = 3
+    torch.cuda.synchronize()
+    result["end"] = {"allocated": torch.cuda.memory_allocated(),
+                     "reserved": torch.cuda.memory_reserved(),
+                     "max_allocated": torch.cuda.max_memory_allocated(),
+                     "max_reserved": torch.cuda.max_memory_reserved()}
+    result["samples"] = samples
+    torch.cuda.memory._dump_snapshot(str(a.out.with_suffix(".pickle")))
+    torch.cuda.memory._record_memory_history(enabled=None)
+    a.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    print(f"{a.case}: {a.out}.pickle ({'oom' if status else 'ok'})")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
