@@ -19,20 +19,22 @@ for x in ../shared/fixtures/bench/*.xz; do
     b=bench/out/$(basename "$x" .xz)
     [ -s "$b" ] || xz -dc "$x" >"$b"
 done
-measure() { # measure CMD... -> "seconds maxrss_kb"
-    /usr/bin/time -f "%e %M" "$@" >/dev/null 2>bench/out/time.txt || { cat bench/out/time.txt; exit 1; }
-    tail -n 1 bench/out/time.txt
-}
-printf '%-34s %9s %9s %9s %8s %9s %9s\n' file MB memdiag_s pickle_s speedup MB/s rss/file
-for f in bench/out/*.pickle; do
-    mb=$(awk -v b="$(stat -c %s "$f")" 'BEGIN{printf "%.1f", b/1e6}')
-    best=999999; rss=0
-    for i in 1 2 3; do
-        set -- $(measure "$M" summary "$f")
-        best=$(awk -v a="$best" -v b="$1" 'BEGIN{print (b<a)?b:a}'); rss=$2
+now() { date +%s%N; }
+secs() { # best wall time of N runs of CMD..., in seconds (ns clock)
+    n=$1; shift; best=
+    for i in $(seq "$n"); do
+        t0=$(now); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; t1=$(now)
+        d=$((t1 - t0)); [ -z "$best" ] || [ "$d" -lt "$best" ] && best=$d
     done
-    set -- $(measure python3 -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$f")
-    py=$1
-    awk -v f="$(basename "$f")" -v mb="$mb" -v m="$best" -v p="$py" -v rss="$rss" -v sz="$(stat -c %s "$f")" \
-        'BEGIN{m2=(m>0.005)?m:0.005; printf "%-34s %9s %9.2f %9.2f %7.1fx %9.0f %9.2f\n", f, mb, m, p, p/m2, mb/m2, rss*1024/sz}'
+    awk -v d="$best" 'BEGIN{printf "%.4f", d/1e9}'
+}
+rss_kb() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1; }
+printf '%-30s %8s %10s %10s %8s %7s %9s\n' file MB memdiag_s pickle_s speedup MB/s rss/file
+for f in bench/out/*.pickle; do
+    sz=$(stat -c %s "$f")
+    m=$(secs 5 "$M" summary "$f")
+    p=$(secs 1 python3 -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$f")
+    r=$(rss_kb "$M" summary "$f")
+    awk -v f="$(basename "$f")" -v sz="$sz" -v m="$m" -v p="$p" -v r="$r" \
+        'BEGIN{printf "%-30s %8.1f %10.4f %10.4f %7.1fx %7.0f %9.2f\n", f, sz/1e6, m, p, p/m, sz/1e6/m, r*1024/sz}'
 done

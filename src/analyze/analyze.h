@@ -21,7 +21,13 @@ typedef struct md_stack_cache {
     size_t n;
     uint8_t *ftags;   /* per frame id; 0x80 = computed */
     size_t nframes;
+    uint32_t *user;   /* per stack id: user frame id + 1, UINT32_MAX = none,
+                         0 = not computed */
 } md_stack_cache;
+
+/* md_user_frame through the analysis' cache. */
+const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
+md_stack_cache *md_analysis_cache(const md_analysis *a);
 
 unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
 const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack);

@@ -24,6 +24,17 @@
 #define IMBALANCE_SHARE 0.10      /* peak difference relative to the smaller */
 #define IMBALANCE_MIN (16ULL << 20)
 
+/* A live set with categories, cached: the findings look at the same few
+ * points (the peak, the end of the last step, the end of the trace). */
+typedef struct live_set {
+    long index;
+    md_live *live;  /* category filled in */
+    size_t n;
+    int valid;
+} live_set;
+
+#define LIVE_CACHE 4
+
 typedef struct fctx {
     const md_analysis *a;
     const md_snapshot *s;
@@ -32,7 +43,34 @@ typedef struct fctx {
     size_t nst;
     md_finding *out;
     size_t n, cap;
+    live_set cache[LIVE_CACHE];
+    int next_slot;
 } fctx;
+
+static const live_set *live_at(fctx *c, long index)
+{
+    for (int i = 0; i < LIVE_CACHE; i++)
+        if (c->cache[i].valid && c->cache[i].index == index)
+            return &c->cache[i];
+    live_set *ls = &c->cache[c->next_slot];
+    c->next_slot = (c->next_slot + 1) % LIVE_CACHE;
+    free(ls->live);
+    memset(ls, 0, sizeof *ls);
+    md_err e;
+    if (md_replay_live(c->r, index, &ls->live, &ls->n, &e))
+        return NULL;
+    for (size_t i = 0; i < ls->n; i++)
+        ls->live[i].category = (uint8_t)md_categorize(c->a, &ls->live[i]);
+    ls->index = index;
+    ls->valid = 1;
+    return ls;
+}
+
+static void live_cache_free(fctx *c)
+{
+    for (int i = 0; i < LIVE_CACHE; i++)
+        free(c->cache[i].live);
+}
 
 static double mib(uint64_t b)
 {
@@ -77,21 +115,21 @@ typedef int (*live_pred)(const fctx *c, const md_live *l, md_category cat, void 
  * largest sites first; returns their total bytes. */
 static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred, void *arg)
 {
-    md_live *live;
-    size_t nl;
-    md_err e;
-    if (md_replay_live(c->r, index, &live, &nl, &e))
+    const live_set *ls = live_at(c, index);
+    if (!ls)
         return 0;
+    const md_live *live = ls->live;
+    size_t nl = ls->n;
     md_finding_site *sites = NULL;
     size_t ns = 0, cap = 0;
     uint64_t total = 0;
     for (size_t i = 0; i < nl; i++) {
-        md_category cat = md_categorize(c->a, &live[i]);
+        md_category cat = (md_category)live[i].category;
         if (!pred(c, &live[i], cat, arg))
             continue;
         total += live[i].block_size;
         char label[sizeof sites->site];
-        const md_frame *fr = md_user_frame(c->s, live[i].stack);
+        const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, live[i].stack);
         if (fr)
             snprintf(label, sizeof label, "%s:%d %s", md_snapshot_string(c->s, fr->filename),
                      fr->line, md_snapshot_string(c->s, fr->name));
@@ -122,7 +160,6 @@ static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred
         sites[best].bytes = 0;
     }
     free(sites);
-    free(live);
     return total;
 }
 
@@ -384,11 +421,11 @@ static void find_logits(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
     uint64_t peak = md_replay_peak_allocated(c->r);
-    md_live *live;
-    size_t nl;
-    md_err e;
-    if (p < 0 || !peak || md_replay_live(c->r, p, &live, &nl, &e))
+    const live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
+    if (!ls)
         return;
+    const md_live *live = ls->live;
+    size_t nl = ls->n;
     /* the loss path's bytes, and its largest tensor: fp32 log-probabilities,
      * one per logit element */
     uint64_t loss = 0, big = 0, logits = 0;
@@ -416,7 +453,6 @@ static void find_logits(fctx *c)
             largest = live[i].block_size > largest ? live[i].block_size : largest;
         }
     }
-    free(live);
     uint64_t total = loss + logits;
     if (!big || (double)total < 0.30 * (double)peak)
         return;
@@ -559,6 +595,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_activations(&c);
     find_logits(&c);
     find_fragmentation(&c);
+    live_cache_free(&c);
     *out = c.out;
     *n = c.n;
     (void)err;

@@ -43,6 +43,17 @@ const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
     return NULL;
 }
 
+const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+{
+    if (stack >= c->n || !c->user)
+        return md_user_frame(s, stack);
+    if (!c->user[stack]) {
+        const md_frame *f = md_user_frame(s, stack);
+        c->user[stack] = f ? (uint32_t)(f - s->frames) + 1 : UINT32_MAX;
+    }
+    return c->user[stack] == UINT32_MAX ? NULL : &s->frames[c->user[stack] - 1];
+}
+
 static int frame_in(const md_snapshot *s, const md_frame *f, const char *dir)
 {
     return strstr(md_strtab_get(&s->strs, f->filename), dir) != NULL;

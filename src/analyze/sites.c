@@ -35,7 +35,7 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
         memset(by_cat, 0, MD_CAT_COUNT * sizeof *by_cat);
     for (size_t i = 0; i < nl; i++) {
         md_category c = md_categorize(an, &live[i]);
-        const md_frame *f = md_user_frame(s, live[i].stack);
+        const md_frame *f = md_stack_user_frame(md_analysis_cache(an), s, live[i].stack);
         /* one site per (frame, category): a line that holds both a
          * workspace and activations shows as two rows */
         uint64_t key = (f ? (uint64_t)(f - s->frames) + 1 : 0) * MD_CAT_COUNT + c;

@@ -251,7 +251,8 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->cache.tags = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.tags);
     a->cache.nframes = s->nframes;
     a->cache.ftags = calloc(s->nframes ? s->nframes : 1, 1);
-    if (!a->cache.tags || !a->cache.ftags)
+    a->cache.user = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.user);
+    if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
         goto nomem;
     n = ends_from_annotations(a, md_replay_device(r), &ends, &cap);
     if (n > 0) {
@@ -280,6 +281,7 @@ void md_analysis_free(md_analysis *a)
     free(a->steps);
     free(a->cache.tags);
     free(a->cache.ftags);
+    free(a->cache.user);
     free(a);
 }
 
@@ -293,6 +295,7 @@ int md_analysis_step_source(const md_analysis *a) { return a->source; }
 const md_indicators *md_analysis_indicators(const md_analysis *a) { return &a->ind; }
 const char *md_analysis_optimizer(const md_analysis *a) { return a->optimizer; }
 const md_snapshot *md_analysis_snapshot(const md_analysis *a) { return a->s; }
+md_stack_cache *md_analysis_cache(const md_analysis *a) { return (md_stack_cache *)&a->cache; }
 const md_replay *md_analysis_replay(const md_analysis *a) { return a->r; }
 
 md_category md_analysis_category(const md_analysis *a, const md_live *l)

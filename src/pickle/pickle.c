@@ -11,7 +11,7 @@
 #include <string.h>
 #include "pickle.h"
 
-#define WINDOW 1048576
+#define WINDOW 262144
 #define SMALL_CLASSES 6 /* item arrays of 1..32 values come from slabs */
 #define SLAB_BYTES (1 << 20)
 
