@@ -2,7 +2,7 @@
 CC ?= cc
 CFLAGS ?= -O2 -g
 WARN = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla
-LIBS = -lz -lzstd -llzma -lm
+LIBS = -ljansson -lz -lzstd -llzma -lm
 BUILD ?= build
 SHARED ?= ../shared
 
@@ -28,7 +28,7 @@ $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(BUILD)/libmemdiag.a -lcmocka -ljansson $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
 
 # Checks the Debian packages the build needs; installs them when run as root.
 deps:

@@ -344,6 +344,53 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err);
 int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nranks,
                       md_finding **out, size_t *n, md_err *err);
 
+/* ---- phase samples (the seed script's JSON reports) ------------------------ */
+
+/* Counters sampled at phase points, as the seed script and memdiag's capture
+ * record them: torch's allocated/reserved/peak and the device-wide used
+ * memory (which includes the CUDA context, NCCL and other processes). */
+typedef enum md_sample_phase {
+    MD_SP_AFTER_MODEL = 0,
+    MD_SP_AFTER_OPTIMIZER_CREATION,
+    MD_SP_AFTER_INPUT,
+    MD_SP_AFTER_FORWARD,
+    MD_SP_AFTER_BACKWARD,
+    MD_SP_AFTER_OPTIMIZER_STEP,
+    MD_SP_AFTER_CLEAR_GRADIENTS,
+    MD_SP_OTHER
+} md_sample_phase;
+const char *md_sample_phase_name(md_sample_phase p);
+
+typedef struct md_sample {
+    int step;          /* -1 before the first step */
+    int phase;         /* md_sample_phase */
+    double allocated_mib, reserved_mib, peak_allocated_mib;
+    double device_used_mib; /* < 0 when not recorded */
+} md_sample;
+
+typedef struct md_sample_rank {
+    int rank;
+    int local_rank;
+    char source[512];
+    char gpu[64];
+    double device_total_mib;   /* 0 when unknown */
+    md_sample *samples;
+    size_t nsamples;
+    md_indicators indicators;  /* computed from the samples, seed-script rules */
+} md_sample_rank;
+
+/* Reads a seed-script JSON report (one or several ranks). The array and
+ * each rank's samples are malloc'd; md_sample_ranks_free releases them. */
+int md_seedjson_load(const char *path, md_sample_rank **ranks, size_t *n, md_err *err);
+void md_sample_ranks_free(md_sample_rank *ranks, size_t n);
+/* Fills r->indicators from the samples (the seed script's rules). */
+void md_samples_indicators(md_sample_rank *r);
+/* Findings from samples alone: non_framework, leak; and across ranks,
+ * rank_imbalance. */
+int md_diagnose_samples(const md_sample_rank *r, md_finding **out, size_t *n, md_err *err);
+int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nranks, md_finding **out,
+                             size_t *n, md_err *err);
+
 /* The first frame that belongs to user code (not torch, CPython or C++),
  * or NULL. */
 const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack);

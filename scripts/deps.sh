@@ -6,6 +6,7 @@ have_hdr() { printf '#include <%s>\n' "$1" | ${CC:-cc} -E -x c - >/dev/null 2>&1
 have_hdr zlib.h   || need="$need zlib1g-dev"
 have_hdr zstd.h   || need="$need libzstd-dev"
 have_hdr lzma.h   || need="$need liblzma-dev"
+have_hdr jansson.h || need="$need libjansson-dev"
 printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' |
     ${CC:-cc} -E -x c - >/dev/null 2>&1 || need="$need libcmocka-dev"
 command -v cc >/dev/null 2>&1 || need="$need build-essential"

@@ -22,10 +22,19 @@ typedef struct loaded {
     size_t nsnaps;
     md_rank *ranks;
     size_t nranks, cap;
+    md_sample_rank *sranks;   /* from seed JSON reports */
+    size_t nsranks;
+    md_finding **sfind;
+    size_t *nsfind;
 } loaded;
 
 static void unload(loaded *L)
 {
+    for (size_t i = 0; i < L->nsranks; i++)
+        free(L->sfind ? L->sfind[i] : NULL);
+    free(L->sfind);
+    free(L->nsfind);
+    md_sample_ranks_free(L->sranks, L->nsranks);
     for (size_t i = 0; i < L->nranks; i++)
         md_rank_free(&L->ranks[i]);
     for (size_t i = 0; i < L->nsnaps; i++)
@@ -96,6 +105,53 @@ static int add_ranks(loaded *L, md_snapshot *s, const char *path)
     return 0;
 }
 
+/* A seed-script JSON report rather than a snapshot: text starting '{'. */
+static int is_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    int c = EOF;
+    if (!f)
+        return 0;
+    while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t' || c == '\r')
+        ;
+    fclose(f);
+    return c == '{';
+}
+
+static int add_json(loaded *L, const char *path)
+{
+    md_err err = {0};
+    md_sample_rank *r;
+    size_t n;
+    if (md_seedjson_load(path, &r, &n, &err)) {
+        cli_fail_err(&err);
+        return -1;
+    }
+    md_sample_rank *all = realloc(L->sranks, (L->nsranks + n) * sizeof *all);
+    md_finding **f = realloc(L->sfind, (L->nsranks + n) * sizeof *f);
+    if (f)
+        L->sfind = f;
+    size_t *nf = realloc(L->nsfind, (L->nsranks + n) * sizeof *nf);
+    if (nf)
+        L->nsfind = nf;
+    if (!all || !f || !nf) {
+        if (all)
+            L->sranks = all;
+        md_sample_ranks_free(r, n);
+        return -1;
+    }
+    L->sranks = all;
+    for (size_t i = 0; i < n; i++) {
+        md_sample_rank *x = &L->sranks[L->nsranks];
+        *x = r[i];
+        md_samples_indicators(x);
+        md_diagnose_samples(x, &L->sfind[L->nsranks], &L->nsfind[L->nsranks], &err);
+        L->nsranks++;
+    }
+    free(r); /* the samples moved into L->sranks */
+    return 0;
+}
+
 static int load_all(char **paths, size_t n, loaded *L)
 {
     memset(L, 0, sizeof *L);
@@ -104,12 +160,17 @@ static int load_all(char **paths, size_t n, loaded *L)
         return -1;
     for (size_t i = 0; i < n; i++) {
         md_err err = {0};
-        if (md_snapshot_load(paths[i], &L->snaps[i], &err)) {
+        if (is_json(paths[i])) {
+            if (add_json(L, paths[i]))
+                return -1;
+            continue;
+        }
+        if (md_snapshot_load(paths[i], &L->snaps[L->nsnaps], &err)) {
             cli_fail_err(&err);
             return -1;
         }
         L->nsnaps++;
-        if (add_ranks(L, L->snaps[i], paths[i]))
+        if (add_ranks(L, L->snaps[L->nsnaps - 1], paths[i]))
             return -1;
     }
     return 0;
@@ -178,23 +239,34 @@ int cmd_summary(int argc, char **argv, int diagnose)
         return rc;
     loaded L;
     rc = load_all(paths, np, &L);
-    md_finding *cross = NULL;
-    size_t ncross = 0;
+    md_finding *cross = NULL, *scross = NULL;
+    size_t ncross = 0, nscross = 0;
     if (!rc) {
         md_err err = {0};
-        if (md_ranks_cross(L.ranks, L.nranks, &cross, &ncross, &err)) {
+        if (md_ranks_cross(L.ranks, L.nranks, &cross, &ncross, &err) ||
+            md_diagnose_sample_ranks(L.sranks, L.nsranks, &scross, &nscross, &err)) {
             cli_fail_err(&err);
             rc = -1;
         }
     }
+    if (!rc && nscross) { /* one list of cross-rank findings */
+        md_finding *all = realloc(cross, (ncross + nscross) * sizeof *all);
+        if (all) {
+            memcpy(all + ncross, scross, nscross * sizeof *all);
+            cross = all;
+            ncross += nscross;
+        }
+    }
     if (!rc) {
+        md_report rep = {L.ranks, L.nranks, L.sranks, L.nsranks, L.sfind, L.nsfind, cross, ncross};
         report_missing(&L);
         if (json)
-            md_render_json(stdout, L.ranks, L.nranks, cross, ncross, &opt);
+            md_render_json(stdout, &rep, &opt);
         else
-            md_render_text(stdout, L.ranks, L.nranks, cross, ncross, &opt);
+            md_render_text(stdout, &rep, &opt);
     }
     free(cross);
+    free(scross);
     unload(&L);
     cli_free_paths(paths, np);
     return rc ? EXIT_USAGE : 0;

@@ -233,6 +233,7 @@ static void rank(jw *w, const md_rank *rk)
     KV(w, "rank", jw_int(w, rk->rank));
     KV(w, "device", jw_int(w, rk->device));
     KV(w, "source", jw_str(w, rk->path));
+    KV(w, "kind", jw_str(w, "snapshot"));
     KV(w, "events", jw_int(w, (long long)rk->nevents));
     KV(w, "replay_anomalies", jw_int(w, (long long)md_replay_anomalies(rk->r)));
     indicators(w, rk);
@@ -243,8 +244,29 @@ static void rank(jw *w, const md_rank *rk)
     jw_close(w, '}');
 }
 
-void md_render_json(FILE *o, md_rank *ranks, size_t n, const md_finding *cross, size_t ncross,
-                    const md_out_opts *opt)
+static void sample_rank(jw *w, const md_sample_rank *r, const md_finding *f, size_t nf)
+{
+    const md_indicators *in = &r->indicators;
+    jw_open(w, '{');
+    KV(w, "rank", jw_int(w, r->rank));
+    KV(w, "device", jw_int(w, r->local_rank));
+    KV(w, "source", jw_str(w, r->source));
+    KV(w, "kind", jw_str(w, "samples"));
+    KV(w, "events", jw_int(w, 0));
+    jw_key(w, "indicators");
+    jw_open(w, '{');
+    if (in->valid) {
+        KV(w, "first_step_persistent_change_mib", jw_mib(w, in->first_step_persistent_change_mib));
+        KV(w, "between_step_growth_mib", jw_mib(w, in->between_step_growth_mib));
+        KV(w, "largest_forward_increase_mib", jw_mib(w, in->largest_forward_increase_mib));
+    }
+    KV(w, "maximum_peak_allocated_mib", jw_mib(w, in->maximum_peak_allocated_mib));
+    jw_close(w, '}');
+    findings(w, f, nf);
+    jw_close(w, '}');
+}
+
+void md_render_json(FILE *o, const md_report *rep, const md_out_opts *opt)
 {
     (void)opt;
     jw w;
@@ -255,10 +277,12 @@ void md_render_json(FILE *o, md_rank *ranks, size_t n, const md_finding *cross, 
     KV(&w, "tool", jw_str(&w, "memdiag " MEMDIAG_VERSION));
     jw_key(&w, "ranks");
     jw_open(&w, '[');
-    for (size_t i = 0; i < n; i++)
-        rank(&w, &ranks[i]);
+    for (size_t i = 0; i < rep->n; i++)
+        rank(&w, &rep->ranks[i]);
+    for (size_t i = 0; i < rep->nsranks; i++)
+        sample_rank(&w, &rep->sranks[i], rep->sfindings[i], rep->nsfindings[i]);
     jw_close(&w, ']');
-    findings(&w, cross, ncross);
+    findings(&w, rep->cross, rep->ncross);
     jw_close(&w, '}');
     fputc('\n', o);
 }

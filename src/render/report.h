@@ -42,10 +42,21 @@ typedef struct md_out_opts {
  * numbers); none otherwise. The array is malloc'd. */
 int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nout, md_err *err);
 
-void md_render_text(FILE *out, md_rank *ranks, size_t n, const md_finding *cross,
-                    size_t ncross, const md_out_opts *o);
-void md_render_json(FILE *out, md_rank *ranks, size_t n, const md_finding *cross,
-                    size_t ncross, const md_out_opts *o);
+/* Everything one command reports: snapshot ranks, sample-only ranks (seed
+ * JSON reports) with their findings, and cross-rank findings. */
+typedef struct md_report {
+    md_rank *ranks;
+    size_t n;
+    md_sample_rank *sranks;
+    size_t nsranks;
+    md_finding **sfindings;   /* per sample rank */
+    size_t *nsfindings;
+    md_finding *cross;
+    size_t ncross;
+} md_report;
+
+void md_render_text(FILE *out, const md_report *rep, const md_out_opts *o);
+void md_render_json(FILE *out, const md_report *rep, const md_out_opts *o);
 
 /* Formatting helpers shared by the renderers. */
 double md_mib(uint64_t bytes);

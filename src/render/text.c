@@ -194,9 +194,54 @@ static void findings(FILE *o, const md_finding *f, size_t n, int detail, const c
         finding(o, &f[i], detail);
 }
 
-void md_render_text(FILE *o, md_rank *ranks, size_t n, const md_finding *cross, size_t ncross,
-                    const md_out_opts *opt)
+static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, size_t nf,
+                        const md_out_opts *opt)
 {
+    const md_indicators *in = &r->indicators;
+    fprintf(o, "== rank %d (local %d)  %s  [phase samples, no allocator history]\n", r->rank,
+            r->local_rank, r->source);
+    if (r->gpu[0])
+        fprintf(o, "  device      %s, %.0f MiB\n", r->gpu, r->device_total_mib);
+    fprintf(o, "  peak        %.1f MiB allocated (max of the samples' peaks)\n",
+            in->maximum_peak_allocated_mib);
+    if (opt->detail)
+        findings(o, f, nf, 1, "findings");
+    fprintf(o, "\n  MiB allocated   after-fwd  after-bwd  after-opt  after-zero   reserved  device-used\n");
+    for (int k = 0; k < 100000; k++) {
+        double v[6] = {-1, -1, -1, -1, -1, -1};
+        int any = 0;
+        for (size_t i = 0; i < r->nsamples; i++) {
+            const md_sample *s = &r->samples[i];
+            if (s->step != k)
+                continue;
+            any = 1;
+            if (s->phase >= MD_SP_AFTER_FORWARD && s->phase <= MD_SP_AFTER_CLEAR_GRADIENTS)
+                v[s->phase - MD_SP_AFTER_FORWARD] = s->allocated_mib;
+            if (s->phase == MD_SP_AFTER_CLEAR_GRADIENTS) {
+                v[4] = s->reserved_mib;
+                v[5] = s->device_used_mib;
+            }
+        }
+        if (!any)
+            break;
+        fprintf(o, "    step %-6d %10.1f %10.1f %10.1f %11.1f %10.1f %12.1f\n", k, v[0], v[1], v[2],
+                v[3], v[4], v[5]);
+    }
+    if (in->valid) {
+        fprintf(o, "\n  indicators\n");
+        fprintf(o, "    first_step_persistent_change_mib  %9.1f\n", in->first_step_persistent_change_mib);
+        fprintf(o, "    between_step_growth_mib           %9.1f\n", in->between_step_growth_mib);
+        fprintf(o, "    largest_forward_increase_mib      %9.1f\n", in->largest_forward_increase_mib);
+        fprintf(o, "    maximum_peak_allocated_mib        %9.1f\n", in->maximum_peak_allocated_mib);
+    }
+    if (!opt->detail)
+        findings(o, f, nf, 0, "findings (memdiag diagnose for evidence)");
+}
+
+void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
+{
+    md_rank *ranks = rep->ranks;
+    size_t n = rep->n;
     for (size_t i = 0; i < n; i++) {
         md_rank *rk = &ranks[i];
         if (i)
@@ -212,9 +257,13 @@ void md_render_text(FILE *o, md_rank *ranks, size_t n, const md_finding *cross, 
         if (!opt->detail)
             findings(o, rk->findings, rk->nfindings, 0, "findings (memdiag diagnose for evidence)");
     }
-    if (n > 1) {
-        compare(o, ranks, n);
-        if (ncross)
-            findings(o, cross, ncross, opt->detail, "cross-rank findings");
+    for (size_t i = 0; i < rep->nsranks; i++) {
+        if (i || n)
+            fprintf(o, "\n");
+        sample_rank(o, &rep->sranks[i], rep->sfindings[i], rep->nsfindings[i], opt);
     }
+    if (n > 1)
+        compare(o, ranks, n);
+    if (rep->ncross)
+        findings(o, rep->cross, rep->ncross, opt->detail, "cross-rank findings");
 }

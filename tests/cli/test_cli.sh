@@ -20,6 +20,10 @@ for f in $D/seed-exercise/snap-*.pickle $D/synthetic/*.pickle $D/captured/*.pick
 done
 check "cross-rank finding in JSON" sh -c "$M diagnose --json $D/seed-exercise/snap-beta-ddp-rank0.pickle $D/seed-exercise/snap-beta-ddp-rank1.pickle | python3 -c 'import json,sys; d=json.load(sys.stdin); assert [f[\"kind\"] for f in d[\"findings\"]]==[\"rank_imbalance\"]'"
 check "diagnose text names the leak" sh -c "$M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -q 'leak: memory grows by 52.4 MiB every step'"
+for j in $D/seed-exercise/*.json $D/synthetic/seed-small-context.json; do
+    check "seed JSON report validates against schema 1: $(basename $j)" sh -c "$M diagnose --json $j | python3 tests/cli/validate_json.py"
+done
+check "seed JSON and its snapshot together" sh -c "$M summary $D/seed-exercise/gamma-small.json $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -q 'phase samples, no allocator history'"
 for j in $D/captured/*.json; do
     c=${j%.json}
     check "replay equals torch's counters: $(basename $c)" sh -c "$M diagnose --json $c.pickle.xz | python3 tests/cli/compare_samples.py $j 0.01"

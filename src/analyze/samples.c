@@ -1,0 +1,228 @@
+/* samples.c - indicators and findings from phase samples alone (the seed
+ * script's JSON, memdiag's capture files): what can be said without an
+ * allocator history. The device-wide counter adds one thing snapshots
+ * cannot see: memory outside PyTorch's allocator. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../util/util.h"
+#include "analyze.h"
+
+#define NONFW_MIN_MIB 256.0  /* below this, the context of a small job */
+
+static const md_sample *find(const md_sample_rank *r, int step, int phase)
+{
+    for (size_t i = 0; i < r->nsamples; i++)
+        if (r->samples[i].step == step && r->samples[i].phase == phase)
+            return &r->samples[i];
+    return NULL;
+}
+
+static int max_step(const md_sample_rank *r)
+{
+    int m = -1;
+    for (size_t i = 0; i < r->nsamples; i++)
+        if (r->samples[i].phase == MD_SP_AFTER_CLEAR_GRADIENTS && r->samples[i].step > m)
+            m = r->samples[i].step;
+    return m;
+}
+
+/* The seed script's derive_indicators, over complete steps. */
+void md_samples_indicators(md_sample_rank *r)
+{
+    md_indicators *in = &r->indicators;
+    memset(in, 0, sizeof *in);
+    for (size_t i = 0; i < r->nsamples; i++)
+        in->maximum_peak_allocated_mib = fmax(in->maximum_peak_allocated_mib,
+                                              r->samples[i].peak_allocated_mib);
+    const md_sample *init = find(r, -1, MD_SP_AFTER_INPUT);
+    const md_sample *c0 = find(r, 0, MD_SP_AFTER_CLEAR_GRADIENTS);
+    int last = max_step(r);
+    if (!init || !c0 || last < 0)
+        return;
+    in->valid = 1;
+    in->first_step_recorded = 1;
+    in->first_step_persistent_change_mib = c0->allocated_mib - init->allocated_mib;
+    in->between_step_growth_mib =
+        find(r, last, MD_SP_AFTER_CLEAR_GRADIENTS)->allocated_mib - c0->allocated_mib;
+    in->largest_forward_increase_mib = -INFINITY;
+    for (int k = 0; k <= last; k++) {
+        const md_sample *f = find(r, k, MD_SP_AFTER_FORWARD);
+        const md_sample *b = k ? find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS) : init;
+        if (f && b)
+            in->largest_forward_increase_mib =
+                fmax(in->largest_forward_increase_mib, f->allocated_mib - b->allocated_mib);
+    }
+    if (!isfinite(in->largest_forward_increase_mib))
+        in->largest_forward_increase_mib = 0;
+}
+
+static md_finding *add(md_finding **out, size_t *n, size_t *cap, const char *kind, int sev,
+                       double mib)
+{
+    if (md_grow((void **)out, cap, *n + 1, sizeof **out))
+        return NULL;
+    md_finding *f = &(*out)[(*n)++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->kind, sizeof f->kind, "%s", kind);
+    f->severity = sev;
+    f->bytes = mib > 0 ? (uint64_t)(mib * 1048576.0) : 0;
+    f->rank = -1;
+    f->phase = -1;
+    return f;
+}
+
+static void put(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}
+
+#define EV(f, ...)                                                                  \
+    do {                                                                            \
+        if ((f)->nevidence < MD_FINDING_MAX_EVIDENCE)                               \
+            put((f)->evidence[(f)->nevidence++], sizeof (f)->evidence[0], __VA_ARGS__); \
+    } while (0)
+
+static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
+{
+    const md_sample *first = NULL, *worst = NULL;
+    for (size_t i = 0; i < r->nsamples; i++) {
+        const md_sample *s = &r->samples[i];
+        if (s->device_used_mib < 0)
+            continue;
+        if (!first)
+            first = s;
+        if (!worst || s->device_used_mib - s->reserved_mib > worst->device_used_mib - worst->reserved_mib)
+            worst = s;
+    }
+    if (!worst)
+        return;
+    double gap = worst->device_used_mib - worst->reserved_mib;
+    if (gap < NONFW_MIN_MIB)
+        return;
+    /* judged against the device: a context that is large next to a small
+     * job is still normal; a tenth of the card is worth a warning */
+    int sev = (r->device_total_mib > 0 ? gap >= 0.10 * r->device_total_mib : gap >= 4096)
+                  ? MD_SEV_WARNING : MD_SEV_INFO;
+    md_finding *f = add(out, n, cap, "non_framework", sev, gap);
+    if (!f)
+        return;
+    f->rank = r->rank;
+    put(f->summary, sizeof f->summary,
+        "%.1f MiB of device memory is used outside PyTorch's allocator (CUDA context, "
+        "libraries, NCCL, other processes)", gap);
+    EV(f, "%s of step %d: device used %.1f MiB, PyTorch reserved %.1f MiB",
+       md_sample_phase_name(worst->phase), worst->step, worst->device_used_mib, worst->reserved_mib);
+    if (first && first != worst)
+        EV(f, "already at %s: device used %.1f MiB against %.1f MiB reserved (%.1f MiB outside)",
+           md_sample_phase_name(first->phase), first->device_used_mib, first->reserved_mib,
+           first->device_used_mib - first->reserved_mib);
+    if (r->device_total_mib > 0)
+        EV(f, "that is %.1f%% of the device's %.1f MiB", 100.0 * gap / r->device_total_mib,
+           r->device_total_mib);
+    put(f->advice, sizeof f->advice,
+        "Snapshots cannot see this memory. A CUDA context takes roughly 300-600 MiB with lazy "
+        "module loading (CUDA >= 12.2); NCCL adds buffers per communicator and channel "
+        "(NCCL_BUFFSIZE); cuDNN/cuBLAS load kernels. Check nvidia-smi for other processes "
+        "on the GPU, and keep this %.0f MiB out of any batch-size budget.", gap);
+}
+
+static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
+{
+    int last = max_step(r);
+    if (last + 1 < 3)
+        return;
+    double thr = fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib), sum = 0;
+    for (int k = 1; k <= last; k++) {
+        const md_sample *a = find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS);
+        const md_sample *b = find(r, k, MD_SP_AFTER_CLEAR_GRADIENTS);
+        if (!a || !b || b->allocated_mib - a->allocated_mib <= thr)
+            return;
+        sum += b->allocated_mib - a->allocated_mib;
+    }
+    double per = sum / last;
+    md_finding *f = add(out, n, cap, "leak",
+                        sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
+                                                                               : MD_SEV_WARNING,
+                        per);
+    if (!f)
+        return;
+    f->rank = r->rank;
+    put(f->summary, sizeof f->summary,
+        "memory grows by %.1f MiB every step and is never freed", per);
+    EV(f, "allocated after clearing gradients grows in every one of %d steps: %.1f MiB per step, "
+          "%.1f MiB in total", last, per, sum);
+    EV(f, "samples only: an allocator snapshot of the same run names the sites");
+    put(f->advice, sizeof f->advice,
+        "Record a snapshot (memdiag run, or torch.cuda.memory._record_memory_history) to see "
+        "which allocations stay; typical causes are a loss kept with its graph "
+        "(store loss.item()) or tensors appended to a list every step. About %.1f MiB per step.",
+        per);
+}
+
+int md_diagnose_samples(const md_sample_rank *r, md_finding **out, size_t *n, md_err *err)
+{
+    size_t cap = 0;
+    (void)err;
+    *out = NULL;
+    *n = 0;
+    leak(r, out, n, &cap);
+    non_framework(r, out, n, &cap);
+    return MD_OK;
+}
+
+int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n,
+                             md_err *err)
+{
+    size_t cap = 0, hi = 0, lo = 0;
+    (void)err;
+    *out = NULL;
+    *n = 0;
+    if (nr < 2)
+        return MD_OK;
+    for (size_t i = 1; i < nr; i++) {
+        if (r[i].indicators.maximum_peak_allocated_mib > r[hi].indicators.maximum_peak_allocated_mib)
+            hi = i;
+        if (r[i].indicators.maximum_peak_allocated_mib < r[lo].indicators.maximum_peak_allocated_mib)
+            lo = i;
+    }
+    double ph = r[hi].indicators.maximum_peak_allocated_mib;
+    double pl = r[lo].indicators.maximum_peak_allocated_mib;
+    double diff = ph - pl;
+    if (hi == lo || diff < 16 || diff < 0.10 * pl)
+        return MD_OK;
+    md_finding *f = add(out, n, &cap, "rank_imbalance", diff >= 0.3 * pl ? MD_SEV_WARNING
+                                                                       : MD_SEV_INFO, diff);
+    if (!f)
+        return MD_E_NOMEM;
+    put(f->summary, sizeof f->summary, "rank %d peaks %.1f MiB (%.0f%%) above rank %d",
+        r[hi].rank, diff, 100.0 * diff / pl, r[lo].rank);
+    EV(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", r[hi].rank, ph, r[lo].rank, pl);
+    /* the first sample where they part by a quarter of the final gap */
+    for (size_t i = 0; i < r[hi].nsamples; i++) {
+        const md_sample *a = &r[hi].samples[i];
+        const md_sample *b = find(&r[lo], a->step, a->phase);
+        if (b && a->allocated_mib - b->allocated_mib >= diff / 4) {
+            f->phase = a->phase == MD_SP_AFTER_FORWARD            ? MD_PHASE_FORWARD
+                       : a->phase == MD_SP_AFTER_BACKWARD         ? MD_PHASE_BACKWARD
+                       : a->phase == MD_SP_AFTER_OPTIMIZER_STEP   ? MD_PHASE_OPTIMIZER
+                       : a->phase == MD_SP_AFTER_CLEAR_GRADIENTS  ? MD_PHASE_ZERO_GRAD : -1;
+            EV(f, "they part at step %d %s: rank %d holds %.1f MiB more", a->step,
+               md_sample_phase_name(a->phase), r[hi].rank, a->allocated_mib - b->allocated_mib);
+            break;
+        }
+    }
+    EV(f, "largest forward increase: rank %d %.1f MiB, rank %d %.1f MiB", r[hi].rank,
+       r[hi].indicators.largest_forward_increase_mib, r[lo].rank,
+       r[lo].indicators.largest_forward_increase_mib);
+    put(f->advice, sizeof f->advice,
+        "Look for work only rank %d does in that phase: a larger local batch, longer sequences, "
+        "rank-0 logging or evaluation. Balanced, rank %d would need about %.1f MiB less.",
+        r[hi].rank, r[hi].rank, diff);
+    return MD_OK;
+}

@@ -1,0 +1,133 @@
+/* test_samples.c - the seed script's JSON reports as input: indicators
+ * recomputed from the samples equal the script's own, and the findings
+ * that samples alone support (non_framework, leak, rank_imbalance). */
+#include <jansson.h>
+#include <math.h>
+#include "testutil.h"
+
+static md_sample_rank *load_json(const char *rel, size_t *n)
+{
+    char p[1024];
+    md_sample_rank *r = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    int rc = md_seedjson_load(data_path(rel, p, sizeof p), &r, n, &e);
+    if (rc)
+        print_error("%s: %s\n", rel, e.msg);
+    assert_int_equal(rc, MD_OK);
+    for (size_t i = 0; i < *n; i++)
+        md_samples_indicators(&r[i]);
+    return r;
+}
+
+static int has(const md_finding *f, size_t n, const char *kind)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(f[i].kind, kind))
+            return 1;
+    return 0;
+}
+
+static void test_indicators_equal_the_scripts(void **st)
+{
+    (void)st;
+    const char *files[] = {"alpha-small.json", "alpha-medium.json", "beta-small.json",
+                           "beta-medium.json", "gamma-small.json", "gamma-medium.json",
+                           "beta-ddp.json", "gamma-ddp-bf16.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char rel[256], p[1024];
+        snprintf(rel, sizeof rel, "seed-exercise/%s", files[i]);
+        size_t n;
+        md_sample_rank *r = load_json(rel, &n);
+        json_t *root = json_load_file(data_path(rel, p, sizeof p), 0, NULL);
+        json_t *reps = json_object_get(root, "rank_reports");
+        assert_int_equal(n, json_array_size(reps));
+        for (size_t k = 0; k < n; k++) {
+            json_t *ind = json_object_get(json_array_get(reps, k), "indicators");
+            const md_indicators *in = &r[k].indicators;
+            assert_true(in->valid);
+            assert_true(fabs(in->first_step_persistent_change_mib -
+                             json_real_value(json_object_get(ind, "first_step_persistent_change_mib"))) < 1e-9);
+            assert_true(fabs(in->between_step_growth_mib -
+                             json_real_value(json_object_get(ind, "between_step_growth_mib"))) < 1e-9);
+            assert_true(fabs(in->largest_forward_increase_mib -
+                             json_real_value(json_object_get(ind, "largest_forward_increase_mib"))) < 1e-9);
+            assert_true(fabs(in->maximum_peak_allocated_mib -
+                             json_real_value(json_object_get(ind, "maximum_peak_allocated_mib"))) < 1e-9);
+        }
+        json_decref(root);
+        md_sample_ranks_free(r, n);
+    }
+}
+
+static void test_findings_from_samples(void **st)
+{
+    (void)st;
+    md_finding *f;
+    size_t n, nf;
+    md_err e;
+    /* alpha: ~750 MiB outside the allocator (CUDA context), no leak */
+    md_sample_rank *r = load_json("seed-exercise/alpha-small.json", &n);
+    assert_int_equal(md_diagnose_samples(&r[0], &f, &nf, &e), MD_OK);
+    assert_true(has(f, nf, "non_framework"));
+    assert_false(has(f, nf, "leak"));
+    assert_int_equal(f[0].severity, MD_SEV_INFO);
+    free(f);
+    md_sample_ranks_free(r, n);
+    /* gamma: the leak, ~52 MiB per step */
+    r = load_json("seed-exercise/gamma-small.json", &n);
+    assert_int_equal(md_diagnose_samples(&r[0], &f, &nf, &e), MD_OK);
+    assert_true(has(f, nf, "leak"));
+    assert_true(fabs((double)f[0].bytes / 1048576.0 - 52.4) < 0.5);
+    free(f);
+    md_sample_ranks_free(r, n);
+    /* DDP with rank-0 extra samples: imbalance; without them (gamma bf16): none */
+    r = load_json("seed-exercise/beta-ddp.json", &n);
+    assert_int_equal(md_diagnose_sample_ranks(r, n, &f, &nf, &e), MD_OK);
+    assert_int_equal(nf, 1);
+    assert_string_equal(f[0].kind, "rank_imbalance");
+    assert_int_equal(f[0].phase, MD_PHASE_FORWARD);
+    free(f);
+    md_sample_ranks_free(r, n);
+    r = load_json("seed-exercise/gamma-ddp-bf16.json", &n);
+    assert_int_equal(md_diagnose_sample_ranks(r, n, &f, &nf, &e), MD_OK);
+    assert_int_equal(nf, 0);
+    free(f);
+    md_sample_ranks_free(r, n);
+    /* a small context and flat memory: nothing to report */
+    r = load_json("synthetic/seed-small-context.json", &n);
+    assert_int_equal(md_diagnose_samples(&r[0], &f, &nf, &e), MD_OK);
+    assert_int_equal(nf, 0);
+    free(f);
+    md_sample_ranks_free(r, n);
+}
+
+static void test_bad_json(void **st)
+{
+    (void)st;
+    char p[1024];
+    md_sample_rank *r;
+    size_t n;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    /* a snapshot is not JSON; a JSON file without rank_reports is refused */
+    assert_int_equal(md_seedjson_load(data_path("synthetic/v2_3.pickle", p, sizeof p), &r, &n, &e),
+                     MD_E_FORMAT);
+    FILE *f = fopen("/tmp/md-test-bad.json", "w");
+    assert_non_null(f);
+    fputs("{\"rank_reports\": [{\"samples\": [{\"step\": 0}]}]}", f);
+    fclose(f);
+    assert_int_equal(md_seedjson_load("/tmp/md-test-bad.json", &r, &n, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "rank_reports[0].samples[0]"));
+    remove("/tmp/md-test-bad.json");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_indicators_equal_the_scripts),
+        cmocka_unit_test(test_findings_from_samples),
+        cmocka_unit_test(test_bad_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
