@@ -33,7 +33,8 @@ printf '%-30s %8s %10s %10s %8s %7s %9s\n' file MB memdiag_s pickle_s speedup MB
 for f in bench/out/*.pickle; do
     sz=$(stat -c %s "$f")
     m=$(secs 5 "$M" summary "$f")
-    p=$(secs 1 python3 -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$f")
+    reps=3; [ "$sz" -gt 100000000 ] && reps=1
+    p=$(secs $reps python3 -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$f")
     r=$(rss_kb "$M" summary "$f")
     awk -v f="$(basename "$f")" -v sz="$sz" -v m="$m" -v p="$p" -v r="$r" \
         'BEGIN{printf "%-30s %8.1f %10.4f %10.4f %7.1fx %7.0f %9.2f\n", f, sz/1e6, m, p, p/m, sz/1e6/m, r*1024/sz}'

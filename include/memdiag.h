@@ -238,6 +238,10 @@ typedef struct md_cache_state {
     size_t segments;
 } md_cache_state;
 int md_replay_cache_at(const md_replay *r, long index, md_cache_state *out, md_err *err);
+/* Several points in one replay: live[j] (malloc'd, caller frees) and, when
+ * cache is not NULL, cache[j] after event idx[j]; idx ascending. */
+int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **live,
+                    size_t *nlive, md_cache_state *cache, md_err *err);
 
 /* ---- steps, phases, indicators ----------------------------------------- */
 

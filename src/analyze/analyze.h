@@ -32,6 +32,21 @@ md_stack_cache *md_analysis_cache(const md_analysis *a);
 unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
 const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack);
 
+/* A categorized live set and the allocator cache after one event, kept
+ * by the analysis: the report and the findings look at the same few
+ * points (the peak, the end of the last step, the end of the trace). */
+typedef struct md_live_set {
+    long index;
+    md_live *live;      /* category filled in */
+    size_t n;
+    md_cache_state cache;
+    int valid;
+} md_live_set;
+
+#define MD_LIVE_CACHE 6
+
+const md_live_set *md_analysis_live(const md_analysis *a, long index);
+
 /* Category of a live allocation given the analysis (steps, lifetimes). */
 md_category md_categorize(const md_analysis *a, const md_live *l);
 const md_snapshot *md_analysis_snapshot(const md_analysis *a);

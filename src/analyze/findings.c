@@ -24,17 +24,6 @@
 #define IMBALANCE_SHARE 0.10      /* peak difference relative to the smaller */
 #define IMBALANCE_MIN (16ULL << 20)
 
-/* A live set with categories, cached: the findings look at the same few
- * points (the peak, the end of the last step, the end of the trace). */
-typedef struct live_set {
-    long index;
-    md_live *live;  /* category filled in */
-    size_t n;
-    int valid;
-} live_set;
-
-#define LIVE_CACHE 4
-
 typedef struct fctx {
     const md_analysis *a;
     const md_snapshot *s;
@@ -43,33 +32,11 @@ typedef struct fctx {
     size_t nst;
     md_finding *out;
     size_t n, cap;
-    live_set cache[LIVE_CACHE];
-    int next_slot;
 } fctx;
 
-static const live_set *live_at(fctx *c, long index)
+static const md_live_set *live_at(fctx *c, long index)
 {
-    for (int i = 0; i < LIVE_CACHE; i++)
-        if (c->cache[i].valid && c->cache[i].index == index)
-            return &c->cache[i];
-    live_set *ls = &c->cache[c->next_slot];
-    c->next_slot = (c->next_slot + 1) % LIVE_CACHE;
-    free(ls->live);
-    memset(ls, 0, sizeof *ls);
-    md_err e;
-    if (md_replay_live(c->r, index, &ls->live, &ls->n, &e))
-        return NULL;
-    for (size_t i = 0; i < ls->n; i++)
-        ls->live[i].category = (uint8_t)md_categorize(c->a, &ls->live[i]);
-    ls->index = index;
-    ls->valid = 1;
-    return ls;
-}
-
-static void live_cache_free(fctx *c)
-{
-    for (int i = 0; i < LIVE_CACHE; i++)
-        free(c->cache[i].live);
+    return md_analysis_live(c->a, index);
 }
 
 static double mib(uint64_t b)
@@ -115,7 +82,7 @@ typedef int (*live_pred)(const fctx *c, const md_live *l, md_category cat, void 
  * largest sites first; returns their total bytes. */
 static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred, void *arg)
 {
-    const live_set *ls = live_at(c, index);
+    const md_live_set *ls = live_at(c, index);
     if (!ls)
         return 0;
     const md_live *live = ls->live;
@@ -421,7 +388,7 @@ static void find_logits(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
     uint64_t peak = md_replay_peak_allocated(c->r);
-    const live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
+    const md_live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
     if (!ls)
         return;
     const md_live *live = ls->live;
@@ -497,10 +464,10 @@ static void find_fragmentation(fctx *c)
     for (size_t i = 0; i < n && at < 0; i++)
         if (md_replay_at(c->r, (long)i).reserved == pres)
             at = (long)i;
-    md_cache_state cs;
-    md_err e;
-    if (md_replay_cache_at(c->r, at, &cs, &e))
+    const md_live_set *ls = live_at(c, at);
+    if (!ls)
         return;
+    md_cache_state cs = ls->cache;
     md_point pt = md_replay_at(c->r, at);
     md_finding *f = add(c, "fragmentation",
                         (double)gap >= 0.5 * (double)pres ? MD_SEV_WARNING : MD_SEV_INFO, gap);
@@ -548,9 +515,11 @@ static void find_oom(fctx *c)
         uint64_t live = collect_sites(c, f, (long)i, any_pred, &aa);
         md_point pt = md_replay_at(c->r, (long)i);
         md_cache_state cs;
-        md_err e;
-        memset(&cs, 0, sizeof cs);
-        md_replay_cache_at(c->r, (long)i, &cs, &e);
+        const md_live_set *ls = live_at(c, (long)i);
+        if (ls)
+            cs = ls->cache;
+        else
+            memset(&cs, 0, sizeof cs);
         uint64_t req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
         uint64_t avail = ev[i].addr + cs.largest_free;
         SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device "
@@ -595,7 +564,6 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_activations(&c);
     find_logits(&c);
     find_fragmentation(&c);
-    live_cache_free(&c);
     *out = c.out;
     *n = c.n;
     (void)err;

@@ -16,25 +16,23 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
                 uint64_t by_cat[MD_CAT_COUNT], md_err *err)
 {
     const md_snapshot *s = md_analysis_snapshot(an);
-    const md_replay *r = md_analysis_replay(an);
-    md_live *live;
-    size_t nl;
-    int rc = md_replay_live(r, index, &live, &nl, err);
-    if (rc)
-        return rc;
+    const md_live_set *ls = md_analysis_live(an, index);
+    if (!ls)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    const md_live *live = ls->live;
+    size_t nl = ls->n;
     md_map idx;
     md_site *sites = NULL;
     size_t ns = 0, cap = 0;
     uint64_t (*catb)[MD_CAT_COUNT] = NULL;
     size_t catcap = 0;
     if (md_map_init(&idx, 256)) {
-        free(live);
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
     if (by_cat)
         memset(by_cat, 0, MD_CAT_COUNT * sizeof *by_cat);
     for (size_t i = 0; i < nl; i++) {
-        md_category c = md_categorize(an, &live[i]);
+        md_category c = (md_category)live[i].category;
         const md_frame *f = md_stack_user_frame(md_analysis_cache(an), s, live[i].stack);
         /* one site per (frame, category): a line that holds both a
          * workspace and activations shows as two rows */
@@ -70,7 +68,6 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
     if (ns > 1)
         qsort(sites, ns, sizeof *sites, cmp_site);
     free(catb);
-    free(live);
     md_map_free(&idx);
     *out = sites;
     *n = ns;
@@ -78,7 +75,6 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
 nomem:
     free(catb);
     free(sites);
-    free(live);
     md_map_free(&idx);
     return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
 }

@@ -33,6 +33,8 @@ struct md_analysis {
     md_indicators ind;
     char optimizer[32];
     md_stack_cache cache;
+    md_live_set lives[MD_LIVE_CACHE]; /* filled lazily; mutable behind const */
+    int next_live;
 };
 
 typedef struct step_end {
@@ -236,6 +238,86 @@ static void indicators(md_analysis *a)
     in->largest_forward_increase_mib = best;
 }
 
+static int cmp_long(const void *x, const void *y)
+{
+    long a = *(const long *)x, b = *(const long *)y;
+    return a < b ? -1 : a > b;
+}
+
+static md_live_set *take_slot(md_analysis *a)
+{
+    md_live_set *ls = &a->lives[a->next_live];
+    a->next_live = (a->next_live + 1) % MD_LIVE_CACHE;
+    free(ls->live);
+    memset(ls, 0, sizeof *ls);
+    return ls;
+}
+
+static void categorize_set(const md_analysis *a, md_live_set *ls)
+{
+    for (size_t i = 0; i < ls->n; i++)
+        ls->live[i].category = (uint8_t)md_categorize(a, &ls->live[i]);
+    ls->valid = 1;
+}
+
+/* One replay for the points every report needs: the peak, the end of the
+ * last step, the end of the trace, and where reserved memory peaked. */
+static void prefetch_lives(md_analysis *a)
+{
+    long idx[4];
+    size_t k = 0;
+    idx[k++] = md_replay_peak_index(a->r);
+    idx[k++] = (long)a->n - 1;
+    if (a->nsteps)
+        idx[k++] = a->steps[a->nsteps - 1].after_zero;
+    uint64_t pres = md_replay_peak_reserved(a->r);
+    for (size_t i = 0; i < a->n; i++)
+        if (md_replay_at(a->r, (long)i).reserved == pres) {
+            idx[k++] = (long)i;
+            break;
+        }
+    qsort(idx, k, sizeof *idx, cmp_long);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!u || idx[i] != idx[u - 1])
+            idx[u++] = idx[i];
+    md_live *live[4];
+    size_t nlive[4];
+    md_cache_state cs[4];
+    md_err e;
+    if (md_replay_probe(a->r, idx, u, live, nlive, cs, &e))
+        return; /* the lazy path will compute them one by one */
+    for (size_t i = 0; i < u; i++) {
+        md_live_set *ls = take_slot(a);
+        ls->index = idx[i];
+        ls->live = live[i];
+        ls->n = nlive[i];
+        ls->cache = cs[i];
+        categorize_set(a, ls);
+    }
+}
+
+const md_live_set *md_analysis_live(const md_analysis *ca, long index)
+{
+    md_analysis *a = (md_analysis *)ca;
+    for (int i = 0; i < MD_LIVE_CACHE; i++)
+        if (a->lives[i].valid && a->lives[i].index == index)
+            return &a->lives[i];
+    md_live *live;
+    size_t n;
+    md_cache_state cs;
+    md_err e;
+    if (md_replay_probe(a->r, &index, 1, &live, &n, &cs, &e))
+        return NULL;
+    md_live_set *ls = take_slot(a);
+    ls->index = index;
+    ls->live = live;
+    ls->n = n;
+    ls->cache = cs;
+    categorize_set(a, ls);
+    return ls;
+}
+
 int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_err *err)
 {
     md_analysis *a = calloc(1, sizeof *a);
@@ -266,6 +348,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
         goto nomem;
     free(ends);
     indicators(a);
+    prefetch_lives(a);
     *out = a;
     return MD_OK;
 nomem:
@@ -278,6 +361,8 @@ void md_analysis_free(md_analysis *a)
 {
     if (!a)
         return;
+    for (int i = 0; i < MD_LIVE_CACHE; i++)
+        free(a->lives[i].live);
     free(a->steps);
     free(a->cache.tags);
     free(a->cache.ftags);

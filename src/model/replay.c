@@ -712,3 +712,71 @@ int md_replay_cache_at(const md_replay *r, long index, md_cache_state *out, md_e
     state_free(&st);
     return MD_OK;
 }
+
+/* The live set and cache state of rstate st, in the public forms. */
+static int snapshot_state(const rstate *st, md_live **live, size_t *nlive, md_cache_state *cs)
+{
+    size_t cap = 0, k = 0;
+    md_live *v = NULL;
+    if (cs)
+        memset(cs, 0, sizeof *cs);
+    for (size_t i = 0; i < st->nb; i++) {
+        const rblock *b = &st->b[i];
+        if (cs && b->seg != NIL) {
+            if (b->state == B_FREE) {
+                cs->free_total += b->size;
+                cs->largest_free = b->size > cs->largest_free ? b->size : cs->largest_free;
+            } else if (b->state == B_PENDING) {
+                cs->pending_free += b->size;
+            }
+        }
+        if (!live || b->state != B_ALLOC)
+            continue;
+        if (md_grow((void **)&v, &cap, k + 1, sizeof *v)) {
+            free(v);
+            return -1;
+        }
+        v[k++] = (md_live){b->addr, b->size, b->requested, b->alloc_index, b->stack, MD_CAT_OTHER};
+    }
+    if (cs)
+        for (size_t i = 0; i < st->ng; i++)
+            cs->segments += st->g[i].alive;
+    if (live) {
+        *live = v;
+        *nlive = k;
+    }
+    return 0;
+}
+
+int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **live,
+                    size_t *nlive, md_cache_state *cache, md_err *err)
+{
+    rstate st;
+    for (size_t j = 0; j < k; j++) {
+        live[j] = NULL;
+        nlive[j] = 0;
+        if (j && idx[j] < idx[j - 1])
+            return md_err_set(err, MD_E_ARG, -1, "md_replay_probe: indices must ascend");
+    }
+    if (state_init(&st, r->s) || seed_state(r, &st)) {
+        state_free(&st);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    size_t j = 0;
+    long i = -1;
+    for (;;) {
+        while (j < k && (idx[j] <= i || (idx[j] >= (long)r->n && i == (long)r->n - 1))) {
+            if (snapshot_state(&st, &live[j], &nlive[j], cache ? &cache[j] : NULL)) {
+                state_free(&st);
+                return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+            }
+            j++;
+        }
+        if (j == k || i + 1 >= (long)r->n)
+            break;
+        i++;
+        apply(&st, &r->ev[i], i);
+    }
+    state_free(&st);
+    return MD_OK;
+}

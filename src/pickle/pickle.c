@@ -123,12 +123,18 @@ static inline int need(md_pkl *p, size_t n, md_err *err)
     return need_slow(p, n, err);
 }
 
-static uint64_t rd_le(const unsigned char *b, int n)
+static inline uint64_t rd_le(const unsigned char *b, int n)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v = 0;
+    memcpy(&v, b, (size_t)n);
+    return v;
+#else
     uint64_t v = 0;
     for (int i = n - 1; i >= 0; i--)
         v = (v << 8) | b[i];
     return v;
+#endif
 }
 
 /* ---- values ------------------------------------------------------------ */
@@ -331,6 +337,13 @@ static md_pv make_long(const unsigned char *b, size_t n)
     if (n == 0)
         return v;
     int neg = (b[n - 1] & 0x80) != 0;
+    if (n <= 8) { /* the common case: fits int64 as written */
+        uint64_t u = rd_le(b, (int)n);
+        if (neg && n < 8)
+            u |= ~0ULL << (n * 8);
+        v.i = (int64_t)u;
+        return v;
+    }
     size_t sig = n;
     /* strip redundant sign bytes */
     while (sig > 1 && b[sig - 1] == (neg ? 0xff : 0x00))
@@ -544,12 +557,16 @@ static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
                 it->u = ref;
                 continue;
             }
+            if (d->offered) /* declined before (frames, segments): once is enough */
+                continue;
             uint32_t ref;
             int rc = p->hook(p->hook_ctx, it, &ref, p->op_off, err);
             if (rc < 0)
                 return rc;
             if (rc == 1)
                 retire_taken(p, it, d, ref);
+            else
+                d->offered = 1;
         }
     }
     int rc = obj_add(p, o, p->stack + from, p->sp - from, err);
@@ -557,7 +574,7 @@ static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
     return rc;
 }
 
-static int dict_update(md_pkl *p, md_pv *target, size_t from, md_err *err)
+static int dict_update(md_pkl *p, md_pv *target, size_t from, int batch, md_err *err)
 {
     if (target->t != PV_DICT)
         return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEM on a non-dict");
@@ -567,7 +584,7 @@ static int dict_update(md_pkl *p, md_pv *target, size_t from, md_err *err)
     if ((p->sp - from) % 2)
         return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEMS with an odd item count");
     pv_obj *o = target->o;
-    if (p->hook && o->n == 0 && p->sp > from) {
+    if (p->hook && batch && o->n == 0 && p->sp > from) {
         /* Offer the fresh dict to the hook straight from the stack: a trace
          * entry is then converted without ever being copied into a dict. */
         pv_obj view;
@@ -586,6 +603,7 @@ static int dict_update(md_pkl *p, md_pv *target, size_t from, md_err *err)
             p->sp = from;
             return MD_OK;
         }
+        o->offered = 1;
     }
     int rc = obj_add(p, o, p->stack + from, p->sp - from, err);
     p->sp = from;
@@ -625,13 +643,13 @@ static int op_collection(md_pkl *p, int op, md_err *err)
     case 's': /* SETITEM */
         if ((rc = need_stack(p, 3, 0, err)))
             return rc;
-        return dict_update(p, &p->stack[p->sp - 3], p->sp - 2, err);
+        return dict_update(p, &p->stack[p->sp - 3], p->sp - 2, 0, err);
     case 'u': /* SETITEMS */
         if ((rc = pop_mark(p, &mark, err)))
             return rc;
         if (mark == 0 || mark > p->sp)
             return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEMS without a dict");
-        return dict_update(p, &p->stack[mark - 1], mark, err);
+        return dict_update(p, &p->stack[mark - 1], mark, 1, err);
     case 'l': case 'd': case 0x91: { /* LIST, DICT, FROZENSET from marked items */
         md_pv c;
         if ((rc = pop_mark(p, &mark, err)))
@@ -860,13 +878,124 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
     return step_rest(p, op, err);
 }
 
+/* Little-endian loads; the pickle's integers are little-endian. */
+static inline uint32_t le32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+/* The fast path: the opcodes that make up nearly all of a snapshot
+ * (memo gets and puts, small ints, LONG1, MARK, constants), run on local
+ * copies of the reader's position and stack so the compiler keeps them in
+ * registers. Anything else, or anything unusual about these (a missing
+ * memo slot, a full stack, the end of the window), returns to the general
+ * path, which re-executes that opcode with full checks and error reports.
+ * Returns the number of opcodes done. */
+static size_t run_fast(md_pkl *p)
+{
+    const unsigned char *buf = p->buf;
+    size_t pos = p->pos, len = p->len, sp = p->sp, done = 0;
+    size_t scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
+    md_pv *stack = p->stack, *memo = p->memo;
+    size_t nmemo = p->nmemo, memocap = p->memocap;
+    md_pv v;
+    while (len - pos >= 16 && sp + 1 < scap) {
+        const unsigned char *b = buf + pos;
+        switch (b[0]) {
+        case 'h': /* BINGET */
+            if (b[1] >= nmemo || memo[b[1]].t == PV_UNSET)
+                goto out;
+            stack[sp++] = memo[b[1]];
+            pos += 2;
+            break;
+        case 'j': { /* LONG_BINGET */
+            uint32_t idx = le32(b + 1);
+            if (idx >= nmemo || memo[idx].t == PV_UNSET)
+                goto out;
+            stack[sp++] = memo[idx];
+            pos += 5;
+            break;
+        }
+        case 0x94: /* MEMOIZE */
+            if (!sp || nmemo >= memocap)
+                goto out;
+            memo[nmemo] = stack[sp - 1];
+            if ((memo[nmemo].t == PV_DICT || memo[nmemo].t == PV_LIST ||
+                 memo[nmemo].t == PV_TUPLE) && !memo[nmemo].o->memo)
+                memo[nmemo].o->memo = (uint32_t)nmemo + 1;
+            nmemo++;
+            pos += 1;
+            break;
+        case 'K': case 'M': case 'J': /* BININT1, BININT2, BININT */
+            memset(&v, 0, sizeof v);
+            v.t = PV_INT;
+            v.i = b[0] == 'K' ? b[1] : b[0] == 'M' ? (int64_t)(b[1] | b[2] << 8)
+                                                   : (int64_t)(int32_t)le32(b + 1);
+            stack[sp++] = v;
+            pos += b[0] == 'K' ? 2 : b[0] == 'M' ? 3 : 5;
+            break;
+        case 0x8a: /* LONG1 */
+            if (b[1] > 8) {
+                if (b[1] > 9)
+                    goto out;
+                stack[sp++] = make_long(b + 2, b[1]);
+            } else { /* one 8-byte load (16 bytes are buffered), masked and sign-extended */
+                unsigned n = b[1];
+                uint64_t u = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                memcpy(&u, b + 2, 8);
+#else
+                u = rd_le(b + 2, 8);
+#endif
+                if (n < 8) {
+                    u = n ? u & ((1ULL << (n * 8)) - 1) : 0;
+                    if (n && (u >> (n * 8 - 1)) & 1)
+                        u |= ~0ULL << (n * 8);
+                }
+                memset(&v, 0, sizeof v);
+                v.t = PV_INT;
+                v.i = (int64_t)u;
+                stack[sp++] = v;
+            }
+            pos += 2 + (size_t)b[1];
+            break;
+        case '(': /* MARK */
+            if (p->nmarks >= p->mcap || p->nmarks >= p->lim.max_depth)
+                goto out;
+            p->marks[p->nmarks++] = sp;
+            pos += 1;
+            break;
+        case 'N': case 0x88: case 0x89: /* None, True, False */
+            memset(&v, 0, sizeof v);
+            v.t = b[0] == 'N' ? PV_NONE : PV_BOOL;
+            v.i = b[0] == 0x88;
+            stack[sp++] = v;
+            pos += 1;
+            break;
+        default:
+            goto out;
+        }
+        done++;
+    }
+out:
+    p->pos = pos;
+    p->sp = sp;
+    p->nmemo = nmemo;
+    return done;
+}
+
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
 {
+    int rc = need(p, 1, err);
+    if (rc)
+        return rc == MD_E_FORMAT ? md_err_set(err, MD_E_FORMAT, 0, "empty file: not a pickle") : rc;
+    int first = p->buf[p->pos];
+    if (first != 0x80 && first != '(' && first != '}' && first != ']')
+        return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)", first);
     for (;;) {
-        int rc = need(p, 1, err);
+        run_fast(p);
+        rc = need(p, 1, err);
         if (rc) {
-            if (rc == MD_E_FORMAT && p->base + (int64_t)p->len == 0)
-                return md_err_set(err, MD_E_FORMAT, 0, "empty file: not a pickle");
             if (rc == MD_E_FORMAT)
                 return md_err_set(err, MD_E_FORMAT, p->base + (int64_t)p->len,
                                   "truncated: input ends before the pickle's STOP opcode");
@@ -874,9 +1003,6 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
         }
         p->op_off = p->base + (int64_t)p->pos;
         int op = p->buf[p->pos++];
-        if (__builtin_expect(p->op_off == 0, 0) && op != 0x80 && op != '(' && op != '}' &&
-            op != ']')
-            return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)", op);
         rc = dispatch(p, op, err);
         if (rc == 1) { /* STOP */
             if (p->sp != 1 || p->nmarks)

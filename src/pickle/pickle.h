@@ -58,6 +58,7 @@ struct pv_obj {
                          the PV_REF index once taken */
     uint32_t memo;    /* memo index + 1 of its first memo slot, 0 = none */
     uint8_t kind;
+    uint8_t offered;  /* the item hook saw it and left it */
     uint8_t taken;    /* PVO_TAKEN by the item hook, or PVO_RELEASED by
                          its owner: contents gone either way */
 };
