@@ -2,19 +2,19 @@
 CC ?= cc
 CFLAGS ?= -O2 -g
 WARN = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla
-LIBS = -ljansson -lz -lzstd -llzma -lm
+LIBS = -ljansson -lz -lzstd -llzma -lm -ldl -lpthread
 BUILD ?= build
 SHARED ?= ../shared
 
 SRC_LIB = $(wildcard src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c \
-                     src/analyze/*.c src/render/*.c)
+                     src/analyze/*.c src/render/*.c src/capture/*.c)
 SRC_CLI = $(wildcard src/cli/*.c)
 SRC_TEST = $(wildcard tests/unit/*.c)
 OBJ_LIB = $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_CLI = $(SRC_CLI:%.c=$(BUILD)/%.o)
 TESTS = $(SRC_TEST:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: deps $(BUILD)/memdiag
+all: deps $(BUILD)/memdiag $(BUILD)/libmemdiag.so
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
@@ -22,6 +22,15 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
 
 $(BUILD)/libmemdiag.a: $(OBJ_LIB)
 	ar rcs $@ $^
+
+# The shared library the Python capture glue loads with ctypes.
+OBJ_PIC = $(SRC_LIB:%.c=$(BUILD)/pic/%.o)
+$(BUILD)/pic/%.o: %.c $(wildcard include/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -fPIC -Iinclude -c $< -o $@
+
+$(BUILD)/libmemdiag.so: $(OBJ_PIC)
+	$(CC) $(CFLAGS) -shared -o $@ $^ $(LIBS)
 
 $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
@@ -34,7 +43,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a
 deps:
 	@scripts/deps.sh
 
-test: deps $(BUILD)/memdiag $(TESTS)
+test: deps $(BUILD)/memdiag $(BUILD)/libmemdiag.so $(TESTS)
 	@scripts/run-tests.sh $(BUILD)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.

@@ -372,6 +372,19 @@ typedef struct md_sample {
     double device_used_mib; /* < 0 when not recorded */
 } md_sample;
 
+/* What a capture file holds, read back (tolerates a torn tail). */
+typedef struct md_capture_info {
+    int complete;            /* END record present */
+    int status;              /* from END; -1 if absent */
+    int truncated;           /* a torn or corrupt tail was skipped */
+    size_t steps;            /* STEP records */
+    size_t ooms;
+    uint64_t oom_requested, oom_device_free;
+    char snapshot[512];      /* the last snapshot record's path */
+    char snapshot_reason[32];
+    int world_size;          /* from META, 0 if absent */
+} md_capture_info;
+
 typedef struct md_sample_rank {
     int rank;
     int local_rank;
@@ -381,6 +394,8 @@ typedef struct md_sample_rank {
     md_sample *samples;
     size_t nsamples;
     md_indicators indicators;  /* computed from the samples, seed-script rules */
+    int has_capture;           /* read from a memdiag capture file */
+    md_capture_info capture;
 } md_sample_rank;
 
 /* Reads a seed-script JSON report (one or several ranks). The array and
@@ -394,6 +409,43 @@ void md_samples_indicators(md_sample_rank *r);
 int md_diagnose_samples(const md_sample_rank *r, md_finding **out, size_t *n, md_err *err);
 int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nranks, md_finding **out,
                              size_t *n, md_err *err);
+
+/* ---- capture runtime (memdiag run; C/CUDA programs) -------------------------- */
+
+/* A capture file (docs/capture-format.md): phase samples, step marks,
+ * snapshot and OOM records, appended one write per record so the file is
+ * readable up to its last complete record after a crash. The writer keeps
+ * no global state; one md_cap per process and device. */
+typedef struct md_cap md_cap;
+
+typedef struct md_cap_sample {
+    int step;                 /* -1 before the first optimizer step */
+    int phase;                /* md_sample_phase */
+    uint64_t allocated, reserved, peak_allocated; /* bytes, torch's counters */
+    uint64_t device_used, device_total, process_used; /* UINT64_MAX = n/a */
+} md_cap_sample;
+
+/* Creates path; refuses to replace an existing file unless overwrite. */
+int md_cap_open(const char *path, int overwrite, md_cap **out, md_err *err);
+int md_cap_meta(md_cap *c, const char *key, const char *value);
+int md_cap_write_sample(md_cap *c, const md_cap_sample *s);
+int md_cap_step(md_cap *c, int step);
+int md_cap_snapshot(md_cap *c, const char *path, const char *reason);
+int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t device_total);
+/* Writes the END record and closes; status is the process's view
+ * (0 normal, 3 out of memory). */
+int md_cap_close(md_cap *c, int status);
+
+/* Device memory from NVML (libnvidia-ml.so.1 through dlopen; no CUDA
+ * call, no context created). pci_bus_id as "0000:19:00.0"; returns 0 and
+ * fills the counters, or -1 where NVML is unavailable. process_used is
+ * this process's use when NVML can see it (not in some containers). */
+int md_nvml_memory(const char *pci_bus_id, uint64_t *used, uint64_t *total,
+                   uint64_t *process_used);
+
+/* Reads a capture file into one sample rank (rank from its META). */
+int md_capture_load(const char *path, md_sample_rank *rank, md_capture_info *info,
+                    md_err *err);
 
 /* The first frame that belongs to user code (not torch, CPython or C++),
  * or NULL. */

@@ -5,10 +5,10 @@ set -eu
 secs=${1:-60}
 out=build-fuzz
 mkdir -p "$out/corpus"
-srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze/*.c)
+srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze/*.c src/capture/*.c)
 clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -Iinclude $srcs fuzz/fuzz_snapshot.c \
-    -o "$out/fuzz_snapshot" -ljansson -lz -lzstd -llzma -lm
+    -o "$out/fuzz_snapshot" -ljansson -lz -lzstd -llzma -lm -ldl -lpthread
 cp tests/data/synthetic/*.pickle tests/data/fuzz-regress/* "$out/corpus/"
 head -c 60000 tests/data/seed-exercise/snap-alpha-small-rank0.pickle >"$out/corpus/real-prefix"
 rc=0

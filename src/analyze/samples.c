@@ -165,12 +165,34 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
         per);
 }
 
+static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
+{
+    if (!r->has_capture || !r->capture.ooms)
+        return;
+    const md_capture_info *ci = &r->capture;
+    double req = (double)ci->oom_requested / 1048576.0, fr = (double)ci->oom_device_free / 1048576.0;
+    md_finding *f = add(out, n, cap, "oom", MD_SEV_CRITICAL, req);
+    if (!f)
+        return;
+    f->rank = r->rank;
+    put(f->summary, sizeof f->summary,
+        "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device", req, fr);
+    EV(f, "%zu out-of-memory event%s recorded by the allocator's OOM observer", ci->ooms,
+       ci->ooms == 1 ? "" : "s");
+    if (ci->snapshot[0])
+        EV(f, "snapshot written at the failure: %s", ci->snapshot);
+    put(f->advice, sizeof f->advice,
+        "Open the snapshot (memdiag diagnose %s) to see what was live by site and category.",
+        ci->snapshot[0] ? ci->snapshot : "<snapshot>");
+}
+
 int md_diagnose_samples(const md_sample_rank *r, md_finding **out, size_t *n, md_err *err)
 {
     size_t cap = 0;
     (void)err;
     *out = NULL;
     *n = 0;
+    oom(r, out, n, &cap);
     leak(r, out, n, &cap);
     non_framework(r, out, n, &cap);
     return MD_OK;

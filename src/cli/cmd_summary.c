@@ -118,6 +118,57 @@ static int is_json(const char *path)
     return c == '{';
 }
 
+static int is_capture(const char *path)
+{
+    char magic[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return got == sizeof magic && !memcmp(magic, "MDCAP\r\n\x1a", 8);
+}
+
+static int push_sample_rank(loaded *L, const md_sample_rank *r)
+{
+    md_sample_rank *all = realloc(L->sranks, (L->nsranks + 1) * sizeof *all);
+    if (all)
+        L->sranks = all;
+    md_finding **f = realloc(L->sfind, (L->nsranks + 1) * sizeof *f);
+    if (f)
+        L->sfind = f;
+    size_t *nf = realloc(L->nsfind, (L->nsranks + 1) * sizeof *nf);
+    if (nf)
+        L->nsfind = nf;
+    if (!all || !f || !nf)
+        return -1;
+    md_err err = {0};
+    md_sample_rank *x = &L->sranks[L->nsranks];
+    *x = *r;
+    md_samples_indicators(x);
+    L->sfind[L->nsranks] = NULL;
+    L->nsfind[L->nsranks] = 0;
+    md_diagnose_samples(x, &L->sfind[L->nsranks], &L->nsfind[L->nsranks], &err);
+    L->nsranks++;
+    return 0;
+}
+
+static int add_capture(loaded *L, const char *path)
+{
+    md_err err = {0};
+    md_sample_rank r;
+    md_capture_info info;
+    if (md_capture_load(path, &r, &info, &err)) {
+        cli_fail_err(&err);
+        return -1;
+    }
+    if (push_sample_rank(L, &r)) {
+        free(r.samples);
+        return -1;
+    }
+    return 0;
+}
+
 static int add_json(loaded *L, const char *path)
 {
     md_err err = {0};
@@ -127,26 +178,15 @@ static int add_json(loaded *L, const char *path)
         cli_fail_err(&err);
         return -1;
     }
-    md_sample_rank *all = realloc(L->sranks, (L->nsranks + n) * sizeof *all);
-    md_finding **f = realloc(L->sfind, (L->nsranks + n) * sizeof *f);
-    if (f)
-        L->sfind = f;
-    size_t *nf = realloc(L->nsfind, (L->nsranks + n) * sizeof *nf);
-    if (nf)
-        L->nsfind = nf;
-    if (!all || !f || !nf) {
-        if (all)
-            L->sranks = all;
-        md_sample_ranks_free(r, n);
+    size_t i = 0;
+    for (; i < n; i++)
+        if (push_sample_rank(L, &r[i]))
+            break;
+    if (i < n) { /* out of memory: free what was not moved */
+        for (size_t k = i; k < n; k++)
+            free(r[k].samples);
+        free(r);
         return -1;
-    }
-    L->sranks = all;
-    for (size_t i = 0; i < n; i++) {
-        md_sample_rank *x = &L->sranks[L->nsranks];
-        *x = r[i];
-        md_samples_indicators(x);
-        md_diagnose_samples(x, &L->sfind[L->nsranks], &L->nsfind[L->nsranks], &err);
-        L->nsranks++;
     }
     free(r); /* the samples moved into L->sranks */
     return 0;
@@ -162,6 +202,11 @@ static int load_all(char **paths, size_t n, loaded *L)
         md_err err = {0};
         if (is_json(paths[i])) {
             if (add_json(L, paths[i]))
+                return -1;
+            continue;
+        }
+        if (is_capture(paths[i])) {
+            if (add_capture(L, paths[i]))
                 return -1;
             continue;
         }
@@ -183,6 +228,19 @@ static void report_missing(const loaded *L)
     for (size_t i = 0; i < L->nranks; i++)
         if (L->ranks[i].rank > max)
             max = L->ranks[i].rank;
+    /* capture files know the job's world size: every rank should have one */
+    int world = 0;
+    for (size_t i = 0; i < L->nsranks; i++)
+        if (L->sranks[i].has_capture && L->sranks[i].capture.world_size > world)
+            world = L->sranks[i].capture.world_size;
+    for (int r = 0; r < world && world <= 100000; r++) {
+        int seen = 0;
+        for (size_t i = 0; i < L->nsranks && !seen; i++)
+            seen = L->sranks[i].has_capture && L->sranks[i].rank == r;
+        if (!seen)
+            cli_fail("warning: rank %d of %d has no capture file among the inputs "
+                     "(the process did not start, or its file is elsewhere)", r, world);
+    }
     if (L->nranks < 2 || max < 1 || max > 100000)
         return;
     for (int r = 0; r <= max; r++) {

@@ -11,7 +11,7 @@
 static int is_snapshot_name(const char *n)
 {
     static const char *const ext[] = {".pickle", ".pkl", ".pickle.gz", ".pickle.xz",
-                                      ".pickle.zst", ".pkl.gz", ".pkl.xz", ".pkl.zst"};
+                                      ".pickle.zst", ".pkl.gz", ".pkl.xz", ".pkl.zst", ".mdcap"};
     size_t ln = strlen(n);
     for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
         size_t le = strlen(ext[i]);
@@ -71,7 +71,8 @@ static int expand_dir(const char *dir, char ***v, size_t *n, size_t *cap)
     }
     closedir(d);
     if (*n == before) {
-        cli_fail("%s: no snapshot files (*.pickle, *.pkl, optionally .gz/.xz/.zst) in this directory", dir);
+        cli_fail("%s: no snapshot or capture files (*.pickle, *.pkl, optionally .gz/.xz/.zst; "
+                 "*.mdcap) in this directory", dir);
         return EXIT_USAGE;
     }
     qsort(*v + before, *n - before, sizeof **v, by_rank);

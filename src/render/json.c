@@ -251,7 +251,12 @@ static void sample_rank(jw *w, const md_sample_rank *r, const md_finding *f, siz
     KV(w, "rank", jw_int(w, r->rank));
     KV(w, "device", jw_int(w, r->local_rank));
     KV(w, "source", jw_str(w, r->source));
-    KV(w, "kind", jw_str(w, "samples"));
+    KV(w, "kind", jw_str(w, r->has_capture ? "capture" : "samples"));
+    if (r->has_capture) {
+        KV(w, "complete", jw_int(w, r->capture.complete));
+        KV(w, "status", jw_int(w, r->capture.status));
+        KV(w, "snapshot", jw_str(w, r->capture.snapshot));
+    }
     KV(w, "events", jw_int(w, 0));
     jw_key(w, "indicators");
     jw_open(w, '{');

@@ -200,6 +200,19 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
     const md_indicators *in = &r->indicators;
     fprintf(o, "== rank %d (local %d)  %s  [phase samples, no allocator history]\n", r->rank,
             r->local_rank, r->source);
+    if (r->has_capture) {
+        const md_capture_info *ci = &r->capture;
+        fprintf(o, "  capture     %s", ci->complete ? "complete" : "INCOMPLETE: the process "
+                                                                "never closed it (killed or crashed)");
+        if (ci->complete)
+            fprintf(o, ", status %d", ci->status);
+        fprintf(o, ", %zu optimizer steps", ci->steps);
+        if (ci->truncated)
+            fprintf(o, "; a torn last record was skipped");
+        fprintf(o, "\n");
+        if (ci->snapshot[0])
+            fprintf(o, "  snapshot    %s (%s)\n", ci->snapshot, ci->snapshot_reason);
+    }
     if (r->gpu[0])
         fprintf(o, "  device      %s, %.0f MiB\n", r->gpu, r->device_total_mib);
     fprintf(o, "  peak        %.1f MiB allocated (max of the samples' peaks)\n",

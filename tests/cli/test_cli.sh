@@ -59,7 +59,7 @@ expect_fail "unknown option" "unknown option '--frob'" $M summary --frob x
 expect_fail "unknown command" "unknown command" $M frobnicate
 expect_fail "no paths" "needs at least one" $M diagnose --json
 mkdir "$T/nodata"
-expect_fail "directory without snapshots" "no snapshot files" $M summary "$T/nodata"
+expect_fail "directory without snapshots" "no snapshot or capture files" $M summary "$T/nodata"
 
 echo "cli: $((n - bad)) passed, $bad failed"
 [ $bad -eq 0 ]

@@ -1,0 +1,63 @@
+/* nvml.c - device memory through NVML, loaded with dlopen so memdiag
+ * neither links against the driver nor creates a CUDA context (a fresh
+ * thread calling cudaMemGetInfo would create one: hundreds of MiB).
+ * The loaded library is process-wide state of the capture runtime,
+ * initialised once. Structs are declared here from nvml.h (NVML 12/13). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+#include "memdiag.h"
+
+typedef void *nvml_device;
+typedef struct { unsigned long long total, free, used; } nvml_memory;
+typedef struct {
+    unsigned pid;
+    unsigned long long used_gpu_memory;
+    unsigned gpu_instance_id, compute_instance_id;
+} nvml_process_v3;
+
+static struct {
+    int ok;
+    int (*init)(void);
+    int (*by_pci)(const char *, nvml_device *);
+    int (*memory)(nvml_device, nvml_memory *);
+    int (*procs)(nvml_device, unsigned *, nvml_process_v3 *);
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static void nv_load(void)
+{
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    *(void **)&nv.init = dlsym(h, "nvmlInit_v2");
+    *(void **)&nv.by_pci = dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+    *(void **)&nv.memory = dlsym(h, "nvmlDeviceGetMemoryInfo");
+    *(void **)&nv.procs = dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
+    nv.ok = nv.init && nv.by_pci && nv.memory && nv.init() == 0;
+}
+
+int md_nvml_memory(const char *pci_bus_id, uint64_t *used, uint64_t *total,
+                   uint64_t *process_used)
+{
+    nvml_device dev;
+    nvml_memory m;
+    pthread_once(&nv_once, nv_load);
+    *used = *total = *process_used = UINT64_MAX;
+    if (!nv.ok || !pci_bus_id || nv.by_pci(pci_bus_id, &dev) != 0 || nv.memory(dev, &m) != 0)
+        return -1;
+    *used = m.used;
+    *total = m.total;
+    if (nv.procs) {
+        nvml_process_v3 p[64];
+        unsigned n = 64;
+        if (nv.procs(dev, &n, p) == 0) {
+            unsigned me = (unsigned)getpid();
+            for (unsigned i = 0; i < n && i < 64; i++)
+                if (p[i].pid == me)
+                    *process_used = p[i].used_gpu_memory;
+        }
+    }
+    return 0;
+}

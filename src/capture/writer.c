@@ -1,0 +1,164 @@
+/* writer.c - appends capture records (format.h). One write(2) per record
+ * on an O_APPEND descriptor: nothing is buffered in the process, so a
+ * SIGKILL or an OOM kill loses at most the record being written. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "../util/util.h"
+#include "format.h"
+
+struct md_cap {
+    int fd;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static unsigned char *put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        *p++ = (unsigned char)(v >> (8 * i));
+    return p;
+}
+
+static unsigned char *put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        *p++ = (unsigned char)(v >> (8 * i));
+    return p;
+}
+
+static int write_all(int fd, const unsigned char *b, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int record(md_cap *c, int type, const unsigned char *payload, size_t n)
+{
+    if (!c || c->fd < 0 || n > MD_CAP_MAX_PAYLOAD)
+        return MD_E_ARG;
+    unsigned char small[256], *buf = n + 9 <= sizeof small ? small : malloc(n + 9);
+    if (!buf)
+        return MD_E_NOMEM;
+    unsigned char *p = put_u32(buf, (uint32_t)n);
+    *p++ = (unsigned char)type;
+    memcpy(p, payload, n);
+    uLong crc = crc32(0L, buf + 4, (uInt)(n + 1));
+    put_u32(p + n, (uint32_t)crc);
+    int rc = write_all(c->fd, buf, n + 9) ? MD_E_IO : MD_OK;
+    if (buf != small)
+        free(buf);
+    return rc;
+}
+
+int md_cap_open(const char *path, int overwrite, md_cap **out, md_err *err)
+{
+    md_err_file(err, path);
+    int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (overwrite ? O_TRUNC : O_EXCL);
+    int fd = open(path, flags, 0644);
+    if (fd < 0)
+        return md_err_set(err, MD_E_IO, -1, "cannot create capture file: %s%s", strerror(errno),
+                          errno == EEXIST ? " (use --force to replace it)" : "");
+    unsigned char hdr[MD_CAP_HEADER_LEN];
+    memcpy(hdr, MD_CAP_MAGIC, MD_CAP_MAGIC_LEN);
+    put_u32(put_u32(hdr + MD_CAP_MAGIC_LEN, MD_CAP_VERSION), 0);
+    md_cap *c = malloc(sizeof *c);
+    if (!c || write_all(fd, hdr, sizeof hdr)) {
+        free(c);
+        close(fd);
+        return md_err_set(err, MD_E_IO, -1, "cannot write capture header");
+    }
+    c->fd = fd;
+    *out = c;
+    return MD_OK;
+}
+
+int md_cap_meta(md_cap *c, const char *key, const char *value)
+{
+    size_t k = strlen(key), v = strlen(value);
+    if (k + v + 2 > MD_CAP_MAX_PAYLOAD)
+        return MD_E_ARG;
+    unsigned char *b = malloc(k + v + 2);
+    if (!b)
+        return MD_E_NOMEM;
+    memcpy(b, key, k + 1);
+    memcpy(b + k + 1, value, v + 1);
+    int rc = record(c, MD_CAP_META, b, k + v + 2);
+    free(b);
+    return rc;
+}
+
+int md_cap_write_sample(md_cap *c, const md_cap_sample *s)
+{
+    unsigned char b[MD_CAP_SAMPLE_LEN], *p = b;
+    p = put_u64(p, (uint64_t)now_ns());
+    p = put_u32(p, (uint32_t)s->step);
+    *p++ = (unsigned char)s->phase;
+    p = put_u64(p, s->allocated);
+    p = put_u64(p, s->reserved);
+    p = put_u64(p, s->peak_allocated);
+    p = put_u64(p, s->device_used);
+    p = put_u64(p, s->device_total);
+    put_u64(p, s->process_used);
+    return record(c, MD_CAP_SAMPLE, b, sizeof b);
+}
+
+int md_cap_step(md_cap *c, int step)
+{
+    unsigned char b[12];
+    put_u32(put_u64(b, (uint64_t)now_ns()), (uint32_t)step);
+    return record(c, MD_CAP_STEP, b, sizeof b);
+}
+
+int md_cap_snapshot(md_cap *c, const char *path, const char *reason)
+{
+    size_t a = strlen(path), r = strlen(reason);
+    if (a + r + 10 > MD_CAP_MAX_PAYLOAD)
+        return MD_E_ARG;
+    unsigned char *b = malloc(a + r + 10);
+    if (!b)
+        return MD_E_NOMEM;
+    put_u64(b, (uint64_t)now_ns());
+    memcpy(b + 8, path, a + 1);
+    memcpy(b + 9 + a, reason, r + 1);
+    int rc = record(c, MD_CAP_SNAPSHOT, b, a + r + 10);
+    free(b);
+    return rc;
+}
+
+int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t device_total)
+{
+    unsigned char b[32];
+    put_u64(put_u64(put_u64(put_u64(b, (uint64_t)now_ns()), requested), device_free), device_total);
+    return record(c, MD_CAP_OOM, b, sizeof b);
+}
+
+int md_cap_close(md_cap *c, int status)
+{
+    if (!c)
+        return MD_E_ARG;
+    unsigned char b[12];
+    put_u32(put_u64(b, (uint64_t)now_ns()), (uint32_t)status);
+    int rc = record(c, MD_CAP_END, b, sizeof b);
+    if (close(c->fd) && rc == MD_OK)
+        rc = MD_E_IO;
+    free(c);
+    return rc;
+}

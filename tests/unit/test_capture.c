@@ -1,0 +1,179 @@
+/* test_capture.c - the capture file: round trip, a writer killed with
+ * SIGKILL mid-stream (readable up to the last complete record), torn and
+ * corrupt tails, version and magic checks, no overwrite without asking. */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "testutil.h"
+
+static char path[256];
+
+static int setup(void **st)
+{
+    (void)st;
+    snprintf(path, sizeof path, "/tmp/md-test-%d.mdcap", (int)getpid());
+    unlink(path);
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    unlink(path);
+    return 0;
+}
+
+static md_cap_sample sample(int step, int phase, uint64_t mib)
+{
+    md_cap_sample s = {step, phase, mib << 20, (mib + 10) << 20, (mib + 5) << 20,
+                       (mib + 600) << 20, 80ULL << 30, UINT64_MAX};
+    return s;
+}
+
+static void test_round_trip(void **st)
+{
+    (void)st;
+    md_cap *c;
+    md_err e;
+    assert_int_equal(md_cap_open(path, 0, &c, &e), MD_OK);
+    md_cap_meta(c, "rank", "3");
+    md_cap_meta(c, "world_size", "4");
+    md_cap_meta(c, "gpu", "NVIDIA H200");
+    md_cap_sample s0 = sample(-1, MD_SP_AFTER_INPUT, 100);
+    md_cap_write_sample(c, &s0);
+    for (int k = 0; k < 3; k++) {
+        md_cap_sample a = sample(k, MD_SP_AFTER_FORWARD, 300);
+        md_cap_sample b = sample(k, MD_SP_AFTER_CLEAR_GRADIENTS, 150 + 10 * (uint64_t)k);
+        md_cap_write_sample(c, &a);
+        md_cap_write_sample(c, &b);
+        md_cap_step(c, k);
+    }
+    md_cap_snapshot(c, "/runs/x/rank3.pickle", "exit");
+    assert_int_equal(md_cap_close(c, 0), MD_OK);
+
+    md_sample_rank r;
+    md_capture_info info;
+    assert_int_equal(md_capture_load(path, &r, &info, &e), MD_OK);
+    assert_int_equal(r.rank, 3);
+    assert_int_equal(info.world_size, 4);
+    assert_string_equal(r.gpu, "NVIDIA H200");
+    assert_int_equal(r.nsamples, 7);
+    assert_true(info.complete);
+    assert_int_equal(info.status, 0);
+    assert_int_equal(info.steps, 3);
+    assert_false(info.truncated);
+    assert_string_equal(info.snapshot, "/runs/x/rank3.pickle");
+    assert_string_equal(info.snapshot_reason, "exit");
+    assert_int_equal(r.samples[2].phase, MD_SP_AFTER_CLEAR_GRADIENTS);
+    assert_true(r.samples[2].allocated_mib == 150.0);
+    assert_true(r.samples[2].device_used_mib == 750.0);
+    md_samples_indicators(&r);
+    assert_true(r.indicators.valid);
+    assert_true(r.indicators.between_step_growth_mib == 20.0);
+    free(r.samples);
+
+    /* no silent overwrite */
+    assert_int_equal(md_cap_open(path, 0, &c, &e), MD_E_IO);
+    assert_non_null(strstr(e.msg, "--force"));
+}
+
+/* A child writes samples as fast as it can and is killed with SIGKILL:
+ * everything before the last record is there, nothing torn is read. */
+static void test_sigkill_mid_write(void **st)
+{
+    (void)st;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        md_cap *c;
+        md_err e;
+        if (md_cap_open(path, 1, &c, &e))
+            _exit(1);
+        for (int k = 0;; k++) {
+            md_cap_sample s = sample(k, MD_SP_AFTER_FORWARD, (uint64_t)k % 1000);
+            md_cap_write_sample(c, &s);
+            if (k == 2000)
+                kill(getppid(), SIGUSR2); /* enough written: tell the parent */
+        }
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    int sig;
+    sigwait(&set, &sig);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    md_sample_rank r;
+    md_capture_info info;
+    md_err e;
+    assert_int_equal(md_capture_load(path, &r, &info, &e), MD_OK);
+    assert_false(info.complete); /* no END record: reported as incomplete */
+    assert_true(r.nsamples >= 2000);
+    for (size_t i = 0; i < r.nsamples; i++)
+        assert_int_equal(r.samples[i].step, (int)i); /* every record intact, in order */
+    free(r.samples);
+}
+
+static void test_torn_and_corrupt(void **st)
+{
+    (void)st;
+    md_cap *c;
+    md_err e;
+    assert_int_equal(md_cap_open(path, 1, &c, &e), MD_OK);
+    for (int k = 0; k < 10; k++) {
+        md_cap_sample s = sample(k, MD_SP_AFTER_FORWARD, 10);
+        md_cap_write_sample(c, &s);
+    }
+    md_cap_close(c, 0);
+    size_t n;
+    unsigned char *b = slurp(path, &n);
+    assert_non_null(b);
+    size_t rec = 9 + 61;
+    for (size_t cut = 16; cut < n; cut += 7) { /* every tear point */
+        FILE *f = fopen(path, "wb");
+        fwrite(b, 1, cut, f);
+        fclose(f);
+        md_sample_rank r;
+        md_capture_info info;
+        assert_int_equal(md_capture_load(path, &r, &info, &e), MD_OK);
+        assert_int_equal(r.nsamples, (cut - 16) / rec);
+        assert_int_equal(info.truncated, (cut - 16) % rec != 0);
+        free(r.samples);
+    }
+    /* a flipped byte inside record 4: records 0-3 are kept */
+    b[16 + 4 * rec + 20] ^= 0x40;
+    FILE *f = fopen(path, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+    md_sample_rank r;
+    md_capture_info info;
+    assert_int_equal(md_capture_load(path, &r, &info, &e), MD_OK);
+    assert_int_equal(r.nsamples, 4);
+    assert_true(info.truncated);
+    free(r.samples);
+    /* newer version, wrong magic */
+    b[8] = 99;
+    f = fopen(path, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+    assert_int_equal(md_capture_load(path, &r, &info, &e), MD_E_FORMAT);
+    assert_non_null(strstr(e.msg, "newer"));
+    b[0] = 'X';
+    f = fopen(path, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+    assert_int_equal(md_capture_load(path, &r, &info, &e), MD_E_FORMAT);
+    assert_non_null(strstr(e.msg, "magic"));
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigkill_mid_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_and_corrupt, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
