@@ -3,6 +3,9 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 WARN = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla
 LIBS = -ljansson -lz -lzstd -llzma -lm -ldl -lpthread
+ifeq ($(STATIC_DEPS),1)  # a binary for machines without these -dev packages
+LIBS = -Wl,-Bstatic -ljansson -lzstd -llzma -lz -Wl,-Bdynamic -lm -ldl -lpthread
+endif
 BUILD ?= build
 SHARED ?= ../shared
 
@@ -14,7 +17,7 @@ OBJ_LIB = $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_CLI = $(SRC_CLI:%.c=$(BUILD)/%.o)
 TESTS = $(SRC_TEST:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: deps $(BUILD)/memdiag $(BUILD)/libmemdiag.so
+all: deps $(BUILD)/memdiag $(BUILD)/libmemdiag.so $(BUILD)/libmemdiag_capture.so
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
@@ -24,13 +27,21 @@ $(BUILD)/libmemdiag.a: $(OBJ_LIB)
 	ar rcs $@ $^
 
 # The shared library the Python capture glue loads with ctypes.
+# Shared objects are loaded into uninstrumented processes (python), so the
+# sanitizer build compiles them without -fsanitize (PIC_CFLAGS).
+PIC_CFLAGS ?= $(CFLAGS)
 OBJ_PIC = $(SRC_LIB:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/pic/%.o: %.c $(wildcard include/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -fPIC -Iinclude -c $< -o $@
+	$(CC) $(WARN) $(PIC_CFLAGS) -fPIC -Iinclude -c $< -o $@
 
 $(BUILD)/libmemdiag.so: $(OBJ_PIC)
-	$(CC) $(CFLAGS) -shared -o $@ $^ $(LIBS)
+	$(CC) $(PIC_CFLAGS) -shared -o $@ $^ $(LIBS)
+
+# What a training process loads: the capture runtime alone (libc, libz).
+SRC_CAP = $(wildcard src/capture/*.c) src/util/err.c
+$(BUILD)/libmemdiag_capture.so: $(SRC_CAP:%.c=$(BUILD)/pic/%.o)
+	$(CC) $(PIC_CFLAGS) -shared -o $@ $^ -lz -ldl -lpthread
 
 $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
@@ -43,12 +54,12 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a
 deps:
 	@scripts/deps.sh
 
-test: deps $(BUILD)/memdiag $(BUILD)/libmemdiag.so $(TESTS)
+test: deps $(BUILD)/memdiag $(BUILD)/libmemdiag.so $(BUILD)/libmemdiag_capture.so $(TESTS)
 	@scripts/run-tests.sh $(BUILD)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
-	$(MAKE) BUILD=build-asan CC=clang \
+	$(MAKE) BUILD=build-asan CC=clang PIC_CFLAGS="-O1 -g" \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
 
 fuzz: deps

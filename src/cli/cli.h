@@ -18,5 +18,6 @@ int cli_expand_paths(char **args, int n, char ***out, size_t *nout);
 void cli_free_paths(char **paths, size_t n);
 
 int cmd_summary(int argc, char **argv, int diagnose);
+int cmd_run(int argc, char **argv);
 
 #endif

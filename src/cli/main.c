@@ -12,14 +12,17 @@ static void usage(FILE *o)
             "usage: memdiag <command> [options]\n"
             "\n"
             "commands:\n"
+            "  run [options] -- COMMAND  run a job with memory capture, no code changes\n"
             "  summary  PATH...          peak, steps, phases, indicators and top sites per rank\n"
             "  diagnose PATH... [--json] the same facts, and findings; --json for machines\n"
             "  version                   print the version\n"
             "\n"
             "PATH is a PyTorch allocator snapshot (torch.cuda.memory._dump_snapshot;\n"
-            "plain, .gz, .zst or .xz) or a directory of per-rank snapshots.\n"
+            "plain, .gz, .zst or .xz), a memdiag capture file (.mdcap), a directory of them\n"
+            "(a 'memdiag run' output), or a seed-script JSON report.\n"
             "'memdiag COMMAND --help' shows a command's options.\n"
-            "Exit status: 0 success, 2 unusable input or arguments.\n");
+            "Exit status: 0 success, 2 unusable input or arguments, 3 (run) the job ran out\n"
+            "of GPU memory.\n");
 }
 
 void cli_fail(const char *fmt, ...)
@@ -57,6 +60,8 @@ int main(int argc, char **argv)
         printf("memdiag %s\n", MEMDIAG_VERSION);
         return 0;
     }
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "summary"))
         return cmd_summary(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "diagnose"))

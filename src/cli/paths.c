@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdio.h>
+#include <time.h>
 #include "../render/report.h"
 #include "cli.h"
 
@@ -49,6 +51,40 @@ static int push(char ***v, size_t *n, size_t *cap, const char *s)
     return 0;
 }
 
+static int is_snapshot(const char *p)
+{
+    size_t l = strlen(p);
+    return !(l > 6 && !strcmp(p + l - 6, ".mdcap"));
+}
+
+static time_t mtime(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) ? 0 : st.st_mtime;
+}
+
+/* A run directory can hold several snapshots of one rank (window, signal,
+ * oom, exit); the newest holds the most history. The others are named
+ * once and left out, so one rank is reported once. */
+static void keep_newest_per_rank(char **v, size_t *n, size_t before)
+{
+    size_t w = 0, m = *n - before;
+    for (size_t i = 0; i < m; i++) {
+        int r = md_rank_from_name(v[i]), dup = 0;
+        if (is_snapshot(v[i]) && r >= 0)
+            for (size_t j = 0; j < m && !dup; j++)
+                dup = j != i && is_snapshot(v[j]) && md_rank_from_name(v[j]) == r &&
+                      (mtime(v[j]) > mtime(v[i]) || (mtime(v[j]) == mtime(v[i]) && j > i));
+        if (dup) {
+            fprintf(stderr, "memdiag: %s: a newer snapshot of rank %d is used\n", v[i], r);
+            free(v[i]);
+            continue;
+        }
+        v[w++] = v[i];
+    }
+    *n = before + w;
+}
+
 static int expand_dir(const char *dir, char ***v, size_t *n, size_t *cap)
 {
     DIR *d = opendir(dir);
@@ -76,6 +112,7 @@ static int expand_dir(const char *dir, char ***v, size_t *n, size_t *cap)
         return EXIT_USAGE;
     }
     qsort(*v + before, *n - before, sizeof **v, by_rank);
+    keep_newest_per_rank(*v + before, n, before);
     return 0;
 }
 

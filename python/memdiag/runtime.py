@@ -1,0 +1,313 @@
+"""memdiag's in-process recorder: the thin Python side of `memdiag run`.
+
+Inside every process that imports torch and uses CUDA it
+  * turns on torch's allocator history (stacks='python' by default), over the
+    whole run or a window of steps, and dumps the snapshot at the end of the
+    window, at exit, on an out-of-memory error and on SIGUSR1;
+  * samples torch's counters after each forward, before and after each
+    optimizer step and after zero_grad, plus device-wide memory from NVML,
+    into memdiag's capture file (written by libmemdiag, one record per write).
+Nothing here synchronizes the device; nothing is printed but one line.
+The phase hooks are torch's global module and optimizer hooks, so user
+code is not edited.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+
+from . import _lib
+
+PLACEHOLDERS = ("run", "rank", "local_rank", "step", "host", "pid")
+
+
+def rank_info(env=os.environ):
+    """(rank, local_rank, world_size) from torchrun, Slurm or Open MPI."""
+    def first(*names, default=None):
+        for n in names:
+            v = env.get(n)
+            if v is not None and v.strip().lstrip("-").isdigit():
+                return int(v)
+        return default
+    rank = first("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", default=0)
+    local = first("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", default=rank)
+    world = first("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", default=1)
+    return rank, local, world
+
+
+def expand(template: str, **values) -> str:
+    """Fills {run}, {rank}, {local_rank}, {step}, {host}, {pid}; an unknown
+    placeholder is an error, not a file named after it."""
+    for name in re.findall(r"{([^{}]*)}", template):
+        if name not in PLACEHOLDERS:
+            raise ValueError(f"unknown placeholder {{{name}}} in {template!r}; "
+                             f"known: {', '.join(PLACEHOLDERS)}")
+    out = template
+    for k in PLACEHOLDERS:
+        out = out.replace("{" + k + "}", str(values.get(k, "")))
+    if "/" in out or not out or out in (".", ".."):
+        raise ValueError(f"file name template {template!r} gives {out!r}")
+    return out
+
+
+class Window:
+    """Skip N optimizer steps, then record M (M = 0: to the end)."""
+
+    def __init__(self, skip: int = 0, record: int = 0):
+        if skip < 0 or record < 0:
+            raise ValueError("window sizes must be >= 0")
+        self.skip, self.record = skip, record
+
+    def active_at_start(self) -> bool:
+        return self.skip == 0
+
+    def after_step(self, done: int):
+        """Called after optimizer step number `done` (1-based count)."""
+        if self.skip and done == self.skip:
+            return "start"
+        if self.record and done == self.skip + self.record:
+            return "stop"
+        return None
+
+
+class Options:
+    def __init__(self, env=os.environ):
+        self.out = env.get("MEMDIAG_OUT", ".")
+        self.run = env.get("MEMDIAG_RUN", "run")
+        self.stacks = env.get("MEMDIAG_STACKS", "python")
+        self.max_entries = int(env.get("MEMDIAG_MAX_ENTRIES", "1000000"))
+        self.window = Window(int(env.get("MEMDIAG_SKIP_STEPS", "0")),
+                             int(env.get("MEMDIAG_RECORD_STEPS", "0")))
+        self.name = env.get("MEMDIAG_NAME", "rank{rank}")
+        self.force = env.get("MEMDIAG_FORCE", "") == "1"
+        self.quiet = env.get("MEMDIAG_QUIET", "") == "1"
+        if self.stacks not in ("python", "all", "none"):
+            raise ValueError(f"MEMDIAG_STACKS={self.stacks!r}: python, all or none")
+
+
+class Recorder:
+    """One per process. `counters` returns (allocated, reserved, peak) in
+    bytes; `torch` is the torch module or None (tests)."""
+
+    def __init__(self, opts: Options, torch=None, counters=None, lib=None):
+        self.opts = opts
+        self.torch = torch
+        self.counters = counters
+        self.lib = lib or _lib.load()
+        self.rank, self.local_rank, self.world = rank_info()
+        self.cap = None
+        self.steps = 0
+        self.depth = threading.local()
+        self.recording = False
+        self.oom_seen = False
+        self.pci = None
+        self.lock = threading.Lock()
+        self.dumped = set()
+
+    # ---- files ------------------------------------------------------------
+    def _name(self, step=None) -> str:
+        return expand(self.opts.name, run=self.opts.run, rank=self.rank,
+                      local_rank=self.local_rank, host=socket.gethostname(), pid=os.getpid(),
+                      step="" if step is None else step)
+
+    def _open(self):
+        if self.cap is not None:
+            return
+        path = os.path.join(self.opts.out, self._name() + ".mdcap")
+        self.cap = _lib.CaptureFile(self.lib, path, overwrite=self.opts.force)
+        for k, v in self._metadata().items():
+            self.cap.meta(k, v)
+        if not self.opts.quiet and self.rank == 0:
+            print(f"memdiag: recording to {self.opts.out}", file=sys.stderr, flush=True)
+
+    def _metadata(self) -> dict:
+        meta = {"rank": self.rank, "local_rank": self.local_rank, "world_size": self.world,
+                "host": socket.gethostname(), "pid": os.getpid(), "argv": " ".join(sys.argv),
+                "stacks": self.opts.stacks,
+                "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+        t = self.torch
+        if t is not None:
+            meta["torch"] = t.__version__
+            meta["cuda"] = t.version.cuda or ""
+            dev = t.cuda.current_device()
+            p = t.cuda.get_device_properties(dev)
+            meta["gpu"] = p.name
+            meta["device_total_mib"] = p.total_memory / 2**20
+            meta["device"] = dev
+            try:
+                self.pci = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
+            except AttributeError:
+                self.pci = None
+        return meta
+
+    # ---- samples ----------------------------------------------------------
+    def sample(self, phase: str, step: int | None = None) -> None:
+        """One record of torch's counters (no device sync) and NVML's."""
+        if self.counters is None:
+            return
+        with self.lock:
+            self._open()
+            alloc, res, peak = self.counters()
+            used = total = proc = _lib.NA
+            if self.pci:
+                used, total, proc = _lib.nvml_memory(self.lib, self.pci)
+            self.cap.sample(self.steps if step is None else step, phase, alloc, res, peak,
+                            used, total, proc)
+
+    def forward_enter(self) -> None:
+        d = getattr(self.depth, "n", 0)
+        if d == 0 and self.steps == 0 and not getattr(self.depth, "baseline", False):
+            self.depth.baseline = True
+            self.sample("after_input", step=-1)
+        self.depth.n = d + 1
+
+    def forward_exit(self) -> None:
+        self.depth.n = max(0, getattr(self.depth, "n", 1) - 1)
+        if self.depth.n == 0 and self._grad_enabled():
+            self.sample("after_forward")
+
+    def _grad_enabled(self) -> bool:
+        return self.torch is None or self.torch.is_grad_enabled()
+
+    def before_optimizer_step(self) -> None:
+        self.sample("after_backward")
+
+    def after_optimizer_step(self) -> None:
+        self.sample("after_optimizer_step")
+        self.steps += 1
+        if self.cap is not None:
+            self.cap.step(self.steps - 1)
+        edge = self.opts.window.after_step(self.steps)
+        if edge == "start":
+            self.start_history()
+        elif edge == "stop":
+            self.dump("window")
+            self.stop_history()
+
+    def after_zero_grad(self) -> None:
+        # zero_grad closes the step just finished (also when called at the
+        # start of the next one); before any step it closes nothing
+        if self.steps:
+            self.sample("after_clear_gradients", step=self.steps - 1)
+
+    # ---- allocator history ------------------------------------------------------
+    def start_history(self) -> None:
+        t = self.torch
+        if t is None or self.opts.stacks == "none" or self.recording:
+            return
+        t.cuda.memory._record_memory_history(enabled="all", stacks=self.opts.stacks,
+                                             max_entries=self.opts.max_entries)
+        self.recording = True
+        self._attach_oom_observer()
+
+    def stop_history(self) -> None:
+        if self.torch is not None and self.recording:
+            self.torch.cuda.memory._record_memory_history(enabled=None)
+            self.recording = False
+
+    def dump(self, reason: str) -> str | None:
+        t = self.torch
+        if t is None or not self.recording:
+            return None
+        step = self.steps if reason == "window" or "{step}" in self.opts.name else None
+        base = self._name(step)
+        path = os.path.join(self.opts.out, base + ("" if reason == "exit" else f"-{reason}")
+                            + ".pickle")
+        if path in self.dumped:
+            return path
+        try:
+            t.cuda.memory._dump_snapshot(path)
+        except Exception as e:  # a failing dump must not take the job down
+            print(f"memdiag: snapshot {path} failed: {e}", file=sys.stderr)
+            return None
+        self.dumped.add(path)
+        if self.cap is not None:
+            self.cap.snapshot(path, reason)
+        return path
+
+    def _attach_oom_observer(self) -> None:
+        attach = getattr(self.torch._C, "_cuda_attach_out_of_memory_observer", None)
+        if attach is None:
+            return
+
+        def observer(device, alloc, device_alloc, device_free):
+            self.oom_seen = True
+            self._open()
+            total = self.torch.cuda.get_device_properties(device).total_memory
+            self.cap.oom(int(alloc), int(device_free), int(total))
+            self.dump("oom")
+        attach(observer)
+
+    def on_signal(self, signum, frame) -> None:
+        self.dump("signal")
+
+    def close(self) -> None:
+        if self.recording:
+            self.dump("exit")
+            self.stop_history()
+        if self.cap is not None:
+            self.cap.close(3 if self.oom_seen else 0)
+            self.cap = None
+
+
+def install_torch_hooks(rec: Recorder, torch) -> None:
+    """Global hooks: every module's forward, every optimizer's step,
+    zero_grad on optimizers and modules."""
+    from torch.nn.modules import module as modmod
+    modmod.register_module_forward_pre_hook(lambda m, a: rec.forward_enter())
+    modmod.register_module_forward_hook(lambda m, a, o: rec.forward_exit())
+    from torch.optim import optimizer as optmod
+    optmod.register_optimizer_step_pre_hook(lambda o, a, k: rec.before_optimizer_step())
+    optmod.register_optimizer_step_post_hook(lambda o, a, k: rec.after_optimizer_step())
+
+    def wrap(cls):
+        orig = cls.zero_grad
+
+        def zero_grad(self, *a, **k):
+            r = orig(self, *a, **k)
+            rec.after_zero_grad()
+            return r
+        zero_grad.__wrapped__ = orig
+        cls.zero_grad = zero_grad
+    wrap(torch.optim.Optimizer)
+    wrap(torch.nn.Module)
+
+
+def counters_of(torch):
+    def counters():
+        return (torch.cuda.memory_allocated(), torch.cuda.memory_reserved(),
+                torch.cuda.max_memory_allocated())
+    return counters
+
+
+def attach(torch) -> Recorder | None:
+    """Called once torch is imported: arm the recorder for when CUDA starts."""
+    opts = Options()
+    rec = Recorder(opts, torch=torch, counters=None)
+    install_torch_hooks(rec, torch)
+    orig_init = torch.cuda._lazy_init
+    state = {"armed": True}
+
+    def lazy_init(*a, **k):
+        r = orig_init(*a, **k)
+        if state["armed"] and torch.cuda.is_initialized():
+            state["armed"] = False
+            rec.counters = counters_of(torch)
+            if opts.window.active_at_start():
+                rec.start_history()
+            rec.sample("cuda_init")  # device use of a bare context
+        return r
+    torch.cuda._lazy_init = lazy_init
+    atexit.register(rec.close)
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
+                signal.signal(signal.SIGUSR1, rec.on_signal)
+        except (ValueError, OSError):
+            pass
+    return rec

@@ -1,0 +1,89 @@
+"""A stand-in for torch, just enough of its API for memdiag's capture glue
+to run in CI without a GPU (tests/python/test_run.sh). Counters follow a
+fake allocator driven by the test script; _dump_snapshot writes a small
+valid allocator snapshot. Never installed; only on PYTHONPATH in tests."""
+import pickle
+import types
+
+__version__ = "0.0+fake"
+version = types.SimpleNamespace(cuda="13.0")
+_state = {"init": False, "allocated": 0, "reserved": 0, "peak": 0, "history": None,
+          "oom": None, "grad": True}
+
+
+def is_grad_enabled():
+    return _state["grad"]
+
+
+def fake_alloc(nbytes):
+    """Test hook: the job allocates (or frees, if negative) nbytes."""
+    cuda._lazy_init()
+    _state["allocated"] += nbytes
+    _state["reserved"] = max(_state["reserved"], _state["allocated"])
+    _state["peak"] = max(_state["peak"], _state["allocated"])
+
+
+def fake_oom(nbytes):
+    if _state["oom"]:
+        _state["oom"](0, nbytes, _state["allocated"], 1 << 20)
+    raise cuda.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {nbytes} bytes")
+
+
+class _Props:
+    name = "Fake GPU"
+    total_memory = 80 << 30
+    pci_domain_id = 0
+    pci_bus_id = 0x19
+    pci_device_id = 0
+
+
+class _Memory:
+    @staticmethod
+    def _record_memory_history(enabled="all", stacks="all", max_entries=0, **kw):
+        _state["history"] = None if enabled is None else {"stacks": stacks, "max": max_entries}
+
+    @staticmethod
+    def _dump_snapshot(path):
+        seg = {"device": 0, "address": 1 << 40, "total_size": 20 << 20,
+               "allocated_size": 0, "active_size": 0, "requested_size": 0, "stream": 0,
+               "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False,
+               "frames": [], "blocks": [{"address": 1 << 40, "size": 20 << 20,
+                                         "requested_size": 0, "state": "inactive", "frames": []}]}
+        tr = [{"action": "segment_alloc", "addr": 1 << 40, "size": 20 << 20, "stream": 0,
+               "time_us": 1, "frames": []}]
+        with open(path, "wb") as f:
+            pickle.dump({"segments": [seg], "device_traces": [tr],
+                         "allocator_settings": {"expandable_segments": False}}, f)
+
+
+class _Cuda(types.ModuleType):
+    OutOfMemoryError = type("OutOfMemoryError", (RuntimeError,), {})
+    memory = _Memory()
+
+    def _lazy_init(self):
+        _state["init"] = True
+
+    def is_initialized(self):
+        return _state["init"]
+
+    def current_device(self):
+        return 0
+
+    def get_device_properties(self, d):
+        return _Props()
+
+    def memory_allocated(self, d=None):
+        return _state["allocated"]
+
+    def memory_reserved(self, d=None):
+        return _state["reserved"]
+
+    def max_memory_allocated(self, d=None):
+        return _state["peak"]
+
+
+cuda = _Cuda("torch.cuda")
+_C = types.SimpleNamespace(
+    _cuda_attach_out_of_memory_observer=lambda cb: _state.__setitem__("oom", cb))
+
+from . import nn, optim  # noqa: E402,F401

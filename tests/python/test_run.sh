@@ -1,0 +1,68 @@
+#!/bin/sh
+# `memdiag run` end to end without a GPU: a fake torch (tests/python/
+# fake_torch) drives memdiag's real Python glue, sitecustomize and capture
+# runtime. Checks files, exit codes, OOM evidence, ranks, the window and
+# the chaining of a user's own sitecustomize.
+M=${MEMDIAG:-build/memdiag}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAKE=$(pwd)/tests/python/fake_torch
+TRAIN=$(pwd)/tests/python/fake_train.py
+n=0; bad=0
+ok() { n=$((n + 1)); if "$@" >"$T/log" 2>&1; then echo "ok $n - $DESC"; else bad=$((bad + 1)); echo "not ok $n - $DESC"; cat "$T/log"; fi; }
+
+DESC="a leaking job: capture, snapshots, manifest and the leak in the summary"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN --leak 30 --sigusr1 >$T/a.out 2>&1 &&
+  test -s $T/a/rank0.mdcap && test -s $T/a/rank0.pickle && test -s $T/a/rank0-signal.pickle &&
+  grep -q '\"exit_status\": 0' $T/a/manifest.json && grep -q 'leak: memory grows by 30.0 MiB' $T/a.out &&
+  grep -q 'capture     complete, status 0, 5 optimizer steps' $T/a.out"
+
+DESC="indicators from the capture's samples"
+ok sh -c "$M diagnose --json $T/a | python3 -c 'import json,sys; d=json.load(sys.stdin); r=[r for r in d[\"ranks\"] if r[\"kind\"]==\"capture\"][0]; i=r[\"indicators\"]; assert abs(i[\"between_step_growth_mib\"]-120)<1e-6 and abs(i[\"first_step_persistent_change_mib\"]-30)<1e-6, i'"
+
+DESC="an existing output directory is not reused without --force"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN; test \$? -eq 2"
+
+DESC="--force reuses it"
+ok sh -c "PYTHONPATH=$FAKE $M run --force --quiet -o $T/a -- python3 $TRAIN >/dev/null 2>&1"
+
+DESC="out of memory: exit status 3, OOM record and snapshot"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/b -- python3 $TRAIN --oom-at 2 >$T/b.out 2>&1; test \$? -eq 3 &&
+  test -s $T/b/rank0-oom.pickle && grep -q 'oom: out of memory: a request for 1024.0 MiB' $T/b.out &&
+  grep -q '\"exit_status\": 1' $T/b/manifest.json"
+
+DESC="the job's own exit status passes through"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/c -- python3 -c 'import sys; sys.exit(7)'; test \$? -eq 7"
+
+DESC="per-rank files from RANK/WORLD_SIZE, and a missing rank named"
+ok sh -c "cat >$T/launch.sh <<'L'
+RANK=0 LOCAL_RANK=0 WORLD_SIZE=3 python3 \$1 &
+RANK=1 LOCAL_RANK=1 WORLD_SIZE=3 python3 \$1
+wait
+L
+PYTHONPATH=$FAKE $M run -o $T/d -- sh $T/launch.sh $TRAIN >$T/d.out 2>&1 &&
+  test -s $T/d/rank0.mdcap && test -s $T/d/rank1.mdcap &&
+  grep -q 'rank 2 of 3 has no capture file' $T/d.out"
+
+DESC="a window of steps: history from step 2 for 2 steps, dumped at its end"
+ok sh -c "PYTHONPATH=$FAKE $M run --skip-steps 2 --record-steps 2 -o $T/e -- python3 $TRAIN >/dev/null 2>&1 &&
+  test -s $T/e/rank0-window.pickle && test ! -e $T/e/rank0.pickle"
+
+DESC="the user's sitecustomize still runs"
+mkdir -p "$T/user"
+cat >"$T/user/sitecustomize.py" <<'PY'
+import os
+open(os.environ["MARK"], "w").write("ran")
+PY
+ok sh -c "MARK=$T/mark PYTHONPATH=$FAKE:$T/user $M run -o $T/f -- python3 $TRAIN >/dev/null 2>&1 &&
+  grep -q ran $T/mark && test -s $T/f/rank0.mdcap"
+
+DESC="file name templates"
+ok sh -c "PYTHONPATH=$FAKE $M run --name '{run}-r{rank}' -o $T/g -- python3 $TRAIN >/dev/null 2>&1 &&
+  test -s $T/g/g-r0.mdcap"
+
+DESC="a command that never imports torch records nothing, cleanly"
+ok sh -c "$M run -o $T/h -- python3 -c 'print(1)' | grep -q 'nothing recorded'"
+
+echo "run: $((n - bad)) passed, $bad failed"
+[ "$bad" -eq 0 ]

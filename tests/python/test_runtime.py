@@ -1,0 +1,80 @@
+"""Unit tests of memdiag's Python glue with plain python3 (no torch, no
+GPU): name templates, rank detection, the step window, and the ctypes
+binding writing a capture file the C reader accepts."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from memdiag import _lib, runtime  # noqa: E402
+
+MEMDIAG = os.environ.get("MEMDIAG", os.path.join(ROOT, "build", "memdiag"))
+
+
+class Templates(unittest.TestCase):
+    def test_expand(self):
+        self.assertEqual(runtime.expand("{run}-rank{rank}.{step}", run="r", rank=3, step=7),
+                         "r-rank3.7")
+        with self.assertRaisesRegex(ValueError, "unknown placeholder {bogus}"):
+            runtime.expand("x{bogus}")
+        with self.assertRaises(ValueError):
+            runtime.expand("a/{rank}", rank=1)
+
+    def test_rank_info(self):
+        self.assertEqual(runtime.rank_info({}), (0, 0, 1))
+        self.assertEqual(runtime.rank_info({"RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8"}),
+                         (5, 1, 8))
+        self.assertEqual(runtime.rank_info({"SLURM_PROCID": "9", "SLURM_LOCALID": "1",
+                                            "SLURM_NTASKS": "16"}), (9, 1, 16))
+        # torchrun's variables win over Slurm's when both are set
+        self.assertEqual(runtime.rank_info({"RANK": "2", "SLURM_PROCID": "9"})[0], 2)
+
+
+class StepWindow(unittest.TestCase):
+    def test_window(self):
+        w = runtime.Window(skip=2, record=3)
+        self.assertFalse(w.active_at_start())
+        self.assertEqual([w.after_step(n) for n in range(1, 7)],
+                         [None, "start", None, None, "stop", None])
+        self.assertTrue(runtime.Window().active_at_start())
+        self.assertEqual([runtime.Window().after_step(n) for n in (1, 100)], [None, None])
+        with self.assertRaises(ValueError):
+            runtime.Window(-1, 0)
+
+
+class Binding(unittest.TestCase):
+    def test_capture_round_trip(self):
+        lib = _lib.load()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "rank0.mdcap")
+            cap = _lib.CaptureFile(lib, path)
+            cap.meta("rank", 0)
+            cap.meta("world_size", 1)
+            mib = 1 << 20
+            cap.sample(-1, "after_input", 100 * mib, 120 * mib, 100 * mib)
+            for k in range(4):
+                cap.sample(k, "after_forward", 300 * mib, 400 * mib, 310 * mib, 900 * mib,
+                           80 << 30)
+                cap.sample(k, "after_clear_gradients", (110 + 20 * k) * mib, 400 * mib,
+                           310 * mib, 900 * mib, 80 << 30)
+                cap.step(k)
+            cap.close(0)
+            with self.assertRaisesRegex(OSError, "force"):
+                _lib.CaptureFile(lib, path)
+            out = subprocess.run([MEMDIAG, "diagnose", "--json", path], capture_output=True,
+                                 text=True, check=True).stdout
+            self.assertIn('"kind":"capture"', out)
+            self.assertIn('"between_step_growth_mib":60.0000', out)
+            self.assertIn('"kind":"leak"', out)
+            self.assertIn('"kind":"non_framework"', out)
+
+    def test_nvml_absent_is_not_an_error(self):
+        used, total, proc = _lib.nvml_memory(_lib.load(), "0000:00:00.0")
+        self.assertEqual((used, total, proc), (_lib.NA, _lib.NA, _lib.NA))
+
+
+if __name__ == "__main__":
+    unittest.main()
