@@ -17,6 +17,14 @@ Workloads (--case):
   oom     grows the batch until the allocator fails (oom)
 
     python3 examples/workloads.py --case gamma --out runs/gamma
+
+With --plain it records nothing itself: run it under `memdiag run`, on one
+GPU or with torchrun (DDP over NCCL; --rank-zero-extra N gives rank 0 a
+larger batch):
+
+    memdiag run -- python3 examples/workloads.py --case gamma --plain
+    memdiag run -- torchrun --nproc-per-node 2 examples/workloads.py --case beta --plain \
+        --rank-zero-extra 6
 """
 from __future__ import annotations
 
@@ -33,7 +41,12 @@ def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--case", required=True,
                    choices=("alpha", "beta", "gamma", "keptloss", "ragged", "vocab", "oom"))
-    p.add_argument("--out", required=True, type=Path, help="path stem for .pickle and .json")
+    p.add_argument("--out", type=Path, help="path stem for .pickle and .json (not with --plain)")
+    p.add_argument("--plain", action="store_true",
+                   help="train only: no own snapshot or JSON (for memdiag run)")
+    p.add_argument("--time", action="store_true", help="print the mean step time")
+    p.add_argument("--rank-zero-extra", type=int, default=0,
+                   help="DDP: extra samples in rank 0's local batch")
     p.add_argument("--force", action="store_true", help="replace existing outputs")
     p.add_argument("--preset", choices=("small", "medium"), default="small")
     p.add_argument("--batch", type=int, default=2)
@@ -48,6 +61,10 @@ def parse() -> argparse.Namespace:
                    help="oom case: fraction of the GPU the process may use")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
+    if a.plain:
+        return a
+    if a.out is None:
+        p.error("--out is required unless --plain")
     for suffix in (".pickle", ".json"):
         f = a.out.with_suffix(suffix)
         if f.exists() and not a.force:
@@ -107,7 +124,12 @@ class Model(nn.Module):
         return self.out(x if self.lm_head else x[:, 0])
 
 
+PLAIN = False
+
+
 def counters(step: int, phase: str) -> dict:
+    if PLAIN:  # under memdiag run: no samples of our own, no device syncs
+        return {}
     torch.cuda.synchronize()
     free, total = torch.cuda.mem_get_info()
     return {"step": step, "phase": phase,
@@ -127,23 +149,31 @@ def loss_of(model, ids, targets, case, bf16):
     return nn.functional.cross_entropy(logits.float(), targets)
 
 
-def train(a: argparse.Namespace, samples: list, dev: torch.device) -> dict:
+def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0,
+          world: int = 1) -> dict:
     layers, hidden, heads, ffn, seq = SIZES[a.preset]
     vocab = a.vocab if a.case == "vocab" else 4096
     max_seq = seq * 4 if a.case == "ragged" else seq
     model = Model(vocab, hidden, heads, ffn, layers, max_seq, a.case == "vocab").to(dev)
     params = sum(p.numel() for p in model.parameters())
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index],
+                                                    gradient_as_bucket_view=True)
     torch.cuda.reset_peak_memory_stats()
     samples.append(counters(-1, "after_model"))
     opt = (torch.optim.AdamW(model.parameters(), lr=1e-4) if a.case in ("beta", "ragged")
            else torch.optim.SGD(model.parameters(), lr=1e-3))
-    gen = torch.Generator(device=dev).manual_seed(a.seed)
-    batch = a.batch
+    gen = torch.Generator(device=dev).manual_seed(a.seed + rank)
+    batch = a.batch + (a.rank_zero_extra if rank == 0 else 0)
     ids = torch.randint(vocab, (batch, seq), generator=gen, device=dev)
     targets = torch.randint(16, (batch,), generator=gen, device=dev)
     samples.append(counters(-1, "after_input"))
     kept = []
+    times = []
     for step in range(a.steps):
+        t0 = torch.cuda.Event(enable_timing=True) if a.time else None
+        if t0 is not None:
+            t0.record()
         if a.case == "ragged":  # a new sequence length every step
             n = int(torch.randint(seq // 4, max_seq, (1,), generator=gen, device=dev))
             ids = torch.randint(vocab, (batch, n), generator=gen, device=dev)
@@ -165,6 +195,14 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device) -> dict:
             kept.append(loss)
         opt.zero_grad(set_to_none=True)
         samples.append(counters(step, "after_clear_gradients"))
+        if t0 is not None:
+            t1 = torch.cuda.Event(enable_timing=True)
+            t1.record()
+            t1.synchronize()
+            times.append(t0.elapsed_time(t1))
+    if times:
+        warm = times[len(times) // 5:] or times
+        print(f"step_ms {sum(warm) / len(warm):.3f} over {len(warm)} steps", flush=True)
     return {"parameter_count": params, "parameters_fp32_mib": 4 * params / MIB,
             "final_loss": float(loss.detach())}
 
@@ -174,13 +212,19 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("workloads.py: CUDA is not available", file=sys.stderr)
         return 2
-    dev = torch.device("cuda", 0)
+    global PLAIN
+    PLAIN = a.plain
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     torch.cuda.set_device(dev)
+    if world > 1:
+        torch.distributed.init_process_group("nccl", device_id=dev)
     torch.manual_seed(a.seed)
     if a.case == "oom":
         torch.cuda.set_per_process_memory_fraction(a.memory_fraction, dev)
         a.steps = 64
-    torch.cuda.memory._record_memory_history(max_entries=a.max_entries, stacks=a.stacks)
+    if not a.plain:
+        torch.cuda.memory._record_memory_history(max_entries=a.max_entries, stacks=a.stacks)
     samples: list = []
     result = {"case": a.case, "preset": a.preset, "batch": a.batch, "steps": a.steps,
               "precision": a.precision, "stacks": a.stacks, "max_entries": a.max_entries,
@@ -188,10 +232,14 @@ def main() -> int:
               "torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev)}
     status = 0
     try:
-        result.update(train(a, samples, dev))
+        result.update(train(a, samples, dev, rank, world))
     except torch.cuda.OutOfMemoryError as e:
         result["oom"] = str(e).splitlines()[0]
         status = 3
+    if world > 1:
+        torch.distributed.destroy_process_group()
+    if a.plain:
+        return status
     torch.cuda.synchronize()
     result["end"] = {"allocated": torch.cuda.memory_allocated(),
                      "reserved": torch.cuda.memory_reserved(),

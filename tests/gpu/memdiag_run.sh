@@ -1,0 +1,42 @@
+#!/bin/sh
+# memdiag run on real GPUs (device machine, 2 x H200): every anonymous
+# workload on one GPU, an OOM, DDP over NCCL with rank-zero extra samples,
+# and the capture overhead on step time. Needs build-dev/ from
+#   make BUILD=build-dev STATIC_DEPS=1 build-dev/memdiag build-dev/libmemdiag_capture.so
+# Results in $OUT: memdiag-run.tar.xz (run directories, diagnoses) and log.
+set -u
+OUT=${OUT:?set OUT}
+M=$(pwd)/build-dev/memdiag
+W=$(mktemp -d)
+log=$OUT/log
+WL="python3 examples/workloads.py"
+echo "== gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | tr '\n' ' ')" >>"$log"
+check() { # NAME EXPECTED-STATUS COMMAND...
+    name=$1; want=$2; shift 2
+    PYTHONUNBUFFERED=1 timeout 400 "$@" >"$W/$name.out" 2>&1
+    got=$?
+    echo "== $name: exit $got (want $want)" >>"$log"
+    tail -n 40 "$W/$name.out" >>"$log"
+    "$M" diagnose --json "$W/$name" >"$W/$name.diagnosis.json" 2>>"$log"
+}
+for c in alpha beta gamma; do
+    check "$c" 0 "$M" run -o "$W/$c" -- $WL --case "$c" --plain
+done
+check oom 3 "$M" run -o "$W/oom" -- $WL --case oom --plain
+check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
+    examples/workloads.py --case beta --plain --rank-zero-extra 6
+# capture overhead on step time: beta, medium preset, batch 8 (seed 000's setting)
+for mode in plain python all none; do
+    for rep in 1 2; do
+        if [ $mode = plain ]; then
+            $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1
+        else
+            "$M" run --quiet --force --stacks $mode -o "$W/ovh-$mode" -- \
+                $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1
+        fi
+        echo "overhead $mode rep $rep: $(grep step_ms "$W/t.out")" >>"$log"
+    done
+done
+rm -rf "$W"/ovh-*
+tar -cJf "$OUT/memdiag-run.tar.xz" -C "$W" .
+cat "$log"
