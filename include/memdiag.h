@@ -380,6 +380,7 @@ typedef struct md_capture_info {
     size_t steps;            /* STEP records */
     size_t ooms;
     uint64_t oom_requested, oom_device_free;
+    uint64_t oom_limit;      /* the allocator's limit: device total or memory fraction */
     char snapshot[512];      /* the last snapshot record's path */
     char snapshot_reason[32];
     int world_size;          /* from META, 0 if absent */
@@ -431,7 +432,9 @@ int md_cap_meta(md_cap *c, const char *key, const char *value);
 int md_cap_write_sample(md_cap *c, const md_cap_sample *s);
 int md_cap_step(md_cap *c, int step);
 int md_cap_snapshot(md_cap *c, const char *path, const char *reason);
-int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t device_total);
+/* limit: what the allocator may use (the device total, or less under
+ * torch.cuda.set_per_process_memory_fraction). */
+int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t limit);
 /* Writes the END record and closes; status is the process's view
  * (0 normal, 3 out of memory). */
 int md_cap_close(md_cap *c, int status);

@@ -80,6 +80,7 @@ class Options:
         self.out = env.get("MEMDIAG_OUT", ".")
         self.run = env.get("MEMDIAG_RUN", "run")
         self.stacks = env.get("MEMDIAG_STACKS", "python")
+        self.context = env.get("MEMDIAG_CONTEXT", "all")
         self.max_entries = int(env.get("MEMDIAG_MAX_ENTRIES", "1000000"))
         self.window = Window(int(env.get("MEMDIAG_SKIP_STEPS", "0")),
                              int(env.get("MEMDIAG_RECORD_STEPS", "0")))
@@ -88,6 +89,8 @@ class Options:
         self.quiet = env.get("MEMDIAG_QUIET", "") == "1"
         if self.stacks not in ("python", "all", "none"):
             raise ValueError(f"MEMDIAG_STACKS={self.stacks!r}: python, all or none")
+        if self.context not in ("all", "alloc"):
+            raise ValueError(f"MEMDIAG_CONTEXT={self.context!r}: all or alloc")
 
 
 class Recorder:
@@ -102,7 +105,7 @@ class Recorder:
         self.rank, self.local_rank, self.world = rank_info()
         self.cap = None
         self.steps = 0
-        self.depth = threading.local()
+        self.sampled_forward = -1
         self.recording = False
         self.oom_seen = False
         self.pci = None
@@ -159,20 +162,12 @@ class Recorder:
             self.cap.sample(self.steps if step is None else step, phase, alloc, res, peak,
                             used, total, proc)
 
-    def forward_enter(self) -> None:
-        d = getattr(self.depth, "n", 0)
-        if d == 0 and self.steps == 0 and not getattr(self.depth, "baseline", False):
-            self.depth.baseline = True
-            self.sample("after_input", step=-1)
-        self.depth.n = d + 1
-
-    def forward_exit(self) -> None:
-        self.depth.n = max(0, getattr(self.depth, "n", 1) - 1)
-        if self.depth.n == 0 and self._grad_enabled():
+    def before_backward(self) -> None:
+        # the first backward of a step ends its forward (with gradient
+        # accumulation, later micro-batches are not sampled again)
+        if self.sampled_forward != self.steps:
+            self.sampled_forward = self.steps
             self.sample("after_forward")
-
-    def _grad_enabled(self) -> bool:
-        return self.torch is None or self.torch.is_grad_enabled()
 
     def before_optimizer_step(self) -> None:
         self.sample("after_backward")
@@ -200,7 +195,8 @@ class Recorder:
         t = self.torch
         if t is None or self.opts.stacks == "none" or self.recording:
             return
-        t.cuda.memory._record_memory_history(enabled="all", stacks=self.opts.stacks,
+        t.cuda.memory._record_memory_history(enabled="all", context=self.opts.context,
+                                             stacks=self.opts.stacks,
                                              max_entries=self.opts.max_entries)
         self.recording = True
         self._attach_oom_observer()
@@ -235,11 +231,12 @@ class Recorder:
         if attach is None:
             return
 
-        def observer(device, alloc, device_alloc, device_free):
+        def observer(device, alloc, limit, device_free):
+            # torch passes the allocator's limit: the device total, or the
+            # memory fraction's share of it
             self.oom_seen = True
             self._open()
-            total = self.torch.cuda.get_device_properties(device).total_memory
-            self.cap.oom(int(alloc), int(device_free), int(total))
+            self.cap.oom(int(alloc), int(device_free), int(limit))
             self.dump("oom")
         attach(observer)
 
@@ -256,11 +253,28 @@ class Recorder:
 
 
 def install_torch_hooks(rec: Recorder, torch) -> None:
-    """Global hooks: every module's forward, every optimizer's step,
-    zero_grad on optimizers and modules."""
+    """Phase points without per-module cost: a one-shot global forward
+    pre-hook for the baseline before the first forward (removed after it
+    fires: global module hooks would put every module call on torch's slow
+    path), autograd's entry for "after forward" (the state just before
+    backward, loss included, as the seed script samples it), the global
+    optimizer step hooks, and zero_grad on optimizers and modules."""
     from torch.nn.modules import module as modmod
-    modmod.register_module_forward_pre_hook(lambda m, a: rec.forward_enter())
-    modmod.register_module_forward_hook(lambda m, a, o: rec.forward_exit())
+    handle = []
+
+    def first_forward(m, a):
+        rec.sample("after_input", step=-1)
+        handle[0].remove()
+    handle.append(modmod.register_module_forward_pre_hook(first_forward))
+
+    orig_backward = torch.autograd.backward
+
+    def backward(*a, **k):
+        rec.before_backward()
+        return orig_backward(*a, **k)
+    backward.__wrapped__ = orig_backward
+    torch.autograd.backward = backward
+
     from torch.optim import optimizer as optmod
     optmod.register_optimizer_step_pre_hook(lambda o, a, k: rec.before_optimizer_step())
     optmod.register_optimizer_step_post_hook(lambda o, a, k: rec.after_optimizer_step())

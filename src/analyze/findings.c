@@ -593,8 +593,8 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
     const md_replay *rh = md_analysis_replay(as[hi]), *rl = md_analysis_replay(as[lo]);
     uint64_t ph = md_replay_peak_allocated(rh), pl = md_replay_peak_allocated(rl);
     uint64_t diff = ph - pl;
-    if (hi == lo || diff < IMBALANCE_MIN || (double)diff < IMBALANCE_SHARE * (double)pl)
-        return MD_OK;
+    if (hi == lo || !pl || diff < IMBALANCE_MIN || (double)diff < IMBALANCE_SHARE * (double)pl)
+        return MD_OK; /* a rank with nothing allocated is a missing rank, not an imbalance */
     md_finding *f = add(&c, "rank_imbalance",
                         (double)diff >= 0.3 * (double)pl ? MD_SEV_WARNING : MD_SEV_INFO, diff);
     if (!f)

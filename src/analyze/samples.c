@@ -171,12 +171,19 @@ static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *ca
         return;
     const md_capture_info *ci = &r->capture;
     double req = (double)ci->oom_requested / 1048576.0, fr = (double)ci->oom_device_free / 1048576.0;
+    double lim = (double)ci->oom_limit / 1048576.0;
     md_finding *f = add(out, n, cap, "oom", MD_SEV_CRITICAL, req);
     if (!f)
         return;
     f->rank = r->rank;
-    put(f->summary, sizeof f->summary,
-        "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device", req, fr);
+    if (ci->oom_limit && r->device_total_mib > 0 && lim < 0.95 * r->device_total_mib)
+        put(f->summary, sizeof f->summary,
+            "out of memory: a request for %.1f MiB failed at the process's limit of %.1f MiB "
+            "(a memory fraction), with %.1f MiB still free on the device", req, lim, fr);
+    else
+        put(f->summary, sizeof f->summary,
+            "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device",
+            req, fr);
     EV(f, "%zu out-of-memory event%s recorded by the allocator's OOM observer", ci->ooms,
        ci->ooms == 1 ? "" : "s");
     if (ci->snapshot[0])
@@ -216,7 +223,7 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
     double ph = r[hi].indicators.maximum_peak_allocated_mib;
     double pl = r[lo].indicators.maximum_peak_allocated_mib;
     double diff = ph - pl;
-    if (hi == lo || diff < 16 || diff < 0.10 * pl)
+    if (hi == lo || pl <= 0 || diff < 16 || diff < 0.10 * pl)
         return MD_OK;
     md_finding *f = add(out, n, &cap, "rank_imbalance", diff >= 0.3 * pl ? MD_SEV_WARNING
                                                                        : MD_SEV_INFO, diff);

@@ -25,7 +25,7 @@ enum md_cap_record {
     MD_CAP_SAMPLE = 2,   /* see md_cap_sample_rec */
     MD_CAP_STEP = 3,     /* i64 time_ns | i32 step: an optimizer step finished */
     MD_CAP_SNAPSHOT = 4, /* i64 time_ns | path \0 reason \0 */
-    MD_CAP_OOM = 5,      /* i64 time_ns | u64 requested | u64 device_free | u64 device_total */
+    MD_CAP_OOM = 5,      /* i64 time_ns | u64 requested | u64 device_free | u64 limit */
     MD_CAP_END = 6       /* i64 time_ns | i32 status: the process closed the file */
 };
 

@@ -143,10 +143,10 @@ int md_cap_snapshot(md_cap *c, const char *path, const char *reason)
     return rc;
 }
 
-int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t device_total)
+int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t limit)
 {
     unsigned char b[32];
-    put_u64(put_u64(put_u64(put_u64(b, (uint64_t)now_ns()), requested), device_free), device_total);
+    put_u64(put_u64(put_u64(put_u64(b, (uint64_t)now_ns()), requested), device_free), limit);
     return record(c, MD_CAP_OOM, b, sizeof b);
 }
 

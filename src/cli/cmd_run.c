@@ -23,7 +23,7 @@
 typedef struct run_opts {
     const char *out;
     int force, quiet;
-    const char *stacks, *max_entries, *skip, *record, *name;
+    const char *stacks, *context, *max_entries, *skip, *record, *name;
     char **cmd;
 } run_opts;
 
@@ -35,6 +35,7 @@ static void help(void)
            "  -o, --out DIR        output directory (default memdiag-YYYYmmdd-HHMMSS)\n"
            "  --force              reuse a non-empty output directory\n"
            "  --stacks KIND        python (default), all (with C++; slower), none\n"
+           "  --context WHAT       stacks for all events (default) or alloc only (cheaper)\n"
            "  --max-entries N      allocator history ring buffer per process (default 1000000)\n"
            "  --skip-steps N       start recording after N optimizer steps\n"
            "  --record-steps M     record M steps, then dump the snapshot (default: to the end)\n"
@@ -59,6 +60,7 @@ static int parse(int argc, char **argv, run_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->stacks = "python";
+    o->context = "all";
     o->max_entries = "1000000";
     o->skip = "0";
     o->record = "0";
@@ -83,6 +85,12 @@ static int parse(int argc, char **argv, run_opts *o)
             o->stacks = argv[++i];
             if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none")) {
                 cli_fail("--stacks wants python, all or none, got '%s'", o->stacks);
+                return -1;
+            }
+        } else if (!strcmp(a, "--context") && more) {
+            o->context = argv[++i];
+            if (strcmp(o->context, "all") && strcmp(o->context, "alloc")) {
+                cli_fail("--context wants all or alloc, got '%s'", o->context);
                 return -1;
             }
         } else if ((!strcmp(a, "--max-entries") || !strcmp(a, "--skip-steps") ||
@@ -210,8 +218,9 @@ static void manifest(const char *dir, const run_opts *o, time_t start, time_t en
     json_str(f, host);
     fprintf(f, ",\n  \"start\": %lld,\n  \"end\": %lld,\n  \"exit_status\": %d,\n", (long long)start,
             (long long)end, status);
-    fprintf(f, "  \"stacks\": \"%s\",\n  \"max_entries\": %s,\n  \"skip_steps\": %s,\n"
-               "  \"record_steps\": %s,\n  \"name\": ", o->stacks, o->max_entries, o->skip, o->record);
+    fprintf(f, "  \"stacks\": \"%s\",\n  \"context\": \"%s\",\n  \"max_entries\": %s,\n  \"skip_steps\": %s,\n"
+               "  \"record_steps\": %s,\n  \"name\": ", o->stacks, o->context, o->max_entries,
+            o->skip, o->record);
     json_str(f, o->name);
     fprintf(f, ",\n  \"PYTORCH_CUDA_ALLOC_CONF\": ");
     json_str(f, conf ? conf : "");
@@ -228,6 +237,7 @@ static int set_env(const run_opts *o, const char *dir, const char *py, const cha
     const char *run = strrchr(dir, '/');
     return setenv("PYTHONPATH", buf, 1) || setenv("MEMDIAG_OUT", dir, 1) ||
            setenv("MEMDIAG_LIB", lib, 1) || setenv("MEMDIAG_STACKS", o->stacks, 1) ||
+           setenv("MEMDIAG_CONTEXT", o->context, 1) ||
            setenv("MEMDIAG_MAX_ENTRIES", o->max_entries, 1) ||
            setenv("MEMDIAG_SKIP_STEPS", o->skip, 1) || setenv("MEMDIAG_RECORD_STEPS", o->record, 1) ||
            setenv("MEMDIAG_NAME", o->name, 1) || setenv("MEMDIAG_RUN", run ? run + 1 : dir, 1) ||

@@ -61,9 +61,12 @@ static int grow_ranks(loaded *L)
 static int device_has_data(const md_snapshot *s, int d, int traces)
 {
     size_t n;
-    if (traces) {
-        md_snapshot_events(s, d, &n);
-        return n > 0;
+    if (traces) { /* a trace of only 'snapshot' markers is not data */
+        const md_event *ev = md_snapshot_events(s, d, &n);
+        for (size_t i = 0; i < n; i++)
+            if (ev[i].action != MD_ACT_SNAPSHOT && ev[i].action != MD_ACT_ANNOTATE)
+                return 1;
+        return 0;
     }
     const md_segment *g = md_snapshot_segments(s, &n);
     for (size_t i = 0; i < n; i++)
@@ -307,12 +310,18 @@ int cmd_summary(int argc, char **argv, int diagnose)
             rc = -1;
         }
     }
-    if (!rc && nscross) { /* one list of cross-rank findings */
+    if (!rc && nscross) { /* one list; a kind the snapshots found is not repeated */
         md_finding *all = realloc(cross, (ncross + nscross) * sizeof *all);
         if (all) {
-            memcpy(all + ncross, scross, nscross * sizeof *all);
             cross = all;
-            ncross += nscross;
+            size_t base = ncross;
+            for (size_t i = 0; i < nscross; i++) {
+                int dup = 0;
+                for (size_t k = 0; k < base && !dup; k++)
+                    dup = !strcmp(cross[k].kind, scross[i].kind);
+                if (!dup)
+                    cross[ncross++] = scross[i];
+            }
         }
     }
     if (!rc) {

@@ -167,9 +167,9 @@ static void compare(FILE *o, const md_rank *rk, size_t n)
             lo = i;
     }
     uint64_t a = md_replay_peak_allocated(rk[hi].r), b = md_replay_peak_allocated(rk[lo].r);
-    if (ranked && hi != lo)
+    if (ranked && hi != lo && b)
         fprintf(o, "  rank %d peaks %.1f MiB above rank %d (%.0f%% more)\n", rk[hi].rank,
-                md_mib(a - b), rk[lo].rank, b ? 100.0 * (double)(a - b) / (double)b : 0.0);
+                md_mib(a - b), rk[lo].rank, 100.0 * (double)(a - b) / (double)b);
 }
 
 static void finding(FILE *o, const md_finding *f, int detail)

@@ -101,6 +101,7 @@ static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture
                 info->ooms++;
                 info->oom_requested = get_u64(p + 8);
                 info->oom_device_free = get_u64(p + 16);
+                info->oom_limit = get_u64(p + 24);
             }
             break;
         case MD_CAP_END:

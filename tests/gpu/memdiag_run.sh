@@ -26,14 +26,15 @@ check oom 3 "$M" run -o "$W/oom" -- $WL --case oom --plain
 check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/workloads.py --case beta --plain --rank-zero-extra 6
 # capture overhead on step time: beta, medium preset, batch 8 (seed 000's setting)
-for mode in plain python all none; do
-    for rep in 1 2; do
-        if [ $mode = plain ]; then
-            $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1
-        else
-            "$M" run --quiet --force --stacks $mode -o "$W/ovh-$mode" -- \
-                $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1
-        fi
+for mode in plain none python python-alloc all; do
+    for rep in 1 2 3; do
+        case $mode in
+            plain) $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
+            python-alloc) "$M" run --quiet --force --stacks python --context alloc -o "$W/ovh-$mode" -- \
+                $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
+            *) "$M" run --quiet --force --stacks $mode -o "$W/ovh-$mode" -- \
+                $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
+        esac
         echo "overhead $mode rep $rep: $(grep step_ms "$W/t.out")" >>"$log"
     done
 done

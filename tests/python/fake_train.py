@@ -34,6 +34,7 @@ for step in range(a.steps):
     if step == a.oom_at:
         torch.fake_oom(1 << 30)
     net(0)
+    torch.Tensor().backward()
     torch.fake_alloc(-200 * MIB + a.leak * MIB + 50 * MIB)  # backward: activations go, grads come
     opt.step()
     torch.fake_alloc(-50 * MIB)  # zero_grad(set_to_none=True) frees the gradients
