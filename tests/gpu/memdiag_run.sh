@@ -25,6 +25,19 @@ done
 check oom 3 "$M" run -o "$W/oom" -- $WL --case oom --plain
 check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/workloads.py --case beta --plain --rank-zero-extra 6
+# a Hugging Face model from a config, trained under memdiag run
+check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
+# a plain CUDA C program using the C API
+if nvcc -Iinclude examples/cuda_phases.cu -Lbuild-dev -lmemdiag_capture -Xlinker -rpath=$(pwd)/build-dev \
+        -o "$W/cuda_phases" >>"$log" 2>&1; then
+    mkdir -p "$W/cuda"
+    "$W/cuda_phases" "$W/cuda/rank0.mdcap" >>"$log" 2>&1
+    "$M" summary "$W/cuda" >"$W/cuda.out" 2>&1
+    echo "== cuda: $(grep -c leak "$W/cuda.out") leak lines" >>"$log"
+    tail -n 20 "$W/cuda.out" >>"$log"
+else
+    echo "== cuda: nvcc build failed" >>"$log"
+fi
 # capture overhead on step time: beta, medium preset, batch 8 (seed 000's setting)
 for mode in plain none python python-alloc all; do
     for rep in 1 2 3; do
