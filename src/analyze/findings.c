@@ -406,14 +406,14 @@ static void find_logits(fctx *c)
             if (first_loss < 0 || live[i].alloc_index < first_loss)
                 first_loss = live[i].alloc_index;
         }
-    /* the logits and their copies (upcast, shifted slice): earlier tensors
-     * of this step with the same element count in fp32 (1x) or 16-bit (0.5x) */
+    /* the logits, their copies (upcast, shifted slice) and their gradients:
+     * this step's other tensors with the loss's element count in fp32 (1x)
+     * or 16-bit (0.5x); nothing else in a model has vocab x tokens elements */
     size_t ncopies = 0;
     uint64_t largest = 0;
     for (size_t i = 0; i < nl && big; i++) {
         double r = (double)live[i].requested / (double)big;
-        if (live[i].alloc_index > lo && live[i].alloc_index < first_loss &&
-            !loss_frame(c->s, live[i].stack) &&
+        if (live[i].alloc_index > lo && !loss_frame(c->s, live[i].stack) &&
             ((r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53))) {
             logits += live[i].block_size;
             ncopies++;
@@ -434,8 +434,8 @@ static void find_logits(fctx *c)
     EVIDENCE(f, "about %.0f million logit elements (the loss's largest fp32 tensor is %.1f MiB)",
              elems / 1e6, mib(big));
     if (logits)
-        EVIDENCE(f, "the logits and copies of them: %.1f MiB in %zu tensor%s (the largest %.1f MiB, "
-                    "%s)", mib(logits), ncopies, ncopies == 1 ? "" : "s", mib(largest),
+        EVIDENCE(f, "logits-sized tensors (the logits, copies, gradients): %.1f MiB in %zu "
+                    "(the largest %.1f MiB, %s)", mib(logits), ncopies, mib(largest),
                  (double)largest >= 0.9 * (double)big ? "fp32" : "16-bit");
     EVIDENCE(f, "%.1f MiB in %zu allocations of the loss (cross-entropy, log-softmax, upcasts, "
                 "shifted copies) live at the peak of %.1f MiB",
@@ -538,6 +538,10 @@ static void find_oom(fctx *c)
         uint64_t short_by = req > avail ? req - avail : 0;
         if (cs.free_total >= req && cs.largest_free < req)
             EVIDENCE(f, "the cache held enough free memory but in pieces: fragmentation");
+        if (ev[i].addr > req + pt.reserved)
+            EVIDENCE(f, "the device itself had %.1f MiB free: a per-process limit stopped the "
+                        "request (set_per_process_memory_fraction, or memory held elsewhere)",
+                     mib(ev[i].addr));
         ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is %s "
                   "(%.1f MiB): see the sites. %s",
                mib(short_by), short_by ? "" : " (or less fragmentation)", md_category_name(top),

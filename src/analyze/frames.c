@@ -21,12 +21,27 @@ static int is_python(const md_snapshot *s, const md_frame *f)
 /* torch's own Python, the standard library and frozen modules are not
  * "user" code; third-party model code (transformers, ...) is, because that
  * is where a model's memory is decided. */
+/* torch's own Python: an installed torch (".../site-packages/torch/...")
+ * or a source checkout ("torch/nn/..."); a virtualenv that merely lives
+ * under a directory named torch is not torch. */
+static int is_torch_file(const char *fn)
+{
+    if (strstr(fn, "-packages/torch/"))
+        return 1;
+    if (strstr(fn, "-packages/"))
+        return 0; /* another installed package (transformers, ...) */
+    return strstr(fn, "/torch/") != NULL || !strncmp(fn, "torch/", 6);
+}
+
+/* torch's own Python, the standard library, frozen modules and memdiag's
+ * capture hooks are not "user" code; third-party model code (transformers,
+ * ...) is, because that is where a model's memory is decided. */
 static int is_user(const md_snapshot *s, const md_frame *f)
 {
     if (!is_python(s, f))
         return 0;
     const char *fn = md_strtab_get(&s->strs, f->filename);
-    if (strstr(fn, "/torch/") || !strncmp(fn, "torch/", 6) || fn[0] == '<')
+    if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py"))
         return 0;
     if (strstr(fn, "/lib/python3") && !strstr(fn, "-packages/"))
         return 0; /* standard library */

@@ -63,9 +63,28 @@ static time_t mtime(const char *p)
     return stat(p, &st) ? 0 : st.st_mtime;
 }
 
+/* The exit snapshot (no -oom/-signal/-window/-manual suffix) holds the
+ * whole history; then the newest. */
+static int priority(const char *p)
+{
+    static const char *const tags[] = {"-oom.", "-signal.", "-window.", "-manual."};
+    const char *base = strrchr(p, '/');
+    base = base ? base + 1 : p;
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+        if (strstr(base, tags[i]))
+            return 0;
+    return 1;
+}
+
+static int better(const char *a, const char *b)
+{
+    if (priority(a) != priority(b))
+        return priority(a) > priority(b);
+    return mtime(a) > mtime(b);
+}
+
 /* A run directory can hold several snapshots of one rank (window, signal,
- * oom, exit); the newest holds the most history. The others are named
- * once and left out, so one rank is reported once. */
+ * oom, exit); one is reported, the others are named once and left out. */
 static void keep_newest_per_rank(char **v, size_t *n, size_t before)
 {
     size_t w = 0, m = *n - before;
@@ -74,9 +93,10 @@ static void keep_newest_per_rank(char **v, size_t *n, size_t before)
         if (is_snapshot(v[i]) && r >= 0)
             for (size_t j = 0; j < m && !dup; j++)
                 dup = j != i && is_snapshot(v[j]) && md_rank_from_name(v[j]) == r &&
-                      (mtime(v[j]) > mtime(v[i]) || (mtime(v[j]) == mtime(v[i]) && j > i));
+                      (better(v[j], v[i]) || (!better(v[i], v[j]) && j > i));
         if (dup) {
-            fprintf(stderr, "memdiag: %s: a newer snapshot of rank %d is used\n", v[i], r);
+            fprintf(stderr, "memdiag: %s: another snapshot of rank %d is used (the exit one, or the newest)\n",
+                    v[i], r);
             free(v[i]);
             continue;
         }
