@@ -351,9 +351,10 @@ int cmd_run(int argc, char **argv)
         printf("\nmemdiag: %s finished with status %d%s; recorded in %s\n\n", o.cmd[0], status,
                oom ? " (out of GPU memory)" : "", dir);
         fflush(stdout);
-        char *sargs[] = {"summary", dir, NULL};
-        cmd_summary(2, sargs, 0);
-        printf("\nnext: memdiag diagnose %s   (evidence and advice for each finding)\n", dir);
+        char *sargs[] = {"summary", dir, "--brief", NULL};
+        cmd_summary(3, sargs, 0);
+        printf("\nnext: memdiag diagnose %s     evidence and advice for each finding\n"
+               "      memdiag summary %s      steps, phases and sites per rank\n", dir, dir);
     } else {
         printf("\nmemdiag: %s finished with status %d; no process used torch with CUDA, "
                "nothing recorded in %s\n", o.cmd[0], status, dir);

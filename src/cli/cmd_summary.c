@@ -14,7 +14,8 @@ static void help(int diagnose)
     printf("PATH: allocator snapshot files (torch.cuda.memory._dump_snapshot output,\n"
            "plain or .gz/.zst/.xz) or directories of per-rank snapshots.\n\n"
            "  --top N   sites to list at the peak (default 8)\n"
-           "  --json    machine-readable output (schema 1, docs/json-schema.md)\n");
+           "  --json    machine-readable output (schema 1, docs/json-schema.md)\n"
+           "  --brief   a few lines per rank (what memdiag run prints)\n");
 }
 
 typedef struct loaded {
@@ -257,7 +258,7 @@ static void report_missing(const loaded *L)
 
 int cmd_summary(int argc, char **argv, int diagnose)
 {
-    md_out_opts opt = {8, diagnose};
+    md_out_opts opt = {8, diagnose, 0};
     int json = 0;
     char **args = calloc((size_t)argc + 1, sizeof *args);
     int nargs = 0;
@@ -270,6 +271,8 @@ int cmd_summary(int argc, char **argv, int diagnose)
             return 0;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--brief")) {
+            opt.brief = 1;
         } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);

@@ -36,6 +36,7 @@ int md_rank_phase_of(const md_step *st, long i);
 typedef struct md_out_opts {
     int top;      /* sites to list */
     int detail;   /* findings in full (diagnose) or one line each (summary) */
+    int brief;    /* a few lines per rank: what memdiag run prints at the end */
 } md_out_opts;
 
 /* Cross-rank findings of ranks that belong to one job (distinct rank

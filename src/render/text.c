@@ -251,8 +251,45 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
         findings(o, f, nf, 0, "findings (memdiag diagnose for evidence)");
 }
 
+static void brief_rank(FILE *o, md_rank *rk)
+{
+    const md_indicators *in = md_analysis_indicators(rk->a);
+    header(o, rk);
+    peak_line(o, rk);
+    if (in->valid)
+        fprintf(o, "  indicators  persistent after step %d %.1f MiB, growth %.1f MiB, "
+                   "largest forward %.1f MiB\n",
+                md_analysis_steps(rk->a, &(size_t){0})[0].number,
+                in->first_step_persistent_change_mib, in->between_step_growth_mib,
+                in->largest_forward_increase_mib);
+    for (size_t i = 0; i < rk->nfindings; i++)
+        finding(o, &rk->findings[i], 0);
+}
+
+static void brief_samples(FILE *o, const md_sample_rank *r, const md_finding *f, size_t nf)
+{
+    fprintf(o, "== rank %d capture %s: %s", r->rank, r->source,
+            !r->has_capture ? "samples" : r->capture.complete ? "complete" : "INCOMPLETE (killed?)");
+    if (r->has_capture)
+        fprintf(o, ", %zu steps", r->capture.steps);
+    fprintf(o, "\n");
+    for (size_t i = 0; i < nf; i++)
+        finding(o, &f[i], 0);
+}
+
 void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
 {
+    if (opt->brief) {
+        for (size_t i = 0; i < rep->n; i++)
+            brief_rank(o, &rep->ranks[i]);
+        for (size_t i = 0; i < rep->nsranks; i++)
+            brief_samples(o, &rep->sranks[i], rep->sfindings[i], rep->nsfindings[i]);
+        if (rep->n > 1)
+            compare(o, rep->ranks, rep->n);
+        if (rep->ncross)
+            findings(o, rep->cross, rep->ncross, 0, "cross-rank findings");
+        return;
+    }
     md_rank *ranks = rep->ranks;
     size_t n = rep->n;
     for (size_t i = 0; i < n; i++) {
