@@ -15,7 +15,7 @@ DESC="a leaking job: capture, snapshots, manifest and the leak in the summary"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN --leak 30 --sigusr1 >$T/a.out 2>&1 &&
   test -s $T/a/rank0.mdcap && test -s $T/a/rank0.pickle && test -s $T/a/rank0-signal.pickle &&
   grep -q '\"exit_status\": 0' $T/a/manifest.json && grep -q 'leak: memory grows by 30.0 MiB' $T/a.out &&
-  grep -q 'capture     complete, status 0, 5 optimizer steps' $T/a.out"
+  grep -q 'rank0.mdcap: complete, 5 steps' $T/a.out"
 
 DESC="indicators from the capture's samples"
 ok sh -c "$M diagnose --json $T/a | python3 -c 'import json,sys; d=json.load(sys.stdin); r=[r for r in d[\"ranks\"] if r[\"kind\"]==\"capture\"][0]; i=r[\"indicators\"]; assert abs(i[\"between_step_growth_mib\"]-120)<1e-6 and abs(i[\"first_step_persistent_change_mib\"]-30)<1e-6, i'"
