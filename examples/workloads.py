@@ -219,6 +219,13 @@ def main() -> int:
     torch.cuda.set_device(dev)
     if world > 1:
         torch.distributed.init_process_group("nccl", device_id=dev)
+    if a.precision == "bf16":  # every rank must support it, or none uses it
+        ok = torch.tensor(int(torch.cuda.is_bf16_supported()), device=dev)
+        if world > 1:
+            torch.distributed.all_reduce(ok, op=torch.distributed.ReduceOp.MIN)
+        if not ok.item():
+            print("workloads.py: bf16 requested but a GPU lacks it", file=sys.stderr)
+            return 2
     torch.manual_seed(a.seed)
     if a.case == "oom":
         torch.cuda.set_per_process_memory_fraction(a.memory_fraction, dev)

@@ -52,5 +52,26 @@ for mode in plain none python python-alloc all; do
     done
 done
 rm -rf "$W"/ovh-*
+# the right cause for each workload, from memdiag's own JSON
+python3 - "$W" >>"$log" 2>&1 <<'PY'
+import json, sys
+W = sys.argv[1]
+want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
+        "beta": ({"optimizer_state", "library_workspace"}, {"leak"}),
+        "gamma": ({"leak", "library_workspace"}, {"optimizer_state"}),
+        "oom": ({"oom"}, set()), "hf": ({"optimizer_state", "logits"}, {"leak"})}
+bad = 0
+for run, (must, must_not) in want.items():
+    d = json.load(open(f"{W}/{run}.diagnosis.json"))
+    kinds = {f["kind"] for r in d["ranks"] for f in r["findings"]}
+    ok = must <= kinds and not (must_not & kinds)
+    bad += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {run}: {sorted(kinds)}")
+d = json.load(open(f"{W}/ddp.diagnosis.json"))
+ok = [f["kind"] for f in d["findings"]] == ["rank_imbalance"] and "rank 0" in d["findings"][0]["summary"]
+bad += not ok
+print(f"{'PASS' if ok else 'FAIL'} ddp: {[f['summary'] for f in d['findings']]}")
+print(f"gpu checks: {'all passed' if not bad else f'{bad} failed'}")
+PY
 tar -cJf "$OUT/memdiag-run.tar.xz" -C "$W" .
 cat "$log"
