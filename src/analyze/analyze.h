@@ -47,6 +47,20 @@ typedef struct md_live_set {
 
 const md_live_set *md_analysis_live(const md_analysis *a, long index);
 
+/* Building findings (findings.c, samples.c): a new zeroed finding
+ * appended to a growable array (rank and phase -1), and printf into its
+ * fixed-size texts. */
+md_finding *md_finding_new(md_finding **arr, size_t *n, size_t *cap, const char *kind,
+                           int severity, uint64_t bytes);
+void md_fsay(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define MD_SUMMARY(f, ...) md_fsay((f)->summary, sizeof (f)->summary, __VA_ARGS__)
+#define MD_ADVICE(f, ...) md_fsay((f)->advice, sizeof (f)->advice, __VA_ARGS__)
+#define MD_EVIDENCE(f, ...)                                                             \
+    do {                                                                                \
+        if ((f)->nevidence < MD_FINDING_MAX_EVIDENCE)                                   \
+            md_fsay((f)->evidence[(f)->nevidence++], sizeof (f)->evidence[0], __VA_ARGS__); \
+    } while (0)
+
 /* Category of a live allocation given the analysis (steps, lifetimes). */
 md_category md_categorize(const md_analysis *a, const md_live *l);
 const md_snapshot *md_analysis_snapshot(const md_analysis *a);

@@ -44,21 +44,22 @@ static double mib(uint64_t b)
     return (double)b / MIB;
 }
 
-static md_finding *add(fctx *c, const char *kind, int sev, uint64_t bytes)
+md_finding *md_finding_new(md_finding **arr, size_t *n, size_t *cap, const char *kind,
+                           int severity, uint64_t bytes)
 {
-    if (md_grow((void **)&c->out, &c->cap, c->n + 1, sizeof *c->out))
+    if (md_grow((void **)arr, cap, *n + 1, sizeof **arr))
         return NULL;
-    md_finding *f = &c->out[c->n++];
+    md_finding *f = &(*arr)[(*n)++];
     memset(f, 0, sizeof *f);
     snprintf(f->kind, sizeof f->kind, "%s", kind);
-    f->severity = sev;
+    f->severity = severity;
     f->bytes = bytes;
     f->rank = -1;
+    f->phase = -1;
     return f;
 }
 
-static void say(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *dst, size_t n, const char *fmt, ...)
+void md_fsay(char *dst, size_t n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -66,13 +67,11 @@ static void say(char *dst, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-#define SUMMARY(f, ...) say((f)->summary, sizeof (f)->summary, __VA_ARGS__)
-#define ADVICE(f, ...) say((f)->advice, sizeof (f)->advice, __VA_ARGS__)
-#define EVIDENCE(f, ...)                                                         \
-    do {                                                                         \
-        if ((f)->nevidence < MD_FINDING_MAX_EVIDENCE)                            \
-            say((f)->evidence[(f)->nevidence++], sizeof (f)->evidence[0], __VA_ARGS__); \
-    } while (0)
+static md_finding *add(fctx *c, const char *kind, int sev, uint64_t bytes)
+{
+    return md_finding_new(&c->out, &c->n, &c->cap, kind, sev, bytes);
+}
+
 
 /* ---- live sets grouped by site, with a filter ---------------------------- */
 
@@ -189,25 +188,25 @@ static void find_leak(fctx *c)
     leak_arg la = {c->st[0].after_zero, 0};
     uint64_t kept = collect_sites(c, f, c->st[c->nst - 1].after_zero, retained_pred, &la);
     int graphs = kept && la.forward_bytes * 2 >= kept;
-    SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s", mib((uint64_t)per),
+    MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s", mib((uint64_t)per),
             graphs ? "each step's autograd graph (forward activations) is kept alive"
                    : "tensors created each step are kept");
-    EVIDENCE(f, "allocated after zero_grad grows in every one of %zu steps: %.1f MiB per step "
+    MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu steps: %.1f MiB per step "
                 "(min %.1f, max %.1f), %.1f MiB in total",
              nd, mib((uint64_t)per), lo / MIB, hi / MIB, sum / MIB);
-    EVIDENCE(f, "%.1f MiB allocated after step %d is still live after the last step; "
+    MD_EVIDENCE(f, "%.1f MiB allocated after step %d is still live after the last step; "
                 "%.0f%% of it was allocated in a forward pass (saved for backward)",
              mib(kept), c->st[0].number,
              kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0);
-    EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
+    MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
              100.0 * per / (double)peak, mib(peak));
     if (graphs)
-        ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
+        MD_ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
                   "output appended to a list (store loss.item() or loss.detach()), or "
                   "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
                   "about %.1f MiB per step.", mib((uint64_t)per));
     else
-        ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
+        MD_ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
                   "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
                   "per step.", mib((uint64_t)per));
 }
@@ -274,23 +273,23 @@ static void find_optimizer_state(fctx *c)
     memcpy(f->sites, probe.sites, sizeof f->sites);
     f->nsites = probe.nsites;
     if (params)
-        SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the parameter bytes, created at the first "
+        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the parameter bytes, created at the first "
                    "optimizer step",
                 opt[0] ? opt : "the optimizer", " ", mib(state), ratio);
     else
-        SUMMARY(f, "%s%skeeps %.1f MiB of state created at the first optimizer step",
+        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state created at the first optimizer step",
                 opt[0] ? opt : "the optimizer", " ", mib(state));
-    EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
+    MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
                 "still live at the end of the last step", mib(state), ca.count);
     if (params)
-        EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", mib(params), ratio);
+        MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", mib(params), ratio);
     double want = expected_state_multiple(opt);
     if (want > 0 && params)
-        EVIDENCE(f, "%s's expected state is %.0f x the parameters (%s)", opt, want,
+        MD_EVIDENCE(f, "%s's expected state is %.0f x the parameters (%s)", opt, want,
                  want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
-    EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
+    MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, mib(peak));
-    ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
+    MD_ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
               "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter of "
               "fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.", mib(state));
 }
@@ -310,15 +309,15 @@ static void find_workspace(fctx *c)
     }
     f->bytes = ws;
     int n32 = (int)(ws / (32 << 20));
-    SUMMARY(f, "%.1f MiB is cuBLAS/cuDNN workspace, held for the whole run (not optimizer state)",
+    MD_SUMMARY(f, "%.1f MiB is cuBLAS/cuDNN workspace, held for the whole run (not optimizer state)",
             mib(ws));
-    EVIDENCE(f, "%zu never-freed workspace allocation%s, %.1f MiB in total", ca.count,
+    MD_EVIDENCE(f, "%zu never-freed workspace allocation%s, %.1f MiB in total", ca.count,
              ca.count == 1 ? "" : "s", mib(ws));
     if (n32 && ws == (uint64_t)n32 * (32 << 20))
-        EVIDENCE(f, "%d x 32 MiB: cuBLAS allocates one 32 MiB workspace per handle and stream on "
+        MD_EVIDENCE(f, "%d x 32 MiB: cuBLAS allocates one 32 MiB workspace per handle and stream on "
                     "Hopper (sm90); the forward and the autograd thread use different streams",
                  n32);
-    ADVICE(f, "Usually fine. CUBLAS_WORKSPACE_CONFIG=:4096:8 limits each workspace to 32 MiB "
+    MD_ADVICE(f, "Usually fine. CUBLAS_WORKSPACE_CONFIG=:4096:8 limits each workspace to 32 MiB "
               "(smaller configs such as :16:8 save most of the %.1f MiB at some matmul speed).",
            mib(ws));
 }
@@ -345,19 +344,19 @@ static void find_activations(fctx *c)
     f->bytes = act;
     f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
     const md_indicators *in = md_analysis_indicators(c->a);
-    SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
+    MD_SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
             100.0 * share, mib(act), mib(peak));
-    EVIDENCE(f, "%.1f MiB in %zu forward-pass allocations live at the peak", mib(act), ca.count);
+    MD_EVIDENCE(f, "%.1f MiB in %zu forward-pass allocations live at the peak", mib(act), ca.count);
     if (in->valid)
-        EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
+        MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     for (size_t k = 0; k < c->nst; k++)
         if (p > (k ? c->st[k - 1].after_zero : -1) && p <= c->st[k].after_zero) {
-            EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", mib(peak), c->st[k].number,
+            MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", mib(peak), c->st[k].number,
                      p <= c->st[k].after_forward ? "at the end of the forward"
                      : p <= c->st[k].after_backward ? "during backward" : "after backward");
             break;
         }
-    ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only "
+    MD_ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only "
               "block inputs and gives back most of the %.1f MiB for ~30%% more compute; halving "
               "the batch or sequence halves it; bf16 autocast halves fp32 activations; "
               "SDPA (flash / memory-efficient) avoids the seq x seq attention matrix.",
@@ -428,19 +427,19 @@ static void find_logits(fctx *c)
                                                                       : MD_SEV_INFO, total);
     if (!f)
         return;
-    SUMMARY(f, "the logits and the loss over them hold %.1f MiB, %.0f%% of the peak: "
+    MD_SUMMARY(f, "the logits and the loss over them hold %.1f MiB, %.0f%% of the peak: "
                "%.1f bytes per logit element", mib(total), 100.0 * (double)total / (double)peak,
             (double)total / elems);
-    EVIDENCE(f, "about %.0f million logit elements (the loss's largest fp32 tensor is %.1f MiB)",
+    MD_EVIDENCE(f, "about %.0f million logit elements (the loss's largest fp32 tensor is %.1f MiB)",
              elems / 1e6, mib(big));
     if (logits)
-        EVIDENCE(f, "logits-sized tensors (the logits, copies, gradients): %.1f MiB in %zu "
+        MD_EVIDENCE(f, "logits-sized tensors (the logits, copies, gradients): %.1f MiB in %zu "
                     "(the largest %.1f MiB, %s)", mib(logits), ncopies, mib(largest),
                  (double)largest >= 0.9 * (double)big ? "fp32" : "16-bit");
-    EVIDENCE(f, "%.1f MiB in %zu allocations of the loss (cross-entropy, log-softmax, upcasts, "
+    MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the loss (cross-entropy, log-softmax, upcasts, "
                 "shifted copies) live at the peak of %.1f MiB",
              mib(loss), nloss, mib(peak));
-    ADVICE(f, "Compute the loss without materializing every logit: a fused linear + "
+    MD_ADVICE(f, "Compute the loss without materializing every logit: a fused linear + "
               "cross-entropy kernel (e.g. Liger) or the loss in chunks over the sequence keeps "
               "one chunk's logits; avoid a full .float() copy and slicing logits[:, :-1] before "
               "the loss (it copies). Expected saving: most of %.1f MiB.", mib(total));
@@ -473,14 +472,14 @@ static void find_fragmentation(fctx *c)
                         (double)gap >= 0.5 * (double)pres ? MD_SEV_WARNING : MD_SEV_INFO, gap);
     if (!f)
         return;
-    SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
+    MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
                "that did not fit later requests",
             mib(gap), 100.0 * (double)gap / (double)pres);
-    EVIDENCE(f, "peak reserved %.1f MiB vs peak allocated %.1f MiB", mib(pres), mib(palloc));
-    EVIDENCE(f, "when reserved peaked (event %ld): %.1f MiB allocated, %.1f MiB cached free in "
+    MD_EVIDENCE(f, "peak reserved %.1f MiB vs peak allocated %.1f MiB", mib(pres), mib(palloc));
+    MD_EVIDENCE(f, "when reserved peaked (event %ld): %.1f MiB allocated, %.1f MiB cached free in "
                 "%zu segments, the largest free block %.1f MiB",
              at, mib(pt.allocated), mib(cs.free_total), cs.segments, mib(cs.largest_free));
-    ADVICE(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place and "
+    MD_ADVICE(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place and "
               "usually removes most of this; or max_split_size_mb:<N> keeps large blocks whole; "
               "pad or bucket varying shapes (sequence lengths) so freed blocks fit the next "
               "request. Up to %.1f MiB could be returned.", mib(gap));
@@ -522,27 +521,27 @@ static void find_oom(fctx *c)
             memset(&cs, 0, sizeof cs);
         uint64_t req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
         uint64_t avail = ev[i].addr + cs.largest_free;
-        SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device "
+        MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device "
                    "and %.1f MiB allocated", mib(ev[i].size), mib(ev[i].addr), mib(pt.allocated));
-        EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", mib(ev[i].size),
+        MD_EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", mib(ev[i].size),
                  mib(ev[i].addr));
-        EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "
+        MD_EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "
                     "(largest block %.1f MiB)",
                  mib(pt.allocated), mib(pt.reserved), mib(cs.free_total), mib(cs.largest_free));
         int top = MD_CAT_OTHER;
         for (int k = 0; k < MD_CAT_COUNT; k++)
             if (aa.by_cat[k] > aa.by_cat[top])
                 top = k;
-        EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", mib(live),
+        MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", mib(live),
                  md_category_name(top), mib(aa.by_cat[top]));
         uint64_t short_by = req > avail ? req - avail : 0;
         if (cs.free_total >= req && cs.largest_free < req)
-            EVIDENCE(f, "the cache held enough free memory but in pieces: fragmentation");
+            MD_EVIDENCE(f, "the cache held enough free memory but in pieces: fragmentation");
         if (ev[i].addr > req + pt.reserved)
-            EVIDENCE(f, "the device itself had %.1f MiB free: a per-process limit stopped the "
+            MD_EVIDENCE(f, "the device itself had %.1f MiB free: a per-process limit stopped the "
                         "request (set_per_process_memory_fraction, or memory held elsewhere)",
                      mib(ev[i].addr));
-        ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is %s "
+        MD_ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is %s "
                   "(%.1f MiB): see the sites. %s",
                mib(short_by), short_by ? "" : " (or less fragmentation)", md_category_name(top),
                mib(aa.by_cat[top]),
@@ -603,9 +602,9 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
                         (double)diff >= 0.3 * (double)pl ? MD_SEV_WARNING : MD_SEV_INFO, diff);
     if (!f)
         return MD_E_NOMEM;
-    SUMMARY(f, "rank %d peaks %.1f MiB (%.0f%%) above rank %d", ranks[hi], mib(diff),
+    MD_SUMMARY(f, "rank %d peaks %.1f MiB (%.0f%%) above rank %d", ranks[hi], mib(diff),
             100.0 * (double)diff / (double)pl, ranks[lo]);
-    EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi], mib(ph), ranks[lo],
+    MD_EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi], mib(ph), ranks[lo],
              mib(pl));
     size_t nh, nl;
     const md_step *sh = md_analysis_steps(as[hi], &nh), *sl = md_analysis_steps(as[lo], &nl);
@@ -627,16 +626,16 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
         }
         if (found >= 0) {
             f->phase = found == 0 ? -1 : found - 1;
-            EVIDENCE(f, "they part in step %d's %s: rank %d holds %.1f MiB more by its end",
+            MD_EVIDENCE(f, "they part in step %d's %s: rank %d holds %.1f MiB more by its end",
                      sh[k].number, names[found], ranks[hi], dh / MIB);
             break;
         }
     }
     const md_indicators *ih = md_analysis_indicators(as[hi]), *il = md_analysis_indicators(as[lo]);
     if (ih->valid && il->valid)
-        EVIDENCE(f, "largest forward increase: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi],
+        MD_EVIDENCE(f, "largest forward increase: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi],
                  ih->largest_forward_increase_mib, ranks[lo], il->largest_forward_increase_mib);
-    ADVICE(f, "Look for work only rank %d does in that phase: a larger local batch (uneven "
+    MD_ADVICE(f, "Look for work only rank %d does in that phase: a larger local batch (uneven "
               "sharding, rank-0 extras), longer sequences, rank-0 logging/evaluation, or gathered "
               "checkpoints. Balanced, rank %d would need about %.1f MiB less.",
            ranks[hi], ranks[hi], mib(diff));

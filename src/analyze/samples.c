@@ -3,7 +3,6 @@
  * allocator history. The device-wide counter adds one thing snapshots
  * cannot see: memory outside PyTorch's allocator. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../util/util.h"
@@ -61,32 +60,9 @@ void md_samples_indicators(md_sample_rank *r)
 static md_finding *add(md_finding **out, size_t *n, size_t *cap, const char *kind, int sev,
                        double mib)
 {
-    if (md_grow((void **)out, cap, *n + 1, sizeof **out))
-        return NULL;
-    md_finding *f = &(*out)[(*n)++];
-    memset(f, 0, sizeof *f);
-    snprintf(f->kind, sizeof f->kind, "%s", kind);
-    f->severity = sev;
-    f->bytes = mib > 0 ? (uint64_t)(mib * 1048576.0) : 0;
-    f->rank = -1;
-    f->phase = -1;
-    return f;
+    return md_finding_new(out, n, cap, kind, sev, mib > 0 ? (uint64_t)(mib * 1048576.0) : 0);
 }
 
-static void put(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *dst, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst, n, fmt, ap);
-    va_end(ap);
-}
-
-#define EV(f, ...)                                                                  \
-    do {                                                                            \
-        if ((f)->nevidence < MD_FINDING_MAX_EVIDENCE)                               \
-            put((f)->evidence[(f)->nevidence++], sizeof (f)->evidence[0], __VA_ARGS__); \
-    } while (0)
 
 static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
@@ -113,19 +89,19 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
     if (!f)
         return;
     f->rank = r->rank;
-    put(f->summary, sizeof f->summary,
+    md_fsay(f->summary, sizeof f->summary,
         "%.1f MiB of device memory is used outside PyTorch's allocator (CUDA context, "
         "libraries, NCCL, other processes)", gap);
-    EV(f, "%s of step %d: device used %.1f MiB, PyTorch reserved %.1f MiB",
+    MD_EVIDENCE(f, "%s of step %d: device used %.1f MiB, PyTorch reserved %.1f MiB",
        md_sample_phase_name(worst->phase), worst->step, worst->device_used_mib, worst->reserved_mib);
     if (first && first != worst)
-        EV(f, "already at %s: device used %.1f MiB against %.1f MiB reserved (%.1f MiB outside)",
+        MD_EVIDENCE(f, "already at %s: device used %.1f MiB against %.1f MiB reserved (%.1f MiB outside)",
            md_sample_phase_name(first->phase), first->device_used_mib, first->reserved_mib,
            first->device_used_mib - first->reserved_mib);
     if (r->device_total_mib > 0)
-        EV(f, "that is %.1f%% of the device's %.1f MiB", 100.0 * gap / r->device_total_mib,
+        MD_EVIDENCE(f, "that is %.1f%% of the device's %.1f MiB", 100.0 * gap / r->device_total_mib,
            r->device_total_mib);
-    put(f->advice, sizeof f->advice,
+    md_fsay(f->advice, sizeof f->advice,
         "Snapshots cannot see this memory. A CUDA context takes roughly 300-600 MiB with lazy "
         "module loading (CUDA >= 12.2); NCCL adds buffers per communicator and channel "
         "(NCCL_BUFFSIZE); cuDNN/cuBLAS load kernels. Check nvidia-smi for other processes "
@@ -153,12 +129,12 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     if (!f)
         return;
     f->rank = r->rank;
-    put(f->summary, sizeof f->summary,
+    md_fsay(f->summary, sizeof f->summary,
         "memory grows by %.1f MiB every step and is never freed", per);
-    EV(f, "allocated after clearing gradients grows in every one of %d steps: %.1f MiB per step, "
+    MD_EVIDENCE(f, "allocated after clearing gradients grows in every one of %d steps: %.1f MiB per step, "
           "%.1f MiB in total", last, per, sum);
-    EV(f, "samples only: an allocator snapshot of the same run names the sites");
-    put(f->advice, sizeof f->advice,
+    MD_EVIDENCE(f, "samples only: an allocator snapshot of the same run names the sites");
+    md_fsay(f->advice, sizeof f->advice,
         "Record a snapshot (memdiag run, or torch.cuda.memory._record_memory_history) to see "
         "which allocations stay; typical causes are a loss kept with its graph "
         "(store loss.item()) or tensors appended to a list every step. About %.1f MiB per step.",
@@ -177,18 +153,18 @@ static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *ca
         return;
     f->rank = r->rank;
     if (ci->oom_limit && r->device_total_mib > 0 && lim < 0.95 * r->device_total_mib)
-        put(f->summary, sizeof f->summary,
+        md_fsay(f->summary, sizeof f->summary,
             "out of memory: a request for %.1f MiB failed at the process's limit of %.1f MiB "
             "(a memory fraction), with %.1f MiB still free on the device", req, lim, fr);
     else
-        put(f->summary, sizeof f->summary,
+        md_fsay(f->summary, sizeof f->summary,
             "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device",
             req, fr);
-    EV(f, "%zu out-of-memory event%s recorded by the allocator's OOM observer", ci->ooms,
+    MD_EVIDENCE(f, "%zu out-of-memory event%s recorded by the allocator's OOM observer", ci->ooms,
        ci->ooms == 1 ? "" : "s");
     if (ci->snapshot[0])
-        EV(f, "snapshot written at the failure: %s", ci->snapshot);
-    put(f->advice, sizeof f->advice,
+        MD_EVIDENCE(f, "snapshot written at the failure: %s", ci->snapshot);
+    md_fsay(f->advice, sizeof f->advice,
         "Open the snapshot (memdiag diagnose %s) to see what was live by site and category.",
         ci->snapshot[0] ? ci->snapshot : "<snapshot>");
 }
@@ -229,9 +205,9 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
                                                                        : MD_SEV_INFO, diff);
     if (!f)
         return MD_E_NOMEM;
-    put(f->summary, sizeof f->summary, "rank %d peaks %.1f MiB (%.0f%%) above rank %d",
+    md_fsay(f->summary, sizeof f->summary, "rank %d peaks %.1f MiB (%.0f%%) above rank %d",
         r[hi].rank, diff, 100.0 * diff / pl, r[lo].rank);
-    EV(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", r[hi].rank, ph, r[lo].rank, pl);
+    MD_EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", r[hi].rank, ph, r[lo].rank, pl);
     /* the first sample where they part by a quarter of the final gap */
     for (size_t i = 0; i < r[hi].nsamples; i++) {
         const md_sample *a = &r[hi].samples[i];
@@ -241,15 +217,15 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
                        : a->phase == MD_SP_AFTER_BACKWARD         ? MD_PHASE_BACKWARD
                        : a->phase == MD_SP_AFTER_OPTIMIZER_STEP   ? MD_PHASE_OPTIMIZER
                        : a->phase == MD_SP_AFTER_CLEAR_GRADIENTS  ? MD_PHASE_ZERO_GRAD : -1;
-            EV(f, "they part at step %d %s: rank %d holds %.1f MiB more", a->step,
+            MD_EVIDENCE(f, "they part at step %d %s: rank %d holds %.1f MiB more", a->step,
                md_sample_phase_name(a->phase), r[hi].rank, a->allocated_mib - b->allocated_mib);
             break;
         }
     }
-    EV(f, "largest forward increase: rank %d %.1f MiB, rank %d %.1f MiB", r[hi].rank,
+    MD_EVIDENCE(f, "largest forward increase: rank %d %.1f MiB, rank %d %.1f MiB", r[hi].rank,
        r[hi].indicators.largest_forward_increase_mib, r[lo].rank,
        r[lo].indicators.largest_forward_increase_mib);
-    put(f->advice, sizeof f->advice,
+    md_fsay(f->advice, sizeof f->advice,
         "Look for work only rank %d does in that phase: a larger local batch, longer sequences, "
         "rank-0 logging or evaluation. Balanced, rank %d would need about %.1f MiB less.",
         r[hi].rank, r[hi].rank, diff);
