@@ -1,16 +1,43 @@
-/* fuzz_snapshot.c - libFuzzer target: any bytes through the whole read and
- * analysis path (decompression sniffing, pickle VM, schema conversion,
- * replay, steps, sites). Must never crash, hang or leak. */
+/* fuzz_snapshot.c - libFuzzer target: any bytes through every reader and
+ * the analysis behind it: snapshots (decompression sniffing, pickle VM,
+ * schema conversion, replay, steps, sites, findings), capture files and
+ * seed JSON reports (samples, indicators, findings). Must never crash,
+ * hang or leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include "memdiag.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void samples(md_sample_rank *r, size_t n)
+{
+    md_finding *f;
+    size_t nf;
+    md_err e;
+    for (size_t i = 0; i < n; i++) {
+        md_samples_indicators(&r[i]);
+        if (md_diagnose_samples(&r[i], &f, &nf, &e) == MD_OK)
+            free(f);
+    }
+    if (md_diagnose_sample_ranks(r, n, &f, &nf, &e) == MD_OK)
+        free(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     md_snapshot *s = NULL;
     md_err e;
+    md_sample_rank cr, *jr;
+    md_capture_info ci;
+    size_t nj;
+    if (md_capture_load_mem(data, size, "fuzz", &cr, &ci, &e) == MD_OK) {
+        samples(&cr, 1);
+        free(cr.samples);
+    }
+    if (size && data[0] == '{' && md_seedjson_load_mem(data, size, "fuzz", &jr, &nj, &e) == MD_OK) {
+        samples(jr, nj);
+        md_sample_ranks_free(jr, nj);
+    }
     if (md_snapshot_load_mem(data, size, "fuzz", &s, &e) != MD_OK)
         return 0;
     for (int d = 0; d < md_snapshot_ndevices(s) && d < 4; d++) {
@@ -24,6 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint64_t cat[MD_CAT_COUNT];
             if (md_sites_at(a, md_replay_peak_index(r), &sites, &n, cat, &e) == MD_OK)
                 free(sites);
+            md_finding *f;
+            size_t nf;
+            if (md_diagnose(a, &f, &nf, &e) == MD_OK)
+                free(f);
             md_analysis_free(a);
         }
         md_replay_free(r);

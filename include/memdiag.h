@@ -402,6 +402,8 @@ typedef struct md_sample_rank {
 /* Reads a seed-script JSON report (one or several ranks). The array and
  * each rank's samples are malloc'd; md_sample_ranks_free releases them. */
 int md_seedjson_load(const char *path, md_sample_rank **ranks, size_t *n, md_err *err);
+int md_seedjson_load_mem(const void *data, size_t len, const char *name,
+                         md_sample_rank **ranks, size_t *n, md_err *err);
 void md_sample_ranks_free(md_sample_rank *ranks, size_t n);
 /* Fills r->indicators from the samples (the seed script's rules). */
 void md_samples_indicators(md_sample_rank *r);
@@ -446,7 +448,10 @@ int md_cap_close(md_cap *c, int status);
 int md_nvml_memory(const char *pci_bus_id, uint64_t *used, uint64_t *total,
                    uint64_t *process_used);
 
-/* Reads a capture file into one sample rank (rank from its META). */
+/* Reads a capture file into one sample rank (rank from its META); the
+ * _mem form reads bytes already in memory (name is for messages). */
+int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_rank *rank,
+                        md_capture_info *info, md_err *err);
 int md_capture_load(const char *path, md_sample_rank *rank, md_capture_info *info,
                     md_err *err);
 

@@ -9,7 +9,11 @@ srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze
 clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -Iinclude $srcs fuzz/fuzz_snapshot.c \
     -o "$out/fuzz_snapshot" -ljansson -lz -lzstd -llzma -lm -ldl -lpthread
-cp tests/data/synthetic/*.pickle tests/data/fuzz-regress/* "$out/corpus/"
+cp tests/data/synthetic/*.pickle tests/data/synthetic/*.json tests/data/fuzz-regress/* "$out/corpus/"
+for f in tests/data/runs/*/*.mdcap; do   # same names in each run: prefix the run
+    cp "$f" "$out/corpus/$(basename "$(dirname "$f")")-$(basename "$f")"
+done
+cp tests/data/seed-exercise/alpha-small.json "$out/corpus/"
 head -c 60000 tests/data/seed-exercise/snap-alpha-small-rank0.pickle >"$out/corpus/real-prefix"
 rc=0
 "$out/fuzz_snapshot" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \

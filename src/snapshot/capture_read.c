@@ -117,30 +117,15 @@ static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture
     return MD_OK;
 }
 
-int md_capture_load(const char *path, md_sample_rank *r, md_capture_info *info, md_err *err)
+int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_rank *r,
+                        md_capture_info *info, md_err *err)
 {
+    const unsigned char *b = data;
     memset(r, 0, sizeof *r);
     memset(info, 0, sizeof *info);
     info->status = -1;
-    md_err_file(err, path);
-    snprintf(r->source, sizeof r->source, "%s", path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return md_err_set(err, MD_E_IO, -1, "cannot open capture file");
-    unsigned char *b = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (md_grow((void **)&b, &cap, n + 65536, 1)) {
-            free(b);
-            fclose(f);
-            return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-        }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
+    md_err_file(err, name);
+    snprintf(r->source, sizeof r->source, "%s", name);
     int rc = MD_OK;
     if (n < MD_CAP_HEADER_LEN || memcmp(b, MD_CAP_MAGIC, MD_CAP_MAGIC_LEN))
         rc = md_err_set(err, MD_E_FORMAT, 0, "not a memdiag capture file (bad magic)");
@@ -150,7 +135,6 @@ int md_capture_load(const char *path, md_sample_rank *r, md_capture_info *info, 
                         "update memdiag", get_u32(b + MD_CAP_MAGIC_LEN), MD_CAP_VERSION);
     else
         rc = parse(b, n, r, info, err);
-    free(b);
     r->has_capture = 1;
     r->capture = *info;
     if (rc) {
@@ -158,5 +142,34 @@ int md_capture_load(const char *path, md_sample_rank *r, md_capture_info *info, 
         r->samples = NULL;
         r->nsamples = 0;
     }
+    return rc;
+}
+
+int md_capture_load(const char *path, md_sample_rank *r, md_capture_info *info, md_err *err)
+{
+    md_err_file(err, path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        memset(r, 0, sizeof *r);
+        memset(info, 0, sizeof *info);
+        return md_err_set(err, MD_E_IO, -1, "cannot open capture file");
+    }
+    unsigned char *b = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (md_grow((void **)&b, &cap, n + 65536, 1)) {
+            free(b);
+            fclose(f);
+            memset(r, 0, sizeof *r);
+            return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    int rc = md_capture_load_mem(b, n, path, r, info, err);
+    free(b);
     return rc;
 }

@@ -76,16 +76,34 @@ static int read_rank(json_t *jr, md_sample_rank *r, const char *path, size_t ri,
     return MD_OK;
 }
 
+static int load_root(json_t *root, const json_error_t *je, const char *path,
+                     md_sample_rank **out, size_t *n, md_err *err);
+
 int md_seedjson_load(const char *path, md_sample_rank **out, size_t *n, md_err *err)
 {
     json_error_t je;
     md_err_file(err, path);
+    json_t *root = json_load_file(path, 0, &je);
+    return load_root(root, &je, path, out, n, err);
+}
+
+int md_seedjson_load_mem(const void *data, size_t len, const char *name, md_sample_rank **out,
+                         size_t *n, md_err *err)
+{
+    json_error_t je;
+    md_err_file(err, name);
+    json_t *root = json_loadb(data, len, 0, &je);
+    return load_root(root, &je, name, out, n, err);
+}
+
+static int load_root(json_t *root, const json_error_t *je, const char *path,
+                     md_sample_rank **out, size_t *n, md_err *err)
+{
     *out = NULL;
     *n = 0;
-    json_t *root = json_load_file(path, 0, &je);
     if (!root)
-        return md_err_set(err, MD_E_FORMAT, (int64_t)je.position,
-                          "not valid JSON (line %d, column %d): %s", je.line, je.column, je.text);
+        return md_err_set(err, MD_E_FORMAT, (int64_t)je->position,
+                          "not valid JSON (line %d, column %d): %s", je->line, je->column, je->text);
     json_t *reps = json_object_get(root, "rank_reports");
     if (!json_is_array(reps) || !json_array_size(reps)) {
         json_decref(root);
