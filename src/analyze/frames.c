@@ -150,20 +150,24 @@ unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack)
 {
     static const struct { const char *file, *name; } known[] = {
-        {"/adamw.py", "AdamW"}, {"/adam.py", "Adam"}, {"/sgd.py", "SGD"},
+        {"/adamw.py", "AdamW"}, {"/adam.py", "Adam/AdamW"}, {"/sgd.py", "SGD"},
         {"/adagrad.py", "Adagrad"}, {"/rmsprop.py", "RMSprop"},
         {"/adamax.py", "Adamax"}, {"/nadam.py", "NAdam"}, {"/radam.py", "RAdam"},
         {"/adadelta.py", "Adadelta"}, {"/lbfgs.py", "LBFGS"}, {"/asgd.py", "ASGD"},
         {"/rprop.py", "Rprop"}, {"/sparse_adam.py", "SparseAdam"}, {"/adafactor.py", "Adafactor"}};
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    const char *found = NULL;
+    /* the outermost optimizer file names the class; since torch 2.x AdamW
+     * is Adam with decoupled weight decay and leaves only adam.py frames,
+     * so that file can only say "Adam/AdamW" */
     for (size_t i = 0; i < n; i++) {
         const char *fn = md_strtab_get(&s->strs, s->frames[ids[i]].filename);
         if (!strstr(fn, "torch/optim/"))
             continue;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
-            if (strstr(fn, known[k].file))
-                return known[k].name;
+            if (strstr(fn, known[k].file) && !(found && !strcmp(found, "AdamW")))
+                found = known[k].name;
     }
-    return NULL;
+    return found;
 }

@@ -35,6 +35,10 @@ check "real OOM run: the oom finding with the per-process limit" sh -c "$M diagn
 check "real HF run: AdamW state 2x, logits at 12 bytes per element, transformers sites" sh -c "$M diagnose $R/hf > $T/hf.txt 2>&1 && grep -q 'AdamW keeps 385.8 MiB of state, 1.99 x' $T/hf.txt && grep -q '12.0 bytes per logit element' $T/hf.txt && grep -q 'modeling_llama.py' $T/hf.txt"
 check "real leak under memdiag run: snapshot and capture agree" sh -c "$M diagnose $R/gamma > $T/g.txt 2>&1 && test \$(grep -c 'leak: memory grows by 53.2 MiB every step' $T/g.txt) -eq 2"
 check "run directories validate against schema 1" sh -c "for r in $R/*; do $M diagnose --json \$r 2>/dev/null | python3 tests/cli/validate_json.py || exit 1; done"
+# real captures without annotations: steps from stack frames, same figures
+check "frames fallback equals torch's counters (Python stacks)" sh -c "$M diagnose --json $D/derived/gamma-small-py-noann.pickle.xz | python3 tests/cli/compare_samples.py $D/captured/gamma-small-py.json 0.01 && $M summary $D/derived/gamma-small-py-noann.pickle.xz | grep -q 'found from stack frames'"
+check "frames fallback on C++ stacks matches the seed JSON's indicators" sh -c "$M diagnose --json $D/derived/snap-beta-small-noann.pickle.xz | python3 -c 'import json,sys; i=json.load(sys.stdin)[\"ranks\"][0][\"indicators\"]; assert abs(i[\"first_step_persistent_change_mib\"]-131.35)<1 and abs(i[\"largest_forward_increase_mib\"]-84.46)<1, i'"
+check "frames fallback still names the leak and AdamW" sh -c "$M diagnose $D/derived/gamma-small-py-noann.pickle.xz | grep -q 'leak: memory grows by 53.2' && $M diagnose $D/derived/beta-small-py-noann.pickle.xz | grep -q 'Adam/AdamW keeps'"
 mkdir "$T/run"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/run/"
 check "directory of per-rank files, sorted by rank, compared" sh -c "$M summary $T/run | grep -q 'rank 0 peaks 165.2 MiB above rank 1'"
 mkdir "$T/gap"; cp $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/gap/snap-rank0.pickle"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle "$T/gap/snap-rank2.pickle"
