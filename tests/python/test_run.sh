@@ -64,5 +64,8 @@ ok sh -c "PYTHONPATH=$FAKE $M run --name '{run}-r{rank}' -o $T/g -- python3 $TRA
 DESC="a command that never imports torch records nothing, cleanly"
 ok sh -c "$M run -o $T/h -- python3 -c 'print(1)' | grep -q 'nothing recorded'"
 
+DESC="explicit API (memdiag.start/dump/stop) and the callbacks' window"
+ok sh -c "PYTHONPATH=$FAKE:$(pwd)/python MEMDIAG_LIB=$(dirname $M)/libmemdiag_capture.so python3 tests/python/explicit_api.py $T/x"
+
 echo "run: $((n - bad)) passed, $bad failed"
 [ "$bad" -eq 0 ]
