@@ -1116,10 +1116,3 @@ int md_pv_int(const md_pv *v, int64_t *out)
     return 1;
 }
 
-int md_pv_u64(const md_pv *v, uint64_t *out)
-{
-    if (!v || (v->t != PV_INT && v->t != PV_BOOL) || v->big)
-        return 0;
-    *out = v->u;
-    return 1;
-}

@@ -96,7 +96,14 @@ int md_pv_is_str(const md_strtab *strs, const md_pv *v, const char *s);
 /* Integer value as int64 (unsigned 2^64-1 reads as -1, torch's spelling of
  * -1). Returns 0 if v is not an int/bool. */
 int md_pv_int(const md_pv *v, int64_t *out);
-int md_pv_u64(const md_pv *v, uint64_t *out);
+/* As uint64 (negative values alias); 0 if not an int/bool or too big. */
+static inline int md_pv_u64(const md_pv *v, uint64_t *out)
+{
+    if (!v || (v->t != PV_INT && v->t != PV_BOOL) || v->big)
+        return 0;
+    *out = v->u;
+    return 1;
+}
 
 /* Opcode name for messages ("GLOBAL", "0x??"). */
 const char *md_pkl_opname(int op);

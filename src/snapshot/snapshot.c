@@ -213,12 +213,11 @@ static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_er
 
 /* ---- trace entries (called from inside the pickle reader) --------------- */
 
+/* Action names are interned consecutively (loader_init): one subtraction. */
 static md_action action_of(const loader *L, uint32_t sid)
 {
-    for (size_t a = 1; a < NACTIONS; a++)
-        if (L->act_sid[a] == sid)
-            return (md_action)a;
-    return MD_ACT_UNKNOWN;
+    uint32_t k = sid - L->act_sid[1];
+    return k < NACTIONS - 1 ? (md_action)(k + 1) : MD_ACT_UNKNOWN;
 }
 
 /* One trace-entry field. Key ids are consecutive (interned first in
@@ -544,6 +543,8 @@ static int loader_init(loader *L, md_snapshot *s)
         if (id < 0)
             return -1;
         L->act_sid[a] = (uint32_t)id;
+        if (L->act_sid[a] != L->act_sid[1] + (uint32_t)(a - 1))
+            return -1; /* action_of relies on consecutive ids */
     }
     /* stack id 0 is the empty stack */
     if (md_grow((void **)&s->stacks, &s->stcap, 1, sizeof *s->stacks))
@@ -589,7 +590,7 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
 
 int md_snapshot_load(const char *path, md_snapshot **out, md_err *err)
 {
-    md_input *in;
+    md_input *in = NULL;
     md_err_file(err, path);
     int rc = md_input_open(path, &in, err);
     if (rc)
@@ -602,7 +603,7 @@ int md_snapshot_load(const char *path, md_snapshot **out, md_err *err)
 int md_snapshot_load_mem(const void *data, size_t n, const char *name,
                          md_snapshot **out, md_err *err)
 {
-    md_input *in;
+    md_input *in = NULL;
     md_err_file(err, name);
     int rc = md_input_mem(data, n, &in, err);
     if (rc)
