@@ -10,6 +10,7 @@ have_hdr jansson.h || need="$need libjansson-dev"
 printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' |
     ${CC:-cc} -E -x c - >/dev/null 2>&1 || need="$need libcmocka-dev"
 command -v cc >/dev/null 2>&1 || need="$need build-essential"
+command -v python3 >/dev/null 2>&1 || need="$need python3"   # test scripts, validators
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "memdiag: installing$need" >&2
