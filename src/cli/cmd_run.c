@@ -152,7 +152,7 @@ static int prepare_dir(const char *dir, int force)
 
 /* memdiag's Python glue and libmemdiag.so, located from this executable:
  * a checkout (build/memdiag beside python/) or an install (bin/, lib/). */
-static int find_support(char *py, size_t npy, char *lib, size_t nlib)
+static int find_support(char py[PATH_MAX], char lib[PATH_MAX])
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -180,8 +180,6 @@ static int find_support(char *py, size_t npy, char *lib, size_t nlib)
         if (access(p, R_OK) == 0 && realpath(p, lib))
             found |= 2;
     }
-    (void)npy;
-    (void)nlib;
     return found == 3 ? 0 : -1;
 }
 
@@ -333,7 +331,7 @@ int cmd_run(int argc, char **argv)
     }
     if (prepare_dir(o.out, o.force) || !realpath(o.out, dir))
         return EXIT_USAGE;
-    if (find_support(py, sizeof py, lib, sizeof lib)) {
+    if (find_support(py, lib)) {
         cli_fail("cannot find memdiag's Python glue and libmemdiag_capture.so next to this executable "
                  "(run 'make', or install memdiag)");
         return EXIT_USAGE;

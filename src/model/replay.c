@@ -656,61 +656,17 @@ md_point md_replay_at(const md_replay *r, long index)
 
 int md_replay_live(const md_replay *r, long index, md_live **out, size_t *n, md_err *err)
 {
-    rstate st;
-    *out = NULL;
-    *n = 0;
-    if (state_init(&st, r->s) || seed_state(r, &st)) {
-        state_free(&st);
-        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-    }
-    for (long i = 0; i <= index && (size_t)i < r->n; i++)
-        apply(&st, &r->ev[i], i);
-    size_t cap = 0, k = 0;
-    md_live *v = NULL;
-    for (size_t i = 0; i < st.nb; i++) {
-        const rblock *b = &st.b[i];
-        if (b->state != B_ALLOC)
-            continue;
-        if (md_grow((void **)&v, &cap, k + 1, sizeof *v)) {
-            free(v);
-            state_free(&st);
-            return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-        }
-        v[k++] = (md_live){b->addr, b->size, b->requested, b->alloc_index, b->stack,
-                           MD_CAT_OTHER};
-    }
-    state_free(&st);
-    *out = v;
-    *n = k;
-    return MD_OK;
+    return md_replay_probe(r, &index, 1, out, n, NULL, err);
 }
 
 int md_replay_cache_at(const md_replay *r, long index, md_cache_state *out, md_err *err)
 {
-    rstate st;
-    memset(out, 0, sizeof *out);
-    if (state_init(&st, r->s) || seed_state(r, &st)) {
-        state_free(&st);
-        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-    }
-    for (long i = 0; i <= index && (size_t)i < r->n; i++)
-        apply(&st, &r->ev[i], i);
-    for (size_t i = 0; i < st.nb; i++) {
-        const rblock *b = &st.b[i];
-        if (b->seg == NIL)
-            continue;
-        if (b->state == B_FREE) {
-            out->free_total += b->size;
-            if (b->size > out->largest_free)
-                out->largest_free = b->size;
-        } else if (b->state == B_PENDING) {
-            out->pending_free += b->size;
-        }
-    }
-    for (size_t i = 0; i < st.ng; i++)
-        out->segments += st.g[i].alive;
-    state_free(&st);
-    return MD_OK;
+    md_live *live;
+    size_t n;
+    int rc = md_replay_probe(r, &index, 1, &live, &n, out, err);
+    if (rc == MD_OK)
+        free(live);
+    return rc;
 }
 
 /* The live set and cache state of rstate st, in the public forms. */
