@@ -12,7 +12,7 @@ BUILD ?= build
 SHARED ?= ../shared
 
 SRC_LIB = $(wildcard src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c \
-                     src/analyze/*.c src/render/*.c src/capture/*.c)
+                     src/analyze/*.c src/render/*.c src/capture/*.c src/predict/*.c)
 SRC_CLI = $(wildcard src/cli/*.c)
 SRC_TEST = $(wildcard tests/unit/*.c)
 OBJ_LIB = $(SRC_LIB:%.c=$(BUILD)/%.o)

@@ -455,6 +455,42 @@ int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_
 int md_capture_load(const char *path, md_sample_rank *rank, md_capture_info *info,
                     md_err *err);
 
+/* ---- predict (first part: the model's static memory) ---------------------- */
+
+/* A model's shape, from a Hugging Face config.json or a preset. */
+typedef struct md_model {
+    char type[32];            /* model_type: gpt2, llama, mistral, qwen2, qwen3,
+                                 gemma, gemma2, phi3, seed */
+    int64_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, positions;
+    int tied;                 /* lm_head shares the embedding */
+    int attention_bias;
+    int64_t classes;          /* seed presets: classifier on token 0 */
+} md_model;
+
+/* Reads config.json (or "seed:small", "seed:medium"). */
+int md_model_load(const char *spec, md_model *m, md_err *err);
+/* Trainable parameters, counted as transformers counts them (each tensor
+ * once; tied embeddings once). */
+int64_t md_model_params(const md_model *m);
+
+typedef enum md_precision { MD_FP32, MD_BF16_AUTOCAST, MD_FP16_AUTOCAST, MD_BF16_PURE } md_precision;
+typedef enum md_optimizer { MD_OPT_SGD, MD_OPT_SGD_MOMENTUM, MD_OPT_ADAM, MD_OPT_ADAMW } md_optimizer;
+
+/* The memory a training step starts from and cannot go below: weights,
+ * optimizer state and library workspaces; gradients appear during
+ * backward. Activations and the loss over the logits are not predicted
+ * yet (issue 5); peak_known is 0 and the floor is a lower bound. */
+typedef struct md_prediction {
+    int64_t params;
+    uint64_t weights, gradients, optimizer_state, workspace;
+    uint64_t floor;            /* weights + optimizer_state + workspace */
+    uint64_t floor_with_grads; /* + gradients: the end of backward */
+    int peak_known;
+} md_prediction;
+
+int md_predict(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
+               md_precision prec, md_prediction *out, md_err *err);
+
 /* The first frame that belongs to user code (not torch, CPython or C++),
  * or NULL. */
 const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack);

@@ -19,5 +19,6 @@ void cli_free_paths(char **paths, size_t n);
 
 int cmd_summary(int argc, char **argv, int diagnose);
 int cmd_run(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 #endif

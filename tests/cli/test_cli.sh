@@ -39,6 +39,10 @@ check "run directories validate against schema 1" sh -c "for r in $R/*; do $M di
 check "frames fallback equals torch's counters (Python stacks)" sh -c "$M diagnose --json $D/derived/gamma-small-py-noann.pickle.xz | python3 tests/cli/compare_samples.py $D/captured/gamma-small-py.json 0.01 && $M summary $D/derived/gamma-small-py-noann.pickle.xz | grep -q 'found from stack frames'"
 check "frames fallback on C++ stacks matches the seed JSON's indicators" sh -c "$M diagnose --json $D/derived/snap-beta-small-noann.pickle.xz | python3 -c 'import json,sys; i=json.load(sys.stdin)[\"ranks\"][0][\"indicators\"]; assert abs(i[\"first_step_persistent_change_mib\"]-131.35)<1 and abs(i[\"largest_forward_increase_mib\"]-84.46)<1, i'"
 check "frames fallback still names the leak and AdamW" sh -c "$M diagnose $D/derived/gamma-small-py-noann.pickle.xz | grep -q 'leak: memory grows by 53.2' && $M diagnose $D/derived/beta-small-py-noann.pickle.xz | grep -q 'Adam/AdamW keeps'"
+# predict: the floor and parameter counts; the peak is refused, not guessed
+check "predict text for a real config" sh -c "$M predict --model $D/predict/qwen2.json --batch 4 --seq 1024 --optimizer adamw --precision bf16-autocast --gpu H100 | grep -q '225609856 parameters'"
+check "predict --json: peak null with the reason" sh -c "$M predict --model seed:medium --batch 2 --seq 512 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"peak_allocated_bytes\"] is None and d[\"unsupported\"] and d[\"model\"][\"parameters\"]==27550720'"
+check "predict: a floor that cannot fit is said so" sh -c "$M predict --model $D/predict/qwen3.json --batch 1 --seq 128 --gpu 1GB | grep -q 'does not fit'"
 mkdir "$T/run"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/run/"
 check "directory of per-rank files, sorted by rank, compared" sh -c "$M summary $T/run | grep -q 'rank 0 peaks 165.2 MiB above rank 1'"
 mkdir "$T/gap"; cp $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/gap/snap-rank0.pickle"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle "$T/gap/snap-rank2.pickle"
@@ -69,6 +73,8 @@ expect_fail "one bad file among good ones" "empty.pickle" $M summary $D/seed-exe
 expect_fail "unknown option" "unknown option '--frob'" $M summary --frob x
 expect_fail "unknown command" "unknown command" $M frobnicate
 expect_fail "no paths" "needs at least one" $M diagnose --json
+expect_fail "predict without shape" "needs --model, --batch and --seq" $M predict --model seed:small
+expect_fail "predict of an unknown GPU" "a known GPU" $M predict --model seed:small --batch 1 --seq 8 --gpu potato
 mkdir "$T/nodata"
 expect_fail "directory without snapshots" "no snapshot or capture files" $M summary "$T/nodata"
 

@@ -1,0 +1,167 @@
+/* cmd_predict.c - `memdiag predict`: the memory of a training step
+ * before running it. This first part is exact for the parameters and the
+ * state that lives across steps; activations and the logits are not
+ * modeled yet, and the command says so instead of guessing a peak. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: memdiag predict --model CONFIG|PRESET --batch B --seq S [--optimizer O]\n"
+           "                       [--precision P] [--gpu NAME|SIZE] [--json]\n\n"
+           "  --model      a Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3, gemma,\n"
+           "               gemma2, phi3) or seed:small / seed:medium\n"
+           "  --optimizer  sgd, sgd-momentum, adam, adamw (default adamw)\n"
+           "  --precision  fp32, bf16-autocast, fp16-autocast, bf16-pure (default fp32)\n"
+           "  --gpu        H200, H100, A100-80GB, A100-40GB, L40S, A10G, 4090, or a size (80GB)\n\n"
+           "Prints the parameters and the memory every step starts from (weights, optimizer\n"
+           "state, library workspaces) and the gradients backward adds. The peak (activations,\n"
+           "the loss over the logits) is not predicted yet: the floor is a lower bound.\n");
+}
+
+static const struct { const char *name; double mib; } gpus[] = {
+    {"H200", 143771}, {"H100", 81559}, {"A100-80GB", 81920}, {"A100-40GB", 40960},
+    {"L40S", 46068}, {"A10G", 23028}, {"4090", 24564}, {"L4", 23034}};
+
+/* "H100", "80GB", "24GiB", "81559MiB" -> MiB; <= 0 if unknown */
+static double gpu_mib(const char *s)
+{
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
+        if (!strcasecmp(s, gpus[i].name))
+            return gpus[i].mib;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v <= 0)
+        return -1;
+    if (!strcasecmp(end, "GB"))
+        return v * 1e9 / 1048576.0;
+    if (!strcasecmp(end, "GiB"))
+        return v * 1024;
+    if (!strcasecmp(end, "MiB") || !*end)
+        return v;
+    return -1;
+}
+
+static int pick(const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i]))
+            return i;
+    return -1;
+}
+
+static double mib(uint64_t b)
+{
+    return (double)b / 1048576.0;
+}
+
+static void text(const md_model *m, const md_prediction *p, double gpu, const char *gname)
+{
+    printf("model         %s: %lld parameters (%lld layers, hidden %lld, vocab %lld%s)\n", m->type,
+           (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
+           m->tied ? ", tied embeddings" : "");
+    printf("weights       %10.1f MiB\n", mib(p->weights));
+    printf("optimizer     %10.1f MiB\n", mib(p->optimizer_state));
+    printf("workspaces    %10.1f MiB   (cuBLAS, 2 x 32 MiB on Hopper)\n", mib(p->workspace));
+    printf("floor         %10.1f MiB   every step starts here\n", mib(p->floor));
+    printf("gradients     %10.1f MiB   added by the end of backward\n", mib(p->gradients));
+    printf("peak          not predicted yet: activations and the loss over the logits are not\n"
+           "              modeled; %.1f MiB is a lower bound, not an estimate\n",
+           mib(p->floor_with_grads));
+    if (gpu > 0) {
+        double left = gpu - mib(p->floor_with_grads) - 512; /* ~0.5 GiB CUDA context */
+        if (left < 0)
+            printf("verdict       does not fit %s (%.0f MiB): short by %.1f MiB before any activation\n",
+                   gname, gpu, -left);
+        else
+            printf("verdict       the floor fits %s (%.0f MiB) with %.1f MiB left for activations,\n"
+                   "              logits and transients; whether the peak fits is not predicted yet\n",
+                   gname, gpu, left);
+    }
+}
+
+static void json(const md_model *m, const md_prediction *p, double gpu)
+{
+    printf("{\"schema\":1,\"model\":{\"type\":\"%s\",\"parameters\":%lld,\"layers\":%lld,"
+           "\"hidden\":%lld,\"vocab\":%lld,\"tied_embeddings\":%s},", m->type,
+           (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
+           m->tied ? "true" : "false");
+    printf("\"breakdown\":{\"weights\":%llu,\"gradients\":%llu,\"optimizer_state\":%llu,"
+           "\"library_workspaces\":%llu},",
+           (unsigned long long)p->weights, (unsigned long long)p->gradients,
+           (unsigned long long)p->optimizer_state, (unsigned long long)p->workspace);
+    printf("\"floor_bytes\":%llu,\"floor_with_gradients_bytes\":%llu,\"peak_allocated_bytes\":null,"
+           "\"unsupported\":\"activations and the loss over the logits are not predicted yet\"",
+           (unsigned long long)p->floor, (unsigned long long)p->floor_with_grads);
+    if (gpu > 0)
+        printf(",\"gpu_mib\":%.0f", gpu);
+    printf("}\n");
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    static const char *const opts[] = {"sgd", "sgd-momentum", "adam", "adamw"};
+    static const char *const precs[] = {"fp32", "bf16-autocast", "fp16-autocast", "bf16-pure"};
+    const char *model = NULL, *gname = NULL;
+    long long batch = 0, seq = 0;
+    int opt = MD_OPT_ADAMW, prec = MD_FP32, as_json = 0;
+    double gpu = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help();
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            as_json = 1;
+        } else if (v && !strcmp(a, "--model")) {
+            model = argv[++i];
+        } else if (v && (!strcmp(a, "--batch") || !strcmp(a, "--seq"))) {
+            char *end;
+            long long x = strtoll(argv[++i], &end, 10);
+            if (*end || x <= 0) {
+                cli_fail("%s wants a positive whole number, got '%s'", a, v);
+                return EXIT_USAGE;
+            }
+            *(a[2] == 'b' ? &batch : &seq) = x;
+        } else if (v && !strcmp(a, "--optimizer")) {
+            if ((opt = pick(argv[++i], opts, 4)) < 0) {
+                cli_fail("--optimizer: sgd, sgd-momentum, adam or adamw, not '%s'", v);
+                return EXIT_USAGE;
+            }
+        } else if (v && !strcmp(a, "--precision")) {
+            if ((prec = pick(argv[++i], precs, 4)) < 0) {
+                cli_fail("--precision: fp32, bf16-autocast, fp16-autocast or bf16-pure, not '%s'", v);
+                return EXIT_USAGE;
+            }
+        } else if (v && !strcmp(a, "--gpu")) {
+            gname = argv[++i];
+            if ((gpu = gpu_mib(gname)) <= 0) {
+                cli_fail("--gpu: a known GPU (H200, H100, A100-80GB, ...) or a size like 80GB, not '%s'", v);
+                return EXIT_USAGE;
+            }
+        } else {
+            cli_fail("unknown or incomplete option '%s' (see 'memdiag predict --help')", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!model || !batch || !seq) {
+        cli_fail("predict needs --model, --batch and --seq (see 'memdiag predict --help')");
+        return EXIT_USAGE;
+    }
+    md_model m;
+    md_prediction p;
+    md_err err = {0};
+    if (md_model_load(model, &m, &err) ||
+        md_predict(&m, batch, seq, (md_optimizer)opt, (md_precision)prec, &p, &err)) {
+        cli_fail_err(&err);
+        return EXIT_USAGE;
+    }
+    if (as_json)
+        json(&m, &p, gpu);
+    else
+        text(&m, &p, gpu, gname);
+    return 0;
+}

@@ -1,0 +1,122 @@
+/* model.c - a model's shape from a Hugging Face config.json, and its
+ * parameter count as transformers has it. The per-architecture layouts
+ * were checked against transformers 5.17 on an H200 (bench/data/
+ * predict_grid_h200.jsonl: gpt2, llama, mistral, qwen2, qwen3, gemma2
+ * exact; tests/unit/test_predict.c). */
+#include <jansson.h>
+#include <string.h>
+#include "../util/util.h"
+
+static int64_t geti(json_t *root, const char *key, int64_t dflt)
+{
+    json_t *v = json_object_get(root, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+static int getb(json_t *root, const char *key, int dflt)
+{
+    json_t *v = json_object_get(root, key);
+    return json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
+                                    "gemma", "gemma2", "phi3"};
+
+static int seed_preset(const char *name, md_model *m)
+{
+    /* the seed exercise's SyntheticTransformer (examples/workloads.py) */
+    memset(m, 0, sizeof *m);
+    snprintf(m->type, sizeof m->type, "seed");
+    m->vocab = 4096;
+    m->classes = 16;
+    if (!strcmp(name, "seed:small")) {
+        m->layers = 4, m->hidden = 384, m->heads = 6, m->intermediate = 1536, m->positions = 256;
+    } else if (!strcmp(name, "seed:medium")) {
+        m->layers = 8, m->hidden = 512, m->heads = 8, m->intermediate = 2048, m->positions = 512;
+    } else {
+        return -1;
+    }
+    m->kv_heads = m->heads;
+    m->head_dim = m->hidden / m->heads;
+    return 0;
+}
+
+int md_model_load(const char *spec, md_model *m, md_err *err)
+{
+    if (!strncmp(spec, "seed:", 5)) {
+        if (seed_preset(spec, m))
+            return md_err_set(err, MD_E_ARG, -1, "unknown preset '%s' (seed:small, seed:medium)", spec);
+        return MD_OK;
+    }
+    json_error_t je;
+    md_err_file(err, spec);
+    json_t *root = json_load_file(spec, 0, &je);
+    if (!root)
+        return md_err_set(err, MD_E_FORMAT, je.position, "not valid JSON (line %d): %s", je.line,
+                          je.text);
+    memset(m, 0, sizeof *m);
+    json_t *mt = json_object_get(root, "model_type");
+    int ok = json_is_string(mt);
+    size_t k = 0;
+    for (; ok && k < sizeof known / sizeof known[0]; k++)
+        if (!strcmp(json_string_value(mt), known[k]))
+            break;
+    if (!ok || k == sizeof known / sizeof known[0]) {
+        int rc = md_err_set(err, MD_E_SCHEMA, -1,
+                            "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
+                            "gemma, gemma2, phi3)", ok ? json_string_value(mt) : "(missing)");
+        json_decref(root);
+        return rc;
+    }
+    snprintf(m->type, sizeof m->type, "%s", known[k]);
+    int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5);
+    m->vocab = geti(root, "vocab_size", 0);
+    m->hidden = gpt2 ? geti(root, "n_embd", 768) : geti(root, "hidden_size", 0);
+    m->layers = gpt2 ? geti(root, "n_layer", 12) : geti(root, "num_hidden_layers", 0);
+    m->heads = gpt2 ? geti(root, "n_head", 12) : geti(root, "num_attention_heads", 0);
+    m->kv_heads = geti(root, "num_key_value_heads", m->heads);
+    m->head_dim = geti(root, "head_dim", m->heads ? m->hidden / m->heads : 0);
+    m->intermediate = gpt2 ? geti(root, "n_inner", 4 * m->hidden) : geti(root, "intermediate_size", 0);
+    if (gpt2 && m->intermediate <= 0)
+        m->intermediate = 4 * m->hidden; /* n_inner: null */
+    m->positions = gpt2 ? geti(root, "n_positions", 1024) : geti(root, "max_position_embeddings", 0);
+    m->tied = getb(root, "tie_word_embeddings", gpt2 || gemma);
+    m->attention_bias = !strcmp(m->type, "qwen2") || getb(root, "attention_bias", 0);
+    json_decref(root);
+    if (m->vocab <= 0 || m->hidden <= 0 || m->layers <= 0 || m->heads <= 0 || m->intermediate <= 0)
+        return md_err_set(err, MD_E_SCHEMA, -1,
+                          "config lacks vocab_size, hidden size, layers, heads or intermediate size");
+    return MD_OK;
+}
+
+static int64_t seed_params(const md_model *m)
+{
+    int64_t h = m->hidden, i = m->intermediate;
+    /* per block: 2 LayerNorms (weight+bias), MHA in_proj 3h*h + out_proj h*h
+     * (bias=False), MLP h*i + i*h */
+    int64_t block = 2 * 2 * h + 4 * h * h + 2 * h * i;
+    return m->vocab * h + m->positions * h + m->layers * block + 2 * h + h * m->classes;
+}
+
+static int64_t gpt2_params(const md_model *m)
+{
+    int64_t h = m->hidden, n = m->intermediate;
+    int64_t block = 2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * n + n) + (n * h + h);
+    return m->vocab * h + m->positions * h + m->layers * block + 2 * h + (m->tied ? 0 : m->vocab * h);
+}
+
+int64_t md_model_params(const md_model *m)
+{
+    if (!strcmp(m->type, "seed"))
+        return seed_params(m);
+    if (!strcmp(m->type, "gpt2"))
+        return gpt2_params(m);
+    int64_t h = m->hidden, i = m->intermediate, q = m->heads * m->head_dim,
+            kv = m->kv_heads * m->head_dim;
+    int64_t attn = h * q + 2 * h * kv + q * h + (m->attention_bias ? q + 2 * kv : 0);
+    if (!strcmp(m->type, "qwen3"))
+        attn += 2 * m->head_dim; /* q_norm, k_norm */
+    int64_t norms = !strcmp(m->type, "gemma2") ? 4 * h : 2 * h; /* gemma2: pre/post FFN norms */
+    int64_t block = attn + 3 * h * i + norms; /* gate, up, down (phi3: fused, same count) */
+    return m->vocab * h + m->layers * block + h + (m->tied ? 0 : m->vocab * h);
+}

@@ -1,0 +1,86 @@
+/* test_predict.c - parameter counts against transformers' own (configs
+ * and counts measured with transformers 5.17 on an H200), the seed
+ * presets against the seed script's counts, and the step floor against
+ * allocated memory measured at the start of 122 steady-state steps. */
+#include "testutil.h"
+
+static void test_grid(void **st)
+{
+    (void)st;
+    char p[1024];
+    FILE *f = fopen(data_path("predict/grid.tsv", p, sizeof p), "r");
+    assert_non_null(f);
+    char line[512], arch[32], opt[32], prec[32];
+    long long batch, seq, params, before, peak;
+    int rows = 0;
+    if (!fgets(line, sizeof line, f)) /* header */
+        fail();
+    while (fgets(line, sizeof line, f)) {
+        assert_int_equal(sscanf(line, "%31s %lld %lld %31s %31s %lld %lld %lld", arch, &batch, &seq,
+                                opt, prec, &params, &before, &peak), 8);
+        char rel[128];
+        snprintf(rel, sizeof rel, "predict/%s.json", arch);
+        md_model m;
+        md_prediction pr;
+        md_err e;
+        assert_int_equal(md_model_load(data_path(rel, p, sizeof p), &m, &e), MD_OK);
+        if (md_model_params(&m) != params)
+            fail_msg("%s: %lld parameters, transformers counts %lld", arch,
+                     (long long)md_model_params(&m), params);
+        md_optimizer o = !strcmp(opt, "adamw") ? MD_OPT_ADAMW : MD_OPT_SGD;
+        md_precision pc = !strcmp(prec, "bf16-pure") ? MD_BF16_PURE
+                          : !strcmp(prec, "fp32")    ? MD_FP32 : MD_BF16_AUTOCAST;
+        assert_int_equal(md_predict(&m, batch, seq, o, pc, &pr, &e), MD_OK);
+        /* a floor: never above what was measured, and within 64 MiB of it
+         * (inputs, the loss scalar, small buffers) */
+        if ((long long)pr.floor > before || before - (long long)pr.floor > 64LL << 20)
+            fail_msg("%s %lldx%lld %s %s: floor %llu, measured %lld", arch, batch, seq, opt, prec,
+                     (unsigned long long)pr.floor, before);
+        assert_false(pr.peak_known);
+        assert_true((long long)pr.floor_with_grads < peak);
+        rows++;
+    }
+    fclose(f);
+    assert_true(rows >= 120);
+}
+
+static void test_seed_presets(void **st)
+{
+    (void)st;
+    md_model m;
+    md_err e;
+    /* parameter_count in the seed script's JSON reports */
+    assert_int_equal(md_model_load("seed:small", &m, &e), MD_OK);
+    assert_int_equal(md_model_params(&m), 8762112);
+    assert_int_equal(md_model_load("seed:medium", &m, &e), MD_OK);
+    assert_int_equal(md_model_params(&m), 27550720);
+    assert_int_equal(md_model_load("seed:large", &m, &e), MD_E_ARG);
+}
+
+static void test_refusals(void **st)
+{
+    (void)st;
+    md_model m;
+    md_prediction p;
+    md_err e;
+    FILE *f = fopen("/tmp/md-test-config.json", "w");
+    fputs("{\"model_type\": \"mamba\", \"vocab_size\": 10}", f);
+    fclose(f);
+    assert_int_equal(md_model_load("/tmp/md-test-config.json", &m, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "'mamba' is not supported"));
+    remove("/tmp/md-test-config.json");
+    char path[1024];
+    assert_int_equal(md_model_load(data_path("predict/llama.json", path, sizeof path), &m, &e), MD_OK);
+    assert_int_equal(md_predict(&m, 1, 1 << 20, MD_OPT_SGD, MD_FP32, &p, &e), MD_E_ARG);
+    assert_non_null(strstr(e.msg, "positions"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grid),
+        cmocka_unit_test(test_seed_presets),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
