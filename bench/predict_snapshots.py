@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Allocator snapshots of single steady-state steps from the predict grid,
+so the activation model can be built from what is actually live at the
+peak (memdiag summary shows it by site and category).
+
+    python3 bench/predict_snapshots.py OUTDIR
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import predict_grid as g  # noqa: E402
+
+CASES = [("llama", 4, 1024, "adamw", "fp32"), ("llama", 4, 1024, "adamw", "bf16-autocast"),
+         ("qwen3", 4, 512, "adamw", "bf16-autocast"), ("gpt2", 4, 512, "sgd", "bf16-pure")]
+
+
+def main():
+    out = sys.argv[1]
+    orig = torch.cuda.reset_peak_memory_stats
+
+    for arch, b, s, opt, prec in CASES:
+        # start recording exactly where the grid resets the peak (step 2)
+        def reset(*a, **k):
+            torch.cuda.memory._record_memory_history(max_entries=500000, stacks="python")
+            return orig(*a, **k)
+        torch.cuda.reset_peak_memory_stats = reset
+        row = g.one(arch, b, s, opt, prec)
+        torch.cuda.memory._dump_snapshot(f"{out}/{arch}-{b}x{s}-{opt}-{prec}.pickle")
+        torch.cuda.memory._record_memory_history(enabled=None)
+        torch.cuda.reset_peak_memory_stats = orig
+        print(arch, b, s, opt, prec, row["peak_allocated"], flush=True)
+
+
+if __name__ == "__main__":
+    main()
