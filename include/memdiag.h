@@ -303,6 +303,7 @@ typedef struct md_site {
     uint64_t bytes;
     uint32_t count;
     uint8_t category;
+    uint8_t before_recording; /* allocated before the history began, site unknown */
 } md_site;
 
 int md_sites_at(const md_analysis *a, long index, md_site **out, size_t *n,

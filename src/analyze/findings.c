@@ -96,7 +96,9 @@ static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred
         total += live[i].block_size;
         char label[sizeof sites->site];
         const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, live[i].stack);
-        if (fr)
+        if (live[i].alloc_index < 0 && live[i].stack == 0)
+            snprintf(label, sizeof label, "(allocated before the recorded history began)");
+        else if (fr)
             snprintf(label, sizeof label, "%s:%d %s", md_snapshot_string(c->s, fr->filename),
                      fr->line, md_snapshot_string(c->s, fr->name));
         else

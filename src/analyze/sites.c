@@ -36,7 +36,9 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
         const md_frame *f = md_stack_user_frame(md_analysis_cache(an), s, live[i].stack);
         /* one site per (frame, category): a line that holds both a
          * workspace and activations shows as two rows */
-        uint64_t key = (f ? (uint64_t)(f - s->frames) + 1 : 0) * MD_CAT_COUNT + c;
+        int pre = live[i].alloc_index < 0 && live[i].stack == 0;
+        uint64_t key = pre ? UINT64_MAX - 1
+                           : (f ? (uint64_t)(f - s->frames) + 1 : 0) * MD_CAT_COUNT + c;
         uint64_t at;
         if (by_cat)
             by_cat[c] += live[i].block_size;
@@ -46,6 +48,7 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
                 md_map_put(&idx, key, ns))
                 goto nomem;
             memset(&sites[ns], 0, sizeof sites[ns]);
+            sites[ns].before_recording = (uint8_t)pre;
             memset(catb[ns], 0, sizeof catb[ns]);
             if (f) {
                 sites[ns].frame_name = f->name;

@@ -420,8 +420,10 @@ static int reconstruct(md_replay *r)
         if ((e->action == MD_ACT_ALLOC || is_free) && !md_map_get(&seen, e->addr, NULL)) {
             rc = md_map_put(&seen, e->addr, 1);
             if (is_free && !rc) {
-                md_live l = {e->addr, md_round_size(&s->settings, e->size), e->size, -1,
-                             e->stack, MD_CAT_OTHER};
+                /* the free's stack says where it was freed, not allocated:
+                 * keep no stack rather than a misleading one */
+                md_live l = {e->addr, md_round_size(&s->settings, e->size), e->size, -1, 0,
+                             MD_CAT_OTHER};
                 rc = md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l);
                 if (!rc)
                     r->pre[r->npre++] = l;

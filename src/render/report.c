@@ -97,6 +97,10 @@ void md_rank_free(md_rank *rk)
 
 const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, size_t n)
 {
+    if (site->before_recording) {
+        snprintf(buf, n, "(allocated before the recorded history began)");
+        return buf;
+    }
     if (!site->frame_file) {
         snprintf(buf, n, "(no Python frames: autograd engine or C++)");
         return buf;
