@@ -536,19 +536,26 @@ static void find_oom(fctx *c)
                 top = k;
         MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", mib(live),
                  md_category_name(top), mib(aa.by_cat[top]));
-        uint64_t short_by = req > avail ? req - avail : 0;
+        int limited = ev[i].addr > req + pt.reserved; /* the device had room */
+        uint64_t short_by = limited ? (req > cs.largest_free ? req - cs.largest_free : 0)
+                                    : (req > avail ? req - avail : 0);
         if (cs.free_total >= req && cs.largest_free < req)
             MD_EVIDENCE(f, "the cache held enough free memory but in pieces: fragmentation");
-        if (ev[i].addr > req + pt.reserved)
+        if (limited)
             MD_EVIDENCE(f, "the device itself had %.1f MiB free: a per-process limit stopped the "
-                        "request (set_per_process_memory_fraction, or memory held elsewhere)",
-                     mib(ev[i].addr));
-        MD_ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is %s "
-                  "(%.1f MiB): see the sites. %s",
-               mib(short_by), short_by ? "" : " (or less fragmentation)", md_category_name(top),
-               mib(aa.by_cat[top]),
-               cs.free_total >= req ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
-                                    : "Reduce the batch, checkpoint activations, or shard state.");
+                           "request (set_per_process_memory_fraction, or memory held elsewhere)",
+                        mib(ev[i].addr));
+        if (limited)
+            MD_ADVICE(f, "Raise the process's limit, or free %.1f MiB of live memory so the request "
+                         "fits in cached blocks; the largest holder is %s (%.1f MiB): see the sites.",
+                      mib(short_by), md_category_name(top), mib(aa.by_cat[top]));
+        else
+            MD_ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is "
+                         "%s (%.1f MiB): see the sites. %s",
+                      mib(short_by), short_by ? "" : " (or less fragmentation)",
+                      md_category_name(top), mib(aa.by_cat[top]),
+                      cs.free_total >= req ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+                                           : "Reduce the batch, checkpoint activations, or shard state.");
     }
 }
 
