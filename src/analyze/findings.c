@@ -523,8 +523,14 @@ static void find_oom(fctx *c)
             memset(&cs, 0, sizeof cs);
         uint64_t req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
         uint64_t avail = ev[i].addr + cs.largest_free;
-        MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device "
-                   "and %.1f MiB allocated", mib(ev[i].size), mib(ev[i].addr), mib(pt.allocated));
+        if (ev[i].addr > req + pt.reserved)
+            MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed at the process's limit, "
+                          "with %.1f MiB reserved and %.1f MiB allocated (the device had room)",
+                       mib(ev[i].size), mib(pt.reserved), mib(pt.allocated));
+        else
+            MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the "
+                          "device and %.1f MiB allocated",
+                       mib(ev[i].size), mib(ev[i].addr), mib(pt.allocated));
         MD_EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", mib(ev[i].size),
                  mib(ev[i].addr));
         MD_EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "
