@@ -106,6 +106,7 @@ class Recorder:
         self.cap = None
         self.steps = 0
         self.sampled_forward = -1
+        self.disabled = False
         self.recording = False
         self.oom_seen = False
         self.pci = None
@@ -122,7 +123,13 @@ class Recorder:
         if self.cap is not None:
             return
         path = os.path.join(self.opts.out, self._name() + ".mdcap")
-        self.cap = _lib.CaptureFile(self.lib, path, overwrite=self.opts.force)
+        try:
+            self.cap = _lib.CaptureFile(self.lib, path, overwrite=self.opts.force)
+        except OSError:
+            # two processes with the same rank (no RANK set, several CUDA
+            # processes): the second gets its pid in the name
+            path = os.path.join(self.opts.out, f"{self._name()}-pid{os.getpid()}.mdcap")
+            self.cap = _lib.CaptureFile(self.lib, path, overwrite=self.opts.force)
         for k, v in self._metadata().items():
             self.cap.meta(k, v)
         if not self.opts.quiet and self.rank == 0:
@@ -252,6 +259,20 @@ class Recorder:
             self.cap = None
 
 
+def _safe(rec: Recorder, fn):
+    """A hook must never break the job: on any error, capture stops with
+    one line on stderr and the job goes on."""
+    def call(*a, **k):
+        if rec.disabled:
+            return
+        try:
+            fn()
+        except Exception as e:
+            rec.disabled = True
+            print(f"memdiag: capture stopped: {type(e).__name__}: {e}", file=sys.stderr)
+    return call
+
+
 def install_torch_hooks(rec: Recorder, torch) -> None:
     """Phase points without per-module cost: a one-shot global forward
     pre-hook for the baseline before the first forward (removed after it
@@ -263,28 +284,31 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     handle = []
 
     def first_forward(m, a):
-        rec.sample("after_input", step=-1)
         handle[0].remove()
+        _safe(rec, lambda: rec.sample("after_input", step=-1))()
     handle.append(modmod.register_module_forward_pre_hook(first_forward))
 
     orig_backward = torch.autograd.backward
 
+    before_backward = _safe(rec, rec.before_backward)
+
     def backward(*a, **k):
-        rec.before_backward()
+        before_backward()
         return orig_backward(*a, **k)
     backward.__wrapped__ = orig_backward
     torch.autograd.backward = backward
 
     from torch.optim import optimizer as optmod
-    optmod.register_optimizer_step_pre_hook(lambda o, a, k: rec.before_optimizer_step())
-    optmod.register_optimizer_step_post_hook(lambda o, a, k: rec.after_optimizer_step())
+    optmod.register_optimizer_step_pre_hook(_safe(rec, rec.before_optimizer_step))
+    optmod.register_optimizer_step_post_hook(_safe(rec, rec.after_optimizer_step))
+    after_zero_grad = _safe(rec, rec.after_zero_grad)
 
     def wrap(cls):
         orig = cls.zero_grad
 
         def zero_grad(self, *a, **k):
             r = orig(self, *a, **k)
-            rec.after_zero_grad()
+            after_zero_grad()
             return r
         zero_grad.__wrapped__ = orig
         cls.zero_grad = zero_grad
@@ -312,9 +336,12 @@ def attach(torch) -> Recorder | None:
         if state["armed"] and torch.cuda.is_initialized():
             state["armed"] = False
             rec.counters = counters_of(torch)
-            if opts.window.active_at_start():
-                rec.start_history()
-            rec.sample("cuda_init")  # device use of a bare context
+
+            def begin():
+                if opts.window.active_at_start():
+                    rec.start_history()
+                rec.sample("cuda_init")  # device use of a bare context
+            _safe(rec, begin)()
         return r
     torch.cuda._lazy_init = lazy_init
     atexit.register(rec.close)

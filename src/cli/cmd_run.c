@@ -46,6 +46,24 @@ static void help(void)
            "written), 2 for unusable arguments. Snapshots are also written on SIGUSR1.\n");
 }
 
+/* {run} {rank} {local_rank} {step} {host} {pid} only, as the glue expands */
+static int valid_template(const char *t)
+{
+    static const char *const names[] = {"run", "rank", "local_rank", "step", "host", "pid"};
+    for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+        const char *e = strchr(p, '}');
+        if (!e)
+            return 0;
+        size_t n = (size_t)(e - p - 1), k = 0;
+        for (; k < sizeof names / sizeof names[0]; k++)
+            if (strlen(names[k]) == n && !strncmp(p + 1, names[k], n))
+                break;
+        if (k == sizeof names / sizeof names[0])
+            return 0;
+    }
+    return *t != 0;
+}
+
 static int numeric(const char *s)
 {
     if (!*s)
@@ -108,8 +126,9 @@ static int parse(int argc, char **argv, run_opts *o)
                 o->record = v;
         } else if (!strcmp(a, "--name") && more) {
             o->name = argv[++i];
-            if (strchr(o->name, '/')) {
-                cli_fail("--name is a file name template, without '/': '%s'", o->name);
+            if (strchr(o->name, '/') || !valid_template(o->name)) {
+                cli_fail("--name: a file name template without '/', using {run} {rank} "
+                         "{local_rank} {step} {host} {pid}; got '%s'", o->name);
                 return -1;
             }
         } else if (a[0] == '-') {

@@ -57,6 +57,21 @@ PY
 ok sh -c "MARK=$T/mark PYTHONPATH=$FAKE:$T/user $M run -o $T/f -- python3 $TRAIN >/dev/null 2>&1 &&
   grep -q ran $T/mark && test -s $T/f/rank0.mdcap"
 
+DESC="two processes of the same rank: the second file gets its pid"
+ok sh -c "cat >$T/two.sh <<'L'
+python3 \$1 &
+python3 \$1
+wait
+L
+PYTHONPATH=$FAKE $M run -o $T/i -- sh $T/two.sh $TRAIN >/dev/null 2>&1 && test -s $T/i/rank0.mdcap && ls $T/i | grep -q 'rank0-pid[0-9]*.mdcap'"
+
+DESC="a failing capture never fails the job"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/j -- env MEMDIAG_NAME='r{bogus}' python3 $TRAIN >$T/j.out 2>&1; test \$? -eq 0 &&
+  grep -q 'memdiag: capture stopped: ValueError: unknown placeholder {bogus}' $T/j.out"
+
+DESC="a bad --name template is refused before the job starts"
+ok sh -c "$M run --name 'r{bogus}' -o $T/k -- python3 -c 'print(1)' 2>$T/k.err; test \$? -eq 2 && grep -q 'name: a file name template' $T/k.err"
+
 DESC="file name templates"
 ok sh -c "PYTHONPATH=$FAKE $M run --name '{run}-r{rank}' -o $T/g -- python3 $TRAIN >/dev/null 2>&1 &&
   test -s $T/g/g-r0.mdcap"
