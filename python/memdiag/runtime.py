@@ -101,7 +101,7 @@ class Recorder:
         self.opts = opts
         self.torch = torch
         self.counters = counters
-        self.lib = lib or _lib.load()
+        self._lib_handle = lib  # loaded on first use: snapshot-only users need no .so
         self.rank, self.local_rank, self.world = rank_info()
         self.cap = None
         self.steps = 0
@@ -112,6 +112,12 @@ class Recorder:
         self.pci = None
         self.lock = threading.Lock()
         self.dumped = set()
+
+    @property
+    def lib(self):
+        if self._lib_handle is None:
+            self._lib_handle = _lib.load()
+        return self._lib_handle
 
     # ---- files ------------------------------------------------------------
     def _name(self, step=None) -> str:
