@@ -11,6 +11,9 @@ check() { # check NAME COMMAND... : the command must succeed
     if ! "$@" >"$T/out" 2>"$T/err"; then bad=$((bad + 1)); echo "not ok $n - $name"; cat "$T/err"; else echo "ok $n - $name"; fi
 }
 
+# the README's example output is what the binary prints
+check "README examples agree with the binary" python3 tests/cli/readme_examples.py "$M" README.md
+
 # real snapshots: summary works and shows the indicators
 check "summary of a real snapshot" sh -c "$M summary $D/seed-exercise/snap-alpha-small-rank0.pickle | grep -q 'maximum_peak_allocated_mib *155.2'"
 check "compressed input" sh -c "$M summary $D/alpha-small.pickle.zst | grep -q 'first_step_persistent_change_mib *64.0'"
