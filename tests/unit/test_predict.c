@@ -44,6 +44,32 @@ static void test_grid(void **st)
     assert_true(rows >= 120);
 }
 
+/* Every architecture, including gemma and phi3 that the grid lacks. */
+static void test_param_counts(void **st)
+{
+    (void)st;
+    char p[1024], line[256], arch[32];
+    long long params;
+    int rows = 0;
+    FILE *f = fopen(data_path("predict/params.tsv", p, sizeof p), "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%31s %lld", arch, &params) != 2)
+            continue; /* comment, header */
+        char rel[128];
+        snprintf(rel, sizeof rel, "predict/%s.json", arch);
+        md_model m;
+        md_err e;
+        assert_int_equal(md_model_load(data_path(rel, p, sizeof p), &m, &e), MD_OK);
+        if (md_model_params(&m) != params)
+            fail_msg("%s: %lld parameters, transformers counts %lld", arch,
+                     (long long)md_model_params(&m), params);
+        rows++;
+    }
+    fclose(f);
+    assert_int_equal(rows, 8);
+}
+
 static void test_seed_presets(void **st)
 {
     (void)st;
@@ -79,6 +105,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid),
+        cmocka_unit_test(test_param_counts),
         cmocka_unit_test(test_seed_presets),
         cmocka_unit_test(test_refusals),
     };
