@@ -405,7 +405,10 @@ const char *md_category_name(md_category c)
 }
 
 /* A never-freed allocation of a known cuBLAS/cuBLASLt workspace size made
- * from a matmul: the workspace even when no C++ frames were recorded.
+ * from a matmul, or made in the first forward of the trace (the first
+ * matmul on a stream creates it; an `a @ b` in a model's forward leaves no
+ * frame named after it, as in transformers' rotary embedding): the
+ * workspace even when no C++ frames were recorded.
  * Sizes: CublasHandlePool.cpp (32 MiB per handle and stream on sm90, else
  * 4096*1024*2 + 16*1024*8 bytes; cuBLASLt 4 MiB, 32 MiB on sm90). */
 static int workspace_by_size(const md_analysis *a, const md_live *l)
@@ -426,7 +429,8 @@ static int workspace_by_size(const md_analysis *a, const md_live *l)
             strstr(nm, "in_projection"))
             return 1;
     }
-    return 0;
+    return a->nsteps && l->alloc_index > a->steps[0].fwd_start &&
+           l->alloc_index <= a->steps[0].after_forward;
 }
 
 static long step_of(const md_analysis *a, long idx)
