@@ -492,6 +492,26 @@ typedef struct md_prediction {
 int md_predict(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
                md_precision prec, md_prediction *out, md_err *err);
 
+/* A prediction against a measured step (`memdiag predict --validate RUN`):
+ * the last complete step after the first (optimizer state exists then),
+ * each predicted component next to what the replay attributes to it. */
+enum { MD_VAL_WEIGHTS, MD_VAL_OPTIMIZER_STATE, MD_VAL_WORKSPACE, MD_VAL_FLOOR,
+       MD_VAL_GRADIENTS, MD_VAL_COUNT };
+typedef struct md_validation {
+    int step;                         /* the step compared */
+    uint64_t predicted[MD_VAL_COUNT];
+    uint64_t measured[MD_VAL_COUNT];  /* weights, state, workspace and floor
+                                         (allocated) at the step's start;
+                                         gradients at the end of backward */
+    uint64_t grads_at_start;          /* gradients kept across steps
+                                         (zero_grad(set_to_none=False)) */
+    uint64_t measured_peak;           /* highest allocated in the step */
+} md_validation;
+
+const char *md_validation_name(int component); /* "weights", ... */
+int md_predict_validate(const md_prediction *p, const md_replay *r, const md_analysis *a,
+                        md_validation *out, md_err *err);
+
 /* The first frame that belongs to user code (not torch, CPython or C++),
  * or NULL. */
 const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack);

@@ -4,6 +4,7 @@
 #define MD_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "memdiag.h"
 
 #define EXIT_USAGE 2 /* unusable input or arguments */
@@ -11,6 +12,8 @@
 /* One line on stderr: "memdiag: <what>". */
 void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_fail_err(const md_err *err);
+/* s as a JSON string literal. */
+void cli_json_string(FILE *f, const char *s);
 
 /* Expands files and directories into snapshot paths (sorted by rank).
  * Returns 0, or prints one error line and returns EXIT_USAGE. */

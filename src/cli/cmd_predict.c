@@ -10,12 +10,14 @@
 static void help(void)
 {
     printf("usage: memdiag predict --model CONFIG|PRESET --batch B --seq S [--optimizer O]\n"
-           "                       [--precision P] [--gpu NAME|SIZE] [--json]\n\n"
+           "                       [--precision P] [--gpu NAME|SIZE] [--validate RUN] [--json]\n\n"
            "  --model      a Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3, gemma,\n"
            "               gemma2, phi3) or seed:small / seed:medium\n"
            "  --optimizer  sgd, sgd-momentum, adam, adamw (default adamw)\n"
            "  --precision  fp32, bf16-autocast, fp16-autocast, bf16-pure (default fp32)\n"
-           "  --gpu        H200, H100, A100-80GB, A100-40GB, L40S, A10G, 4090, or a size (80GB)\n\n"
+           "  --gpu        H200, H100, A100-80GB, A100-40GB, L40S, A10G, 4090, or a size (80GB)\n"
+           "  --validate   a measured run of this model and shape (memdiag run directory or a\n"
+           "               snapshot): each predicted component next to the measured one\n\n"
            "Prints the parameters and the memory every step starts from (weights, optimizer\n"
            "state, library workspaces) and the gradients backward adds. The peak (activations,\n"
            "the loss over the logits) is not predicted yet: the floor is a lower bound.\n");
@@ -97,14 +99,109 @@ static void json(const md_model *m, const md_prediction *p, double gpu)
            (unsigned long long)p->floor, (unsigned long long)p->floor_with_grads);
     if (gpu > 0)
         printf(",\"gpu_mib\":%.0f", gpu);
-    printf("}\n");
+}
+
+/* The snapshot of the run's first rank (captures and JSON reports carry no
+ * history to attribute). */
+static int first_snapshot(const char *run, md_snapshot **s, char *path, size_t n)
+{
+    char *arg = (char *)run, **paths;
+    size_t np;
+    if (cli_expand_paths(&arg, 1, &paths, &np))
+        return EXIT_USAGE;
+    int rc = EXIT_USAGE;
+    for (size_t i = 0; i < np && rc; i++) {
+        size_t l = strlen(paths[i]);
+        if ((l > 6 && !strcmp(paths[i] + l - 6, ".mdcap")) || (l > 5 && !strcmp(paths[i] + l - 5, ".json")))
+            continue;
+        md_err err = {0};
+        if (md_snapshot_load(paths[i], s, &err)) {
+            cli_fail_err(&err);
+            break;
+        }
+        snprintf(path, n, "%s", paths[i]);
+        rc = 0;
+    }
+    if (rc && np)
+        cli_fail("%s: no allocator snapshot to validate against (capture files hold no history)", run);
+    cli_free_paths(paths, np);
+    return rc;
+}
+
+static int validate(const char *run, const md_prediction *p, md_validation *v, char *path,
+                    size_t n, int *device)
+{
+    md_snapshot *s = NULL;
+    md_replay *r = NULL;
+    md_analysis *a = NULL;
+    md_err err = {0};
+    if (first_snapshot(run, &s, path, n))
+        return EXIT_USAGE;
+    int d = 0, nd = md_snapshot_ndevices(s);
+    size_t ne = 0;
+    while (d < nd && (md_snapshot_events(s, d, &ne), ne == 0))
+        d++;
+    *device = d < nd ? d : 0;
+    int rc = md_replay_run(s, *device, &r, &err);
+    if (!rc)
+        rc = md_analyze(s, r, &a, &err);
+    if (!rc)
+        rc = md_predict_validate(p, r, a, v, &err);
+    if (rc)
+        cli_fail("%s: %s", path, err.msg);
+    md_analysis_free(a);
+    md_replay_free(r);
+    md_snapshot_free(s);
+    return rc ? EXIT_USAGE : 0;
+}
+
+static void validate_text(const md_validation *v, const char *path, int device)
+{
+    static const char *const note[MD_VAL_COUNT] = {"", "", "", "allocated at the step's start",
+                                                   "at the end of backward"};
+    printf("\nvalidated against %s (cuda:%d), step %d\n", path, device, v->step);
+    printf("  %-20s %12s %12s %9s\n", "component", "predicted", "measured", "pred/real");
+    for (int c = 0; c < MD_VAL_COUNT; c++) {
+        char ratio[32] = "-"; /* nothing measured: no ratio */
+        if (v->measured[c])
+            snprintf(ratio, sizeof ratio, "%.3f", (double)v->predicted[c] / (double)v->measured[c]);
+        printf("  %-20s %8.1f MiB %8.1f MiB %9s%s%s\n", md_validation_name(c), mib(v->predicted[c]),
+               mib(v->measured[c]), ratio, *note[c] ? "   " : "", note[c]);
+    }
+    printf("  %-20s %12s %8.1f MiB %9s   the floor is %.0f%% of it; activations and the loss\n"
+           "  %-20s %12s %12s %9s   over the logits, not predicted yet, are the rest\n",
+           "peak", "-", mib(v->measured_peak), "-",
+           v->measured_peak ? 100.0 * (double)v->predicted[MD_VAL_FLOOR] / (double)v->measured_peak : 0.0,
+           "", "", "", "");
+    if (v->grads_at_start)
+        printf("  note: %.1f MiB of gradients live at the step's start (zero_grad(set_to_none=False)\n"
+               "        or accumulation): the measured floor includes them\n",
+               mib(v->grads_at_start));
+}
+
+static void validate_json(const md_validation *v, const char *path, int device)
+{
+    printf(",\"validation\":{\"source\":");
+    cli_json_string(stdout, path);
+    printf(",\"device\":%d,\"step\":%d,\"components\":[", device, v->step);
+    for (int c = 0; c < MD_VAL_COUNT; c++) {
+        printf("%s{\"name\":\"%s\",\"predicted_bytes\":%llu,\"measured_bytes\":%llu,\"ratio\":",
+               c ? "," : "", md_validation_name(c), (unsigned long long)v->predicted[c],
+               (unsigned long long)v->measured[c]);
+        if (v->measured[c])
+            printf("%.4f}", (double)v->predicted[c] / (double)v->measured[c]);
+        else
+            printf("null}");
+    }
+    printf("],\"gradients_at_start_bytes\":%llu,\"peak\":{\"predicted_bytes\":null,\"measured_bytes\":%llu}}",
+           (unsigned long long)v->grads_at_start, (unsigned long long)v->measured_peak);
 }
 
 int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"sgd", "sgd-momentum", "adam", "adamw"};
     static const char *const precs[] = {"fp32", "bf16-autocast", "fp16-autocast", "bf16-pure"};
-    const char *model = NULL, *gname = NULL;
+    const char *model = NULL, *gname = NULL, *run = NULL;
     long long batch = 0, seq = 0;
     int opt = MD_OPT_ADAMW, prec = MD_FP32, as_json = 0;
     double gpu = 0;
@@ -116,6 +213,8 @@ int cmd_predict(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             as_json = 1;
+        } else if (v && !strcmp(a, "--validate")) {
+            run = argv[++i];
         } else if (v && !strcmp(a, "--model")) {
             model = argv[++i];
         } else if (v && (!strcmp(a, "--batch") || !strcmp(a, "--seq"))) {
@@ -159,9 +258,20 @@ int cmd_predict(int argc, char **argv)
         cli_fail_err(&err);
         return EXIT_USAGE;
     }
-    if (as_json)
+    md_validation val;
+    char path[4096];
+    int device = 0;
+    if (run && validate(run, &p, &val, path, sizeof path, &device))
+        return EXIT_USAGE;
+    if (as_json) {
         json(&m, &p, gpu);
-    else
+        if (run)
+            validate_json(&val, path, device);
+        printf("}\n");
+    } else {
         text(&m, &p, gpu, gname);
+        if (run)
+            validate_text(&val, path, device);
+    }
     return 0;
 }

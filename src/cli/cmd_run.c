@@ -202,20 +202,6 @@ static int find_support(char py[PATH_MAX], char lib[PATH_MAX])
     return found == 3 ? 0 : -1;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", (unsigned char)*s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void manifest(const char *dir, const run_opts *o, time_t start, time_t end, int status)
 {
     char path[PATH_MAX + 32], host[256] = "";
@@ -229,18 +215,18 @@ static void manifest(const char *dir, const run_opts *o, time_t start, time_t en
     for (char **c = o->cmd; *c; c++) {
         if (c != o->cmd)
             fputs(", ", f);
-        json_str(f, *c);
+        cli_json_string(f, *c);
     }
     fprintf(f, "],\n  \"host\": ");
-    json_str(f, host);
+    cli_json_string(f, host);
     fprintf(f, ",\n  \"start\": %lld,\n  \"end\": %lld,\n  \"exit_status\": %d,\n", (long long)start,
             (long long)end, status);
     fprintf(f, "  \"stacks\": \"%s\",\n  \"context\": \"%s\",\n  \"max_entries\": %s,\n  \"skip_steps\": %s,\n"
                "  \"record_steps\": %s,\n  \"name\": ", o->stacks, o->context, o->max_entries,
             o->skip, o->record);
-    json_str(f, o->name);
+    cli_json_string(f, o->name);
     fprintf(f, ",\n  \"PYTORCH_CUDA_ALLOC_CONF\": ");
-    json_str(f, conf ? conf : "");
+    cli_json_string(f, conf ? conf : "");
     fprintf(f, "\n}\n");
     fclose(f);
 }

@@ -42,6 +42,20 @@ void cli_fail_err(const md_err *err)
     cli_fail("%s", md_err_format(err, buf, sizeof buf));
 }
 
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", (unsigned char)*s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 int main(int argc, char **argv)
 {
     /* Big arrays (events, timeline) grow by realloc; a fixed mmap threshold

@@ -46,6 +46,8 @@ check "frames fallback still names the leak and AdamW" sh -c "$M diagnose $D/der
 # predict: the floor and parameter counts; the peak is refused, not guessed
 check "predict text for a real config" sh -c "$M predict --model $D/predict/qwen2.json --batch 4 --seq 1024 --optimizer adamw --precision bf16-autocast --gpu H100 | grep -q '225609856 parameters'"
 check "predict --json: peak null with the reason" sh -c "$M predict --model seed:medium --batch 2 --seq 512 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"peak_allocated_bytes\"] is None and d[\"unsupported\"] and d[\"model\"][\"parameters\"]==27550720'"
+check "predict --validate: the HF run's floor within 1%, workspace exact, peak measured" sh -c "$M predict --model $D/predict/hf-run-llama.json --batch 8 --seq 512 --validate $R/hf --json | python3 -c 'import json,sys; v=json.load(sys.stdin)[\"validation\"]; c={x[\"name\"]:x for x in v[\"components\"]}; assert v[\"step\"]==4 and 0.99<c[\"floor\"][\"ratio\"]<=1 and c[\"library_workspaces\"][\"ratio\"]==1 and v[\"peak\"][\"predicted_bytes\"] is None and v[\"peak\"][\"measured_bytes\"]==3734831104'"
+check "predict --validate text names the run, the step and the peak" sh -c "$M predict --model seed:small --batch 8 --seq 128 --optimizer sgd --validate $D/seed-exercise/snap-alpha-small-rank0.pickle | grep -q 'step 5' && $M predict --model seed:small --batch 8 --seq 128 --optimizer sgd --validate $D/seed-exercise/snap-alpha-small-rank0.pickle | grep -q 'peak .* 155.2 MiB'"
 check "predict: a floor that cannot fit is said so" sh -c "$M predict --model $D/predict/qwen3.json --batch 1 --seq 128 --gpu 1GB | grep -q 'does not fit'"
 mkdir "$T/run"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/run/"
 check "directory of per-rank files, sorted by rank, compared" sh -c "$M summary $T/run | grep -q 'rank 0 peaks 165.2 MiB above rank 1'"
@@ -79,6 +81,8 @@ expect_fail "unknown command" "unknown command" $M frobnicate
 expect_fail "no paths" "needs at least one" $M diagnose --json
 expect_fail "predict without shape" "needs --model, --batch and --seq" $M predict --model seed:small
 expect_fail "predict of an unknown GPU" "a known GPU" $M predict --model seed:small --batch 1 --seq 8 --gpu potato
+expect_fail "predict --validate needs a later step than the first" "only the first training step" $M predict --model seed:small --batch 1 --seq 8 --validate bench/data/step-snapshots/gpt2-4x512-sgd-bf16-pure.pickle.xz
+expect_fail "predict --validate of a capture file" "no allocator snapshot to validate against" $M predict --model seed:small --batch 1 --seq 8 --validate $R/hf/rank0.mdcap
 mkdir "$T/nodata"
 expect_fail "directory without snapshots" "no snapshot or capture files" $M summary "$T/nodata"
 

@@ -83,6 +83,40 @@ static void test_seed_presets(void **st)
     assert_int_equal(md_model_load("seed:large", &m, &e), MD_E_ARG);
 }
 
+/* The prediction next to the real HF run it describes (tests/data/runs/hf,
+ * examples/hf_train.py --model llama --batch 8 --seq 512, AdamW, fp32). */
+static void test_validate_hf_run(void **st)
+{
+    (void)st;
+    char p[1024];
+    md_model m;
+    md_prediction pr;
+    md_validation v;
+    md_snapshot *s;
+    md_replay *r;
+    md_analysis *a;
+    md_err e;
+    assert_int_equal(md_model_load(data_path("predict/hf-run-llama.json", p, sizeof p), &m, &e), MD_OK);
+    assert_int_equal(md_predict(&m, 8, 512, MD_OPT_ADAMW, MD_FP32, &pr, &e), MD_OK);
+    assert_int_equal(md_snapshot_load(data_path("runs/hf/rank0.pickle.xz", p, sizeof p), &s, &e), MD_OK);
+    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    assert_int_equal(md_analyze(s, r, &a, &e), MD_OK);
+    assert_int_equal(md_predict_validate(&pr, r, a, &v, &e), MD_OK);
+    assert_int_equal(v.step, 4);
+    for (int c = 0; c < MD_VAL_COUNT; c++) {
+        double ratio = (double)v.predicted[c] / (double)v.measured[c];
+        if (ratio < 0.985 || ratio > 1.0)
+            fail_msg("%s: predicted %llu, measured %llu", md_validation_name(c),
+                     (unsigned long long)v.predicted[c], (unsigned long long)v.measured[c]);
+    }
+    assert_int_equal(v.measured[MD_VAL_WORKSPACE], 64ULL << 20);
+    assert_int_equal(v.grads_at_start, 0);
+    assert_true(v.measured_peak > 3561ULL << 20 && v.measured_peak < 3562ULL << 20);
+    md_analysis_free(a);
+    md_replay_free(r);
+    md_snapshot_free(s);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -107,6 +141,7 @@ int main(void)
         cmocka_unit_test(test_grid),
         cmocka_unit_test(test_param_counts),
         cmocka_unit_test(test_seed_presets),
+        cmocka_unit_test(test_validate_hf_run),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
