@@ -891,6 +891,18 @@ static inline uint32_t le32(const unsigned char *b)
  * memo slot, a full stack, the end of the window), returns to the general
  * path, which re-executes that opcode with full checks and error reports.
  * Returns the number of opcodes done. */
+/* Writes a scalar straight into its stack slot. Building an md_pv in a
+ * local and copying it stores it in pieces and reloads it whole, which the
+ * CPU cannot forward from its store buffer: a stall on every int. */
+static inline void set_scalar(md_pv *d, uint8_t t, int64_t i)
+{
+    d->t = t;
+    d->big = 0;
+    d->uns = 0;
+    d->s = 0;
+    d->i = i;
+}
+
 static size_t run_fast(md_pkl *p)
 {
     const unsigned char *buf = p->buf;
@@ -898,7 +910,6 @@ static size_t run_fast(md_pkl *p)
     size_t scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
     md_pv *stack = p->stack, *memo = p->memo;
     size_t nmemo = p->nmemo, memocap = p->memocap;
-    md_pv v;
     while (len - pos >= 16 && sp + 1 < scap) {
         const unsigned char *b = buf + pos;
         switch (b[0]) {
@@ -927,11 +938,9 @@ static size_t run_fast(md_pkl *p)
             pos += 1;
             break;
         case 'K': case 'M': case 'J': /* BININT1, BININT2, BININT */
-            memset(&v, 0, sizeof v);
-            v.t = PV_INT;
-            v.i = b[0] == 'K' ? b[1] : b[0] == 'M' ? (int64_t)(b[1] | b[2] << 8)
-                                                   : (int64_t)(int32_t)le32(b + 1);
-            stack[sp++] = v;
+            set_scalar(&stack[sp++], PV_INT,
+                       b[0] == 'K' ? b[1] : b[0] == 'M' ? (int64_t)(b[1] | b[2] << 8)
+                                                        : (int64_t)(int32_t)le32(b + 1));
             pos += b[0] == 'K' ? 2 : b[0] == 'M' ? 3 : 5;
             break;
         case 0x8a: /* LONG1 */
@@ -952,10 +961,7 @@ static size_t run_fast(md_pkl *p)
                     if (n && (u >> (n * 8 - 1)) & 1)
                         u |= ~0ULL << (n * 8);
                 }
-                memset(&v, 0, sizeof v);
-                v.t = PV_INT;
-                v.i = (int64_t)u;
-                stack[sp++] = v;
+                set_scalar(&stack[sp++], PV_INT, (int64_t)u);
             }
             pos += 2 + (size_t)b[1];
             break;
@@ -966,10 +972,7 @@ static size_t run_fast(md_pkl *p)
             pos += 1;
             break;
         case 'N': case 0x88: case 0x89: /* None, True, False */
-            memset(&v, 0, sizeof v);
-            v.t = b[0] == 'N' ? PV_NONE : PV_BOOL;
-            v.i = b[0] == 0x88;
-            stack[sp++] = v;
+            set_scalar(&stack[sp++], b[0] == 'N' ? PV_NONE : PV_BOOL, b[0] == 0x88);
             pos += 1;
             break;
         default:

@@ -248,7 +248,15 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
 {
     loader *L = ctx;
     md_snapshot *s = L->s;
-    md_event e = {0, 0, -1, 0, 0, 0, 0};
+    if (s->nevents >= UINT32_MAX - 1)
+        return md_err_set(err, MD_E_LIMIT, off, "more than 2^32 trace entries");
+    if (s->nevents == s->evcap &&
+        md_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    /* Filled in place: a local copied into the array would be stored field
+     * by field and reloaded whole, which stalls the store buffer. */
+    md_event *e = &s->events[s->nevents];
+    *e = (md_event){0, 0, -1, 0, 0, 0, 0};
     const md_pv *frames = NULL;
     int action = 0, field = 0;
     const pv_obj *o = item->o;
@@ -262,25 +270,19 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
         if (kk == K_FRAMES)
             frames = x;
         else
-            entry_field(L, &e, kk, x);
+            entry_field(L, e, kk, x);
         action |= kk == K_ACTION;
         field |= kk == K_ADDR || kk == K_SIZE || kk == K_DEVICE_FREE;
     }
     if (!action || !field)
         return 0;
-    if (s->nevents >= UINT32_MAX - 1)
-        return md_err_set(err, MD_E_LIMIT, off, "more than 2^32 trace entries");
-    int rc = stack_id(L, frames, &e.stack, off, err);
+    int rc = stack_id(L, frames, &e->stack, off, err);
     if (rc)
         return rc;
-    if (e.time_us >= 0)
+    if (e->time_us >= 0)
         s->features |= MD_HAS_TIME;
-    if (e.stack)
+    if (e->stack)
         s->features |= MD_HAS_FRAMES;
-    if (s->nevents == s->evcap &&
-        md_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof e))
-        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
-    s->events[s->nevents] = e;
     *ref = (uint32_t)s->nevents++;
     return 1;
 }
