@@ -1,0 +1,61 @@
+/* stages.c - where `memdiag summary`'s time goes: each library stage of
+ * one file timed on its own (best of N runs).
+ *   cc -O2 -Iinclude bench/stages.c build/libmemdiag.a -lz -lzstd -llzma \
+ *      -ljansson -lm -o build/stages && build/stages FILE [N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "memdiag.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void keep_min(double *best, double v)
+{
+    if (*best < 0 || v < *best)
+        *best = v;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: stages FILE [RUNS]\n");
+        return 2;
+    }
+    int runs = argc > 2 ? atoi(argv[2]) : 5;
+    double best[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < runs; i++) {
+        md_err e = {0};
+        md_snapshot *s = NULL;
+        md_replay *r = NULL;
+        md_analysis *a = NULL;
+        double t[5];
+        t[0] = now();
+        int rc = md_snapshot_load(argv[1], &s, &e);
+        t[1] = now();
+        if (!rc)
+            rc = md_replay_run(s, 0, &r, &e);
+        t[2] = now();
+        if (!rc)
+            rc = md_analyze(s, r, &a, &e);
+        t[3] = now();
+        if (rc) {
+            char buf[512];
+            fprintf(stderr, "stages: %s\n", md_err_format(&e, buf, sizeof buf));
+            return 1;
+        }
+        md_analysis_free(a);
+        md_replay_free(r);
+        md_snapshot_free(s);
+        t[4] = now();
+        for (int k = 0; k < 4; k++)
+            keep_min(&best[k], t[k + 1] - t[k]);
+    }
+    printf("read %.1f ms, replay %.1f ms, analysis %.1f ms, free %.1f ms (best of %d)\n",
+           best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, best[3] * 1e3, runs);
+    return 0;
+}
