@@ -70,7 +70,11 @@ fuzz: deps
 demo: all
 	@scripts/demo.sh $(BUILD)/memdiag
 
-bench: all
+# Per-stage timing of one file: build/stages FILE [RUNS]
+$(BUILD)/stages: bench/stages.c $(BUILD)/libmemdiag.a
+	$(CC) $(WARN) $(CFLAGS) -Iinclude $< $(BUILD)/libmemdiag.a $(LIBS) -o $@
+
+bench: all $(BUILD)/stages
 	bench/run.sh
 
 clean:

@@ -1,7 +1,6 @@
 /* stages.c - where `memdiag summary`'s time goes: each library stage of
  * one file timed on its own (best of N runs).
- *   cc -O2 -Iinclude bench/stages.c build/libmemdiag.a -lz -lzstd -llzma \
- *      -ljansson -lm -o build/stages && build/stages FILE [N] */
+ *   make build/stages && build/stages FILE [N]   (built by `make bench`) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
