@@ -1,8 +1,8 @@
 /* fuzz_snapshot.c - libFuzzer target: any bytes through every reader and
  * the analysis behind it: snapshots (decompression sniffing, pickle VM,
  * schema conversion, replay, steps, sites, findings), capture files and
- * seed JSON reports (samples, indicators, findings). Must never crash,
- * hang or leak. */
+ * seed JSON reports (samples, indicators, findings), and model configs
+ * (parameter count, floor). Must never crash, hang or leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include "memdiag.h"
@@ -37,6 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size && data[0] == '{' && md_seedjson_load_mem(data, size, "fuzz", &jr, &nj, &e) == MD_OK) {
         samples(jr, nj);
         md_sample_ranks_free(jr, nj);
+    }
+    md_model m;
+    md_prediction p;
+    if (size && data[0] == '{' && md_model_load_mem(data, size, "fuzz", &m, &e) == MD_OK) {
+        (void)md_model_params(&m);
+        (void)md_predict(&m, 8, 1024, MD_OPT_ADAMW, MD_BF16_PURE, &p, &e);
     }
     if (md_snapshot_load_mem(data, size, "fuzz", &s, &e) != MD_OK)
         return 0;

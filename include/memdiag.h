@@ -470,6 +470,8 @@ typedef struct md_model {
 
 /* Reads config.json (or "seed:small", "seed:medium"). */
 int md_model_load(const char *spec, md_model *m, md_err *err);
+/* The same from config.json bytes in memory (name is for messages). */
+int md_model_load_mem(const void *data, size_t n, const char *name, md_model *m, md_err *err);
 /* Trainable parameters, counted as transformers counts them (each tensor
  * once; tied embeddings once). */
 int64_t md_model_params(const md_model *m);

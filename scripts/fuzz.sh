@@ -5,7 +5,7 @@ set -eu
 secs=${1:-60}
 out=build-fuzz
 mkdir -p "$out/corpus"
-srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze/*.c src/capture/*.c)
+srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze/*.c src/capture/*.c src/predict/*.c)
 clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -Iinclude $srcs fuzz/fuzz_snapshot.c \
     -o "$out/fuzz_snapshot" -ljansson -lz -lzstd -llzma -lm -ldl -lpthread
@@ -14,6 +14,7 @@ for f in tests/data/runs/*/*.mdcap; do   # same names in each run: prefix the ru
     cp "$f" "$out/corpus/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 cp tests/data/seed-exercise/alpha-small.json "$out/corpus/"
+for f in tests/data/predict/*.json; do cp "$f" "$out/corpus/config-$(basename "$f")"; done
 head -c 60000 tests/data/seed-exercise/snap-alpha-small-rank0.pickle >"$out/corpus/real-prefix"
 rc=0
 "$out/fuzz_snapshot" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \

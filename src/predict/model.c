@@ -4,6 +4,7 @@
  * predict_grid_h200.jsonl: gpt2, llama, mistral, qwen2, qwen3, gemma2
  * exact; tests/unit/test_predict.c). */
 #include <jansson.h>
+#include <stddef.h>
 #include <string.h>
 #include "../util/util.h"
 
@@ -41,6 +42,87 @@ static int seed_preset(const char *name, md_model *m)
     return 0;
 }
 
+/* Sizes beyond any real model are refused, which also keeps every
+ * parameter product far inside int64 (a hostile config cannot overflow). */
+static int check_ranges(const md_model *m, md_err *err)
+{
+    static const struct { const char *what; size_t off; int64_t max; } lim[] = {
+        {"vocab_size", offsetof(md_model, vocab), (int64_t)1 << 24},
+        {"hidden size", offsetof(md_model, hidden), (int64_t)1 << 20},
+        {"layers", offsetof(md_model, layers), (int64_t)1 << 12},
+        {"attention heads", offsetof(md_model, heads), (int64_t)1 << 14},
+        {"key/value heads", offsetof(md_model, kv_heads), (int64_t)1 << 14},
+        {"head_dim", offsetof(md_model, head_dim), (int64_t)1 << 16},
+        {"intermediate size", offsetof(md_model, intermediate), (int64_t)1 << 22},
+        {"positions", offsetof(md_model, positions), (int64_t)1 << 31},
+    };
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+        int64_t v;
+        memcpy(&v, (const char *)m + lim[i].off, sizeof v);
+        if (v < 0 || v > lim[i].max)
+            return md_err_set(err, MD_E_SCHEMA, -1, "%s %lld is out of range (0..%lld)", lim[i].what,
+                              (long long)v, (long long)lim[i].max);
+    }
+    if (m->heads * m->head_dim > ((int64_t)1 << 20) || m->kv_heads * m->head_dim > ((int64_t)1 << 20))
+        return md_err_set(err, MD_E_SCHEMA, -1, "attention width heads x head_dim is out of range");
+    return MD_OK;
+}
+
+/* Fields as transformers names them per architecture; defaults are those of
+ * the architecture's config class. */
+static int from_json(json_t *root, md_model *m, md_err *err)
+{
+    memset(m, 0, sizeof *m);
+    json_t *mt = json_object_get(root, "model_type");
+    int ok = json_is_string(mt);
+    size_t k = 0;
+    for (; ok && k < sizeof known / sizeof known[0]; k++)
+        if (!strcmp(json_string_value(mt), known[k]))
+            break;
+    if (!ok || k == sizeof known / sizeof known[0])
+        return md_err_set(err, MD_E_SCHEMA, -1,
+                          "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
+                          "gemma, gemma2, phi3)", ok ? json_string_value(mt) : "(missing)");
+    snprintf(m->type, sizeof m->type, "%s", known[k]);
+    int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5);
+    m->vocab = geti(root, "vocab_size", 0);
+    m->hidden = gpt2 ? geti(root, "n_embd", 768) : geti(root, "hidden_size", 0);
+    m->layers = gpt2 ? geti(root, "n_layer", 12) : geti(root, "num_hidden_layers", 0);
+    m->heads = gpt2 ? geti(root, "n_head", 12) : geti(root, "num_attention_heads", 0);
+    m->kv_heads = geti(root, "num_key_value_heads", m->heads);
+    m->head_dim = geti(root, "head_dim", 0);
+    m->intermediate = gpt2 ? geti(root, "n_inner", 0) : geti(root, "intermediate_size", 0);
+    m->positions = gpt2 ? geti(root, "n_positions", 1024) : geti(root, "max_position_embeddings", 0);
+    m->tied = getb(root, "tie_word_embeddings", gpt2 || gemma);
+    m->attention_bias = !strcmp(m->type, "qwen2") || getb(root, "attention_bias", 0);
+    int rc = check_ranges(m, err); /* before the defaults below multiply */
+    if (rc)
+        return rc;
+    if (gpt2 && m->intermediate == 0)
+        m->intermediate = 4 * m->hidden; /* n_inner: null */
+    if (m->head_dim == 0 && m->heads > 0)
+        m->head_dim = m->hidden / m->heads;
+    if (m->vocab == 0 || m->hidden == 0 || m->layers == 0 || m->heads == 0 || m->intermediate == 0 ||
+        m->head_dim == 0)
+        return md_err_set(err, MD_E_SCHEMA, -1, "config lacks vocab_size, hidden size, layers, "
+                                                "heads, head_dim or intermediate size");
+    return check_ranges(m, err);
+}
+
+int md_model_load_mem(const void *data, size_t n, const char *name, md_model *m, md_err *err)
+{
+    json_error_t je;
+    md_err_file(err, name);
+    json_t *root = json_loadb(data, n, 0, &je);
+    if (!root)
+        return md_err_set(err, MD_E_FORMAT, je.position, "not valid JSON (line %d): %s", je.line,
+                          je.text);
+    int rc = json_is_object(root) ? from_json(root, m, err)
+                                  : md_err_set(err, MD_E_SCHEMA, -1, "config is not a JSON object");
+    json_decref(root);
+    return rc;
+}
+
 int md_model_load(const char *spec, md_model *m, md_err *err)
 {
     if (!strncmp(spec, "seed:", 5)) {
@@ -54,39 +136,10 @@ int md_model_load(const char *spec, md_model *m, md_err *err)
     if (!root)
         return md_err_set(err, MD_E_FORMAT, je.position, "not valid JSON (line %d): %s", je.line,
                           je.text);
-    memset(m, 0, sizeof *m);
-    json_t *mt = json_object_get(root, "model_type");
-    int ok = json_is_string(mt);
-    size_t k = 0;
-    for (; ok && k < sizeof known / sizeof known[0]; k++)
-        if (!strcmp(json_string_value(mt), known[k]))
-            break;
-    if (!ok || k == sizeof known / sizeof known[0]) {
-        int rc = md_err_set(err, MD_E_SCHEMA, -1,
-                            "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
-                            "gemma, gemma2, phi3)", ok ? json_string_value(mt) : "(missing)");
-        json_decref(root);
-        return rc;
-    }
-    snprintf(m->type, sizeof m->type, "%s", known[k]);
-    int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5);
-    m->vocab = geti(root, "vocab_size", 0);
-    m->hidden = gpt2 ? geti(root, "n_embd", 768) : geti(root, "hidden_size", 0);
-    m->layers = gpt2 ? geti(root, "n_layer", 12) : geti(root, "num_hidden_layers", 0);
-    m->heads = gpt2 ? geti(root, "n_head", 12) : geti(root, "num_attention_heads", 0);
-    m->kv_heads = geti(root, "num_key_value_heads", m->heads);
-    m->head_dim = geti(root, "head_dim", m->heads ? m->hidden / m->heads : 0);
-    m->intermediate = gpt2 ? geti(root, "n_inner", 4 * m->hidden) : geti(root, "intermediate_size", 0);
-    if (gpt2 && m->intermediate <= 0)
-        m->intermediate = 4 * m->hidden; /* n_inner: null */
-    m->positions = gpt2 ? geti(root, "n_positions", 1024) : geti(root, "max_position_embeddings", 0);
-    m->tied = getb(root, "tie_word_embeddings", gpt2 || gemma);
-    m->attention_bias = !strcmp(m->type, "qwen2") || getb(root, "attention_bias", 0);
+    int rc = json_is_object(root) ? from_json(root, m, err)
+                                  : md_err_set(err, MD_E_SCHEMA, -1, "config is not a JSON object");
     json_decref(root);
-    if (m->vocab <= 0 || m->hidden <= 0 || m->layers <= 0 || m->heads <= 0 || m->intermediate <= 0)
-        return md_err_set(err, MD_E_SCHEMA, -1,
-                          "config lacks vocab_size, hidden size, layers, heads or intermediate size");
-    return MD_OK;
+    return rc;
 }
 
 static int64_t seed_params(const md_model *m)

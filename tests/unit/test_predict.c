@@ -129,6 +129,21 @@ static void test_refusals(void **st)
     assert_int_equal(md_model_load("/tmp/md-test-config.json", &m, &e), MD_E_SCHEMA);
     assert_non_null(strstr(e.msg, "'mamba' is not supported"));
     remove("/tmp/md-test-config.json");
+    /* hostile sizes are refused before any product can overflow */
+    static const char *const bad[] = {
+        "{\"model_type\":\"llama\",\"vocab_size\":9223372036854775807,\"hidden_size\":8,"
+        "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":1}",
+        "{\"model_type\":\"gpt2\",\"vocab_size\":10,\"n_embd\":4611686018427387904}",
+        "{\"model_type\":\"llama\",\"vocab_size\":10,\"hidden_size\":8,\"intermediate_size\":8,"
+        "\"num_hidden_layers\":1,\"num_attention_heads\":16384,\"head_dim\":65536}",
+        "{\"model_type\":\"gpt2\",\"vocab_size\":10,\"n_head\":0}",
+        "[\"llama\"]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(md_model_load_mem(bad[i], strlen(bad[i]), "bad", &m, &e), MD_E_SCHEMA);
+    const char *gpt2 = "{\"model_type\":\"gpt2\",\"vocab_size\":50257}"; /* defaults: gpt2 small */
+    assert_int_equal(md_model_load_mem(gpt2, strlen(gpt2), "gpt2", &m, &e), MD_OK);
+    assert_int_equal(md_model_params(&m), 124439808);
     char path[1024];
     assert_int_equal(md_model_load(data_path("predict/llama.json", path, sizeof path), &m, &e), MD_OK);
     assert_int_equal(md_predict(&m, 1, 1 << 20, MD_OPT_SGD, MD_FP32, &p, &e), MD_E_ARG);
