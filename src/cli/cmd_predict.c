@@ -123,7 +123,7 @@ static int first_snapshot(const char *run, md_snapshot **s, char *path, size_t n
         rc = 0;
     }
     if (rc && np)
-        cli_fail("%s: no allocator snapshot to validate against (capture files hold no history)", run);
+        cli_fail("%s: no allocator snapshot to validate against (capture files and seed reports hold no allocation history)", run);
     cli_free_paths(paths, np);
     return rc;
 }
