@@ -117,13 +117,15 @@ static int first_snapshot(const char *run, md_snapshot **s, char *path, size_t n
         md_err err = {0};
         if (md_snapshot_load(paths[i], s, &err)) {
             cli_fail_err(&err);
-            break;
+            cli_free_paths(paths, np);
+            return EXIT_USAGE;
         }
         snprintf(path, n, "%s", paths[i]);
         rc = 0;
     }
     if (rc && np)
-        cli_fail("%s: no allocator snapshot to validate against (capture files and seed reports hold no allocation history)", run);
+        cli_fail("%s: no allocator snapshot to validate against (capture files and seed "
+                 "reports hold no allocation history)", run);
     cli_free_paths(paths, np);
     return rc;
 }

@@ -82,6 +82,7 @@ expect_fail "no paths" "needs at least one" $M diagnose --json
 expect_fail "predict without shape" "needs --model, --batch and --seq" $M predict --model seed:small
 expect_fail "predict of an unknown GPU" "a known GPU" $M predict --model seed:small --batch 1 --seq 8 --gpu potato
 expect_fail "predict --validate needs a later step than the first" "only the first training step" $M predict --model seed:small --batch 1 --seq 8 --validate bench/data/step-snapshots/gpt2-4x512-sgd-bf16-pure.pickle.xz
+check "predict --validate of a truncated snapshot: one error line" sh -c "head -c 5000 $D/seed-exercise/snap-alpha-small-rank0.pickle > $T/cut5k.pickle; $M predict --model seed:small --batch 1 --seq 8 --validate $T/cut5k.pickle 2>$T/v.err; test \$? -eq 2 && test \$(wc -l < $T/v.err) -eq 1 && grep -q 'byte 4861: truncated' $T/v.err"
 expect_fail "predict --validate of a capture file" "no allocator snapshot to validate against" $M predict --model seed:small --batch 1 --seq 8 --validate $R/hf/rank0.mdcap
 mkdir "$T/nodata"
 expect_fail "directory without snapshots" "no snapshot or capture files" $M summary "$T/nodata"
