@@ -488,6 +488,9 @@ typedef struct md_prediction {
     uint64_t weights, gradients, optimizer_state, workspace;
     uint64_t floor;            /* weights + optimizer_state + workspace */
     uint64_t floor_with_grads; /* + gradients: the end of backward */
+    uint64_t context;          /* device memory outside PyTorch's allocator
+                                  (CUDA context, kernels, cuBLAS), measured
+                                  on an H200 with torch 2.11, one process */
     int peak_known;
 } md_prediction;
 

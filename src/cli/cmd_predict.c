@@ -69,11 +69,14 @@ static void text(const md_model *m, const md_prediction *p, double gpu, const ch
     printf("workspaces    %10.1f MiB   (cuBLAS, 2 x 32 MiB on Hopper)\n", mib(p->workspace));
     printf("floor         %10.1f MiB   every step starts here\n", mib(p->floor));
     printf("gradients     %10.1f MiB   added by the end of backward\n", mib(p->gradients));
+    printf("context       %10.1f MiB   device memory outside PyTorch (CUDA context, kernels,\n"
+           "                               cuBLAS; measured on an H200, torch 2.11, one process)\n",
+           mib(p->context));
     printf("peak          not predicted yet: activations and the loss over the logits are not\n"
            "              modeled; %.1f MiB is a lower bound, not an estimate\n",
            mib(p->floor_with_grads));
     if (gpu > 0) {
-        double left = gpu - mib(p->floor_with_grads) - 512; /* ~0.5 GiB CUDA context */
+        double left = gpu - mib(p->floor_with_grads) - mib(p->context);
         if (left < 0)
             printf("verdict       does not fit %s (%.0f MiB): short by %.1f MiB before any activation\n",
                    gname, gpu, -left);
@@ -94,6 +97,7 @@ static void json(const md_model *m, const md_prediction *p, double gpu)
            "\"library_workspaces\":%llu},",
            (unsigned long long)p->weights, (unsigned long long)p->gradients,
            (unsigned long long)p->optimizer_state, (unsigned long long)p->workspace);
+    printf("\"cuda_context_bytes\":%llu,", (unsigned long long)p->context);
     printf("\"floor_bytes\":%llu,\"floor_with_gradients_bytes\":%llu,\"peak_allocated_bytes\":null,"
            "\"unsupported\":\"activations and the loss over the logits are not predicted yet\"",
            (unsigned long long)p->floor, (unsigned long long)p->floor_with_grads);

@@ -144,6 +144,11 @@ static void test_refusals(void **st)
     const char *gpt2 = "{\"model_type\":\"gpt2\",\"vocab_size\":50257}"; /* defaults: gpt2 small */
     assert_int_equal(md_model_load_mem(gpt2, strlen(gpt2), "gpt2", &m, &e), MD_OK);
     assert_int_equal(md_model_params(&m), 124439808);
+    /* the context the verdict adds is the one measured on the H200 runs
+     * (non_framework of tests/data/runs/hf: 1367.9 MiB) */
+    md_prediction q;
+    assert_int_equal(md_predict(&m, 1, 128, MD_OPT_SGD, MD_FP32, &q, &e), MD_OK);
+    assert_int_equal(q.context, 1368ULL << 20);
     char path[1024];
     assert_int_equal(md_model_load(data_path("predict/llama.json", path, sizeof path), &m, &e), MD_OK);
     assert_int_equal(md_predict(&m, 1, 1 << 20, MD_OPT_SGD, MD_FP32, &p, &e), MD_E_ARG);
