@@ -39,11 +39,6 @@ static const md_live_set *live_at(fctx *c, long index)
     return md_analysis_live(c->a, index);
 }
 
-static double mib(uint64_t b)
-{
-    return (double)b / MIB;
-}
-
 md_finding *md_finding_new(md_finding **arr, size_t *n, size_t *cap, const char *kind,
                            int severity, uint64_t bytes)
 {
@@ -190,27 +185,27 @@ static void find_leak(fctx *c)
     leak_arg la = {c->st[0].after_zero, 0};
     uint64_t kept = collect_sites(c, f, c->st[c->nst - 1].after_zero, retained_pred, &la);
     int graphs = kept && la.forward_bytes * 2 >= kept;
-    MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s", mib((uint64_t)per),
+    MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s", md_mib((uint64_t)per),
             graphs ? "each step's autograd graph (forward activations) is kept alive"
                    : "tensors created each step are kept");
     MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu steps: %.1f MiB per step "
                 "(min %.1f, max %.1f), %.1f MiB in total",
-             nd, mib((uint64_t)per), lo / MIB, hi / MIB, sum / MIB);
+             nd, md_mib((uint64_t)per), lo / MIB, hi / MIB, sum / MIB);
     MD_EVIDENCE(f, "%.1f MiB allocated after step %d is still live after the last step; "
                 "%.0f%% of it was allocated in a forward pass (saved for backward)",
-             mib(kept), c->st[0].number,
+             md_mib(kept), c->st[0].number,
              kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0);
     MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
-             100.0 * per / (double)peak, mib(peak));
+             100.0 * per / (double)peak, md_mib(peak));
     if (graphs)
         MD_ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
                   "output appended to a list (store loss.item() or loss.detach()), or "
                   "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
-                  "about %.1f MiB per step.", mib((uint64_t)per));
+                  "about %.1f MiB per step.", md_mib((uint64_t)per));
     else
         MD_ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
                   "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
-                  "per step.", mib((uint64_t)per));
+                  "per step.", md_mib((uint64_t)per));
 }
 
 /* ---- optimizer state and parameters --------------------------------------- */
@@ -277,23 +272,23 @@ static void find_optimizer_state(fctx *c)
     if (params)
         MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the parameter bytes, created at the first "
                    "optimizer step",
-                opt[0] ? opt : "the optimizer", " ", mib(state), ratio);
+                opt[0] ? opt : "the optimizer", " ", md_mib(state), ratio);
     else
         MD_SUMMARY(f, "%s%skeeps %.1f MiB of state created at the first optimizer step",
-                opt[0] ? opt : "the optimizer", " ", mib(state));
+                opt[0] ? opt : "the optimizer", " ", md_mib(state));
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
-                "still live at the end of the last step", mib(state), ca.count);
+                "still live at the end of the last step", md_mib(state), ca.count);
     if (params)
-        MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", mib(params), ratio);
+        MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params), ratio);
     double want = expected_state_multiple(opt);
     if (want > 0 && params)
         MD_EVIDENCE(f, "%s's expected state is %.0f x the parameters (%s)", opt, want,
                  want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
-             100.0 * (double)state / (double)peak, mib(peak));
+             100.0 * (double)state / (double)peak, md_mib(peak));
     MD_ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
               "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter of "
-              "fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.", mib(state));
+              "fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.", md_mib(state));
 }
 
 /* ---- library workspaces ---------------------------------------------------------- */
@@ -312,16 +307,16 @@ static void find_workspace(fctx *c)
     f->bytes = ws;
     int n32 = (int)(ws / (32 << 20));
     MD_SUMMARY(f, "%.1f MiB is cuBLAS/cuDNN workspace, held for the whole run (not optimizer state)",
-            mib(ws));
+            md_mib(ws));
     MD_EVIDENCE(f, "%zu never-freed workspace allocation%s, %.1f MiB in total", ca.count,
-             ca.count == 1 ? "" : "s", mib(ws));
+             ca.count == 1 ? "" : "s", md_mib(ws));
     if (n32 && ws == (uint64_t)n32 * (32 << 20))
         MD_EVIDENCE(f, "%d x 32 MiB: cuBLAS allocates one 32 MiB workspace per handle and stream on "
                     "Hopper (sm90); the forward and the autograd thread use different streams",
                  n32);
     MD_ADVICE(f, "Usually fine. CUBLAS_WORKSPACE_CONFIG=:4096:8 limits each workspace to 32 MiB "
               "(smaller configs such as :16:8 save most of the %.1f MiB at some matmul speed).",
-           mib(ws));
+           md_mib(ws));
 }
 
 /* ---- activations ----------------------------------------------------------------- */
@@ -347,13 +342,13 @@ static void find_activations(fctx *c)
     f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
     const md_indicators *in = md_analysis_indicators(c->a);
     MD_SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
-            100.0 * share, mib(act), mib(peak));
-    MD_EVIDENCE(f, "%.1f MiB in %zu forward-pass allocations live at the peak", mib(act), ca.count);
+            100.0 * share, md_mib(act), md_mib(peak));
+    MD_EVIDENCE(f, "%.1f MiB in %zu forward-pass allocations live at the peak", md_mib(act), ca.count);
     if (in->valid)
         MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     for (size_t k = 0; k < c->nst; k++)
         if (p > (k ? c->st[k - 1].after_zero : -1) && p <= c->st[k].after_zero) {
-            MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", mib(peak), c->st[k].number,
+            MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", md_mib(peak), c->st[k].number,
                      p <= c->st[k].after_forward ? "at the end of the forward"
                      : p <= c->st[k].after_backward ? "during backward" : "after backward");
             break;
@@ -362,7 +357,7 @@ static void find_activations(fctx *c)
               "block inputs and gives back most of the %.1f MiB for ~30%% more compute; halving "
               "the batch or sequence halves it; bf16 autocast halves fp32 activations; "
               "SDPA (flash / memory-efficient) avoids the seq x seq attention matrix.",
-           mib(act));
+           md_mib(act));
 }
 
 /* ---- logits and the loss ----------------------------------------------- */
@@ -430,21 +425,21 @@ static void find_logits(fctx *c)
     if (!f)
         return;
     MD_SUMMARY(f, "the logits and the loss over them hold %.1f MiB, %.0f%% of the peak: "
-               "%.1f bytes per logit element", mib(total), 100.0 * (double)total / (double)peak,
+               "%.1f bytes per logit element", md_mib(total), 100.0 * (double)total / (double)peak,
             (double)total / elems);
     MD_EVIDENCE(f, "about %.0f million logit elements (the loss's largest fp32 tensor is %.1f MiB)",
-             elems / 1e6, mib(big));
+             elems / 1e6, md_mib(big));
     if (logits)
         MD_EVIDENCE(f, "logits-sized tensors (the logits, copies, gradients): %.1f MiB in %zu "
-                    "(the largest %.1f MiB, %s)", mib(logits), ncopies, mib(largest),
+                    "(the largest %.1f MiB, %s)", md_mib(logits), ncopies, md_mib(largest),
                  (double)largest >= 0.9 * (double)big ? "fp32" : "16-bit");
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the loss (cross-entropy, log-softmax, upcasts, "
                 "shifted copies) live at the peak of %.1f MiB",
-             mib(loss), nloss, mib(peak));
+             md_mib(loss), nloss, md_mib(peak));
     MD_ADVICE(f, "Compute the loss without materializing every logit: a fused linear + "
               "cross-entropy kernel (e.g. Liger) or the loss in chunks over the sequence keeps "
               "one chunk's logits; avoid a full .float() copy and slicing logits[:, :-1] before "
-              "the loss (it copies). Expected saving: most of %.1f MiB.", mib(total));
+              "the loss (it copies). Expected saving: most of %.1f MiB.", md_mib(total));
 }
 
 /* ---- fragmentation --------------------------------------------------------------- */
@@ -476,15 +471,15 @@ static void find_fragmentation(fctx *c)
         return;
     MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
                "that did not fit later requests",
-            mib(gap), 100.0 * (double)gap / (double)pres);
-    MD_EVIDENCE(f, "peak reserved %.1f MiB vs peak allocated %.1f MiB", mib(pres), mib(palloc));
+            md_mib(gap), 100.0 * (double)gap / (double)pres);
+    MD_EVIDENCE(f, "peak reserved %.1f MiB vs peak allocated %.1f MiB", md_mib(pres), md_mib(palloc));
     MD_EVIDENCE(f, "when reserved peaked (event %ld): %.1f MiB allocated, %.1f MiB cached free in "
                 "%zu segments, the largest free block %.1f MiB",
-             at, mib(pt.allocated), mib(cs.free_total), cs.segments, mib(cs.largest_free));
+             at, md_mib(pt.allocated), md_mib(cs.free_total), cs.segments, md_mib(cs.largest_free));
     MD_ADVICE(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place and "
               "usually removes most of this; or max_split_size_mb:<N> keeps large blocks whole; "
               "pad or bucket varying shapes (sequence lengths) so freed blocks fit the next "
-              "request. Up to %.1f MiB could be returned.", mib(gap));
+              "request. Up to %.1f MiB could be returned.", md_mib(gap));
 }
 
 /* ---- out of memory ----------------------------------------------------------------- */
@@ -526,22 +521,22 @@ static void find_oom(fctx *c)
         if (ev[i].addr > req + pt.reserved)
             MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed at the process's limit, "
                           "with %.1f MiB reserved and %.1f MiB allocated (the device had room)",
-                       mib(ev[i].size), mib(pt.reserved), mib(pt.allocated));
+                       md_mib(ev[i].size), md_mib(pt.reserved), md_mib(pt.allocated));
         else
             MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the "
                           "device and %.1f MiB allocated",
-                       mib(ev[i].size), mib(ev[i].addr), mib(pt.allocated));
-        MD_EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", mib(ev[i].size),
-                 mib(ev[i].addr));
+                       md_mib(ev[i].size), md_mib(ev[i].addr), md_mib(pt.allocated));
+        MD_EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", md_mib(ev[i].size),
+                 md_mib(ev[i].addr));
         MD_EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "
                     "(largest block %.1f MiB)",
-                 mib(pt.allocated), mib(pt.reserved), mib(cs.free_total), mib(cs.largest_free));
+                 md_mib(pt.allocated), md_mib(pt.reserved), md_mib(cs.free_total), md_mib(cs.largest_free));
         int top = MD_CAT_OTHER;
         for (int k = 0; k < MD_CAT_COUNT; k++)
             if (aa.by_cat[k] > aa.by_cat[top])
                 top = k;
-        MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", mib(live),
-                 md_category_name(top), mib(aa.by_cat[top]));
+        MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", md_mib(live),
+                 md_category_name(top), md_mib(aa.by_cat[top]));
         int limited = ev[i].addr > req + pt.reserved; /* the device had room */
         uint64_t short_by = limited ? (req > cs.largest_free ? req - cs.largest_free : 0)
                                     : (req > avail ? req - avail : 0);
@@ -550,16 +545,16 @@ static void find_oom(fctx *c)
         if (limited)
             MD_EVIDENCE(f, "the device itself had %.1f MiB free: a per-process limit stopped the "
                            "request (set_per_process_memory_fraction, or memory held elsewhere)",
-                        mib(ev[i].addr));
+                        md_mib(ev[i].addr));
         if (limited)
             MD_ADVICE(f, "Raise the process's limit, or free %.1f MiB of live memory so the request "
                          "fits in cached blocks; the largest holder is %s (%.1f MiB): see the sites.",
-                      mib(short_by), md_category_name(top), mib(aa.by_cat[top]));
+                      md_mib(short_by), md_category_name(top), md_mib(aa.by_cat[top]));
         else
             MD_ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is "
                          "%s (%.1f MiB): see the sites. %s",
-                      mib(short_by), short_by ? "" : " (or less fragmentation)",
-                      md_category_name(top), mib(aa.by_cat[top]),
+                      md_mib(short_by), short_by ? "" : " (or less fragmentation)",
+                      md_category_name(top), md_mib(aa.by_cat[top]),
                       cs.free_total >= req ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
                                            : "Reduce the batch, checkpoint activations, or shard state.");
     }
@@ -617,10 +612,10 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
                         (double)diff >= 0.3 * (double)pl ? MD_SEV_WARNING : MD_SEV_INFO, diff);
     if (!f)
         return MD_E_NOMEM;
-    MD_SUMMARY(f, "rank %d peaks %.1f MiB (%.0f%%) above rank %d", ranks[hi], mib(diff),
+    MD_SUMMARY(f, "rank %d peaks %.1f MiB (%.0f%%) above rank %d", ranks[hi], md_mib(diff),
             100.0 * (double)diff / (double)pl, ranks[lo]);
-    MD_EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi], mib(ph), ranks[lo],
-             mib(pl));
+    MD_EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi], md_mib(ph), ranks[lo],
+             md_mib(pl));
     size_t nh, nl;
     const md_step *sh = md_analysis_steps(as[hi], &nh), *sl = md_analysis_steps(as[lo], &nl);
     static const char *const names[] = {"before the forward", "forward", "backward",
@@ -653,7 +648,7 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
     MD_ADVICE(f, "Look for work only rank %d does in that phase: a larger local batch (uneven "
               "sharding, rank-0 extras), longer sequences, rank-0 logging/evaluation, or gathered "
               "checkpoints. Balanced, rank %d would need about %.1f MiB less.",
-           ranks[hi], ranks[hi], mib(diff));
+           ranks[hi], ranks[hi], md_mib(diff));
     *out = c.out;
     *n = c.n;
     return MD_OK;

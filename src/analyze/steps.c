@@ -418,6 +418,9 @@ static int workspace_by_size(const md_analysis *a, const md_live *l)
         return 0;
     if (l->alloc_index < 0 || md_replay_free_index(a->r, l->alloc_index) >= 0)
         return 0;
+    if (a->nsteps && l->alloc_index > a->steps[0].fwd_start &&
+        l->alloc_index <= a->steps[0].after_forward)
+        return 1; /* the first forward: no frame scan needed */
     size_t n;
     const uint32_t *ids = md_snapshot_stack(a->s, l->stack, &n);
     if (n == 0)
@@ -429,8 +432,7 @@ static int workspace_by_size(const md_analysis *a, const md_live *l)
             strstr(nm, "in_projection"))
             return 1;
     }
-    return a->nsteps && l->alloc_index > a->steps[0].fwd_start &&
-           l->alloc_index <= a->steps[0].after_forward;
+    return 0;
 }
 
 static long step_of(const md_analysis *a, long idx)

@@ -90,19 +90,27 @@ int md_cap_open(const char *path, int overwrite, md_cap **out, md_err *err)
     return MD_OK;
 }
 
+/* A record of two NUL-terminated strings, after a timestamp when stamped. */
+static int record_strings(md_cap *c, int type, int stamped, const char *x, const char *y)
+{
+    size_t head = stamped ? 8 : 0, a = strlen(x), b = strlen(y), n = head + a + b + 2;
+    if (n > MD_CAP_MAX_PAYLOAD)
+        return MD_E_ARG;
+    unsigned char *buf = malloc(n);
+    if (!buf)
+        return MD_E_NOMEM;
+    if (stamped)
+        put_u64(buf, (uint64_t)now_ns());
+    memcpy(buf + head, x, a + 1);
+    memcpy(buf + head + a + 1, y, b + 1);
+    int rc = record(c, type, buf, n);
+    free(buf);
+    return rc;
+}
+
 int md_cap_meta(md_cap *c, const char *key, const char *value)
 {
-    size_t k = strlen(key), v = strlen(value);
-    if (k + v + 2 > MD_CAP_MAX_PAYLOAD)
-        return MD_E_ARG;
-    unsigned char *b = malloc(k + v + 2);
-    if (!b)
-        return MD_E_NOMEM;
-    memcpy(b, key, k + 1);
-    memcpy(b + k + 1, value, v + 1);
-    int rc = record(c, MD_CAP_META, b, k + v + 2);
-    free(b);
-    return rc;
+    return record_strings(c, MD_CAP_META, 0, key, value);
 }
 
 int md_cap_write_sample(md_cap *c, const md_cap_sample *s)
@@ -129,18 +137,7 @@ int md_cap_step(md_cap *c, int step)
 
 int md_cap_snapshot(md_cap *c, const char *path, const char *reason)
 {
-    size_t a = strlen(path), r = strlen(reason);
-    if (a + r + 10 > MD_CAP_MAX_PAYLOAD)
-        return MD_E_ARG;
-    unsigned char *b = malloc(a + r + 10);
-    if (!b)
-        return MD_E_NOMEM;
-    put_u64(b, (uint64_t)now_ns());
-    memcpy(b + 8, path, a + 1);
-    memcpy(b + 9 + a, reason, r + 1);
-    int rc = record(c, MD_CAP_SNAPSHOT, b, a + r + 10);
-    free(b);
-    return rc;
+    return record_strings(c, MD_CAP_SNAPSHOT, 1, path, reason);
 }
 
 int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t limit)

@@ -19,6 +19,13 @@ void cli_json_string(FILE *f, const char *s);
  * Returns 0, or prints one error line and returns EXIT_USAGE. */
 int cli_expand_paths(char **args, int n, char ***out, size_t *nout);
 void cli_free_paths(char **paths, size_t n);
+/* What a path holds, by its first bytes: a seed-script JSON report, a
+ * memdiag capture file (else it is read as a snapshot). */
+int cli_is_seed_report(const char *path);
+int cli_is_capture(const char *path);
+/* Device d holds data worth a rank: history (traces != 0) or, for a
+ * snapshot without history, segments. */
+int cli_device_has_data(const md_snapshot *s, int d, int traces);
 
 int cmd_summary(int argc, char **argv, int diagnose);
 int cmd_run(int argc, char **argv);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "../util/util.h"
 #include "cli.h"
 
 static void help(void)
@@ -54,29 +55,24 @@ static int pick(const char *v, const char *const *names, int n)
     return -1;
 }
 
-static double mib(uint64_t b)
-{
-    return (double)b / 1048576.0;
-}
-
 static void text(const md_model *m, const md_prediction *p, double gpu, const char *gname)
 {
     printf("model         %s: %lld parameters (%lld layers, hidden %lld, vocab %lld%s)\n", m->type,
            (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
            m->tied ? ", tied embeddings" : "");
-    printf("weights       %10.1f MiB\n", mib(p->weights));
-    printf("optimizer     %10.1f MiB\n", mib(p->optimizer_state));
-    printf("workspaces    %10.1f MiB   (cuBLAS, 2 x 32 MiB on Hopper)\n", mib(p->workspace));
-    printf("floor         %10.1f MiB   every step starts here\n", mib(p->floor));
-    printf("gradients     %10.1f MiB   added by the end of backward\n", mib(p->gradients));
+    printf("weights       %10.1f MiB\n", md_mib(p->weights));
+    printf("optimizer     %10.1f MiB\n", md_mib(p->optimizer_state));
+    printf("workspaces    %10.1f MiB   (cuBLAS, 2 x 32 MiB on Hopper)\n", md_mib(p->workspace));
+    printf("floor         %10.1f MiB   every step starts here\n", md_mib(p->floor));
+    printf("gradients     %10.1f MiB   added by the end of backward\n", md_mib(p->gradients));
     printf("context       %10.1f MiB   device memory outside PyTorch (CUDA context, kernels,\n"
            "                               cuBLAS; measured on an H200, torch 2.11, one process)\n",
-           mib(p->context));
+           md_mib(p->context));
     printf("peak          not predicted yet: activations and the loss over the logits are not\n"
            "              modeled; %.1f MiB is a lower bound, not an estimate\n",
-           mib(p->floor_with_grads));
+           md_mib(p->floor_with_grads));
     if (gpu > 0) {
-        double left = gpu - mib(p->floor_with_grads) - mib(p->context);
+        double left = gpu - md_mib(p->floor_with_grads) - md_mib(p->context);
         if (left < 0)
             printf("verdict       does not fit %s (%.0f MiB): short by %.1f MiB before any activation\n",
                    gname, gpu, -left);
@@ -115,8 +111,7 @@ static int first_snapshot(const char *run, md_snapshot **s, char *path, size_t n
         return EXIT_USAGE;
     int rc = EXIT_USAGE;
     for (size_t i = 0; i < np && rc; i++) {
-        size_t l = strlen(paths[i]);
-        if ((l > 6 && !strcmp(paths[i] + l - 6, ".mdcap")) || (l > 5 && !strcmp(paths[i] + l - 5, ".json")))
+        if (cli_is_capture(paths[i]) || cli_is_seed_report(paths[i]))
             continue;
         md_err err = {0};
         if (md_snapshot_load(paths[i], s, &err)) {
@@ -144,8 +139,7 @@ static int validate(const char *run, const md_prediction *p, md_validation *v, c
     if (first_snapshot(run, &s, path, n))
         return EXIT_USAGE;
     int d = 0, nd = md_snapshot_ndevices(s);
-    size_t ne = 0;
-    while (d < nd && (md_snapshot_events(s, d, &ne), ne == 0))
+    while (d < nd && !cli_device_has_data(s, d, 1))
         d++;
     *device = d < nd ? d : 0;
     int rc = md_replay_run(s, *device, &r, &err);
@@ -161,6 +155,12 @@ static int validate(const char *run, const md_prediction *p, md_validation *v, c
     return rc ? EXIT_USAGE : 0;
 }
 
+/* predicted / measured, or -1 when nothing was measured */
+static double val_ratio(const md_validation *v, int c)
+{
+    return v->measured[c] ? (double)v->predicted[c] / (double)v->measured[c] : -1;
+}
+
 static void validate_text(const md_validation *v, const char *path, int device)
 {
     static const char *const note[MD_VAL_COUNT] = {"", "", "", "allocated at the step's start",
@@ -168,21 +168,21 @@ static void validate_text(const md_validation *v, const char *path, int device)
     printf("\nvalidated against %s (cuda:%d), step %d\n", path, device, v->step);
     printf("  %-20s %12s %12s %9s\n", "component", "predicted", "measured", "pred/real");
     for (int c = 0; c < MD_VAL_COUNT; c++) {
-        char ratio[32] = "-"; /* nothing measured: no ratio */
-        if (v->measured[c])
-            snprintf(ratio, sizeof ratio, "%.3f", (double)v->predicted[c] / (double)v->measured[c]);
-        printf("  %-20s %8.1f MiB %8.1f MiB %9s%s%s\n", md_validation_name(c), mib(v->predicted[c]),
-               mib(v->measured[c]), ratio, *note[c] ? "   " : "", note[c]);
+        char ratio[32] = "-";
+        if (val_ratio(v, c) >= 0)
+            snprintf(ratio, sizeof ratio, "%.3f", val_ratio(v, c));
+        printf("  %-20s %8.1f MiB %8.1f MiB %9s%s%s\n", md_validation_name(c), md_mib(v->predicted[c]),
+               md_mib(v->measured[c]), ratio, *note[c] ? "   " : "", note[c]);
     }
     printf("  %-20s %12s %8.1f MiB %9s   the floor is %.0f%% of it; activations and the loss\n"
            "  %-20s %12s %12s %9s   over the logits, not predicted yet, are the rest\n",
-           "peak", "-", mib(v->measured_peak), "-",
+           "peak", "-", md_mib(v->measured_peak), "-",
            v->measured_peak ? 100.0 * (double)v->predicted[MD_VAL_FLOOR] / (double)v->measured_peak : 0.0,
            "", "", "", "");
     if (v->grads_at_start)
         printf("  note: %.1f MiB of gradients live at the step's start (zero_grad(set_to_none=False)\n"
                "        or accumulation): the measured floor includes them\n",
-               mib(v->grads_at_start));
+               md_mib(v->grads_at_start));
 }
 
 static void validate_json(const md_validation *v, const char *path, int device)
@@ -194,8 +194,8 @@ static void validate_json(const md_validation *v, const char *path, int device)
         printf("%s{\"name\":\"%s\",\"predicted_bytes\":%llu,\"measured_bytes\":%llu,\"ratio\":",
                c ? "," : "", md_validation_name(c), (unsigned long long)v->predicted[c],
                (unsigned long long)v->measured[c]);
-        if (v->measured[c])
-            printf("%.4f}", (double)v->predicted[c] / (double)v->measured[c]);
+        if (val_ratio(v, c) >= 0)
+            printf("%.4f}", val_ratio(v, c));
         else
             printf("null}");
     }

@@ -57,37 +57,18 @@ static int grow_ranks(loaded *L)
     return 0;
 }
 
-/* Devices to report: those with a trace; for a snapshot without history
- * (or a legacy segment list), those holding segments, from final state. */
-static int device_has_data(const md_snapshot *s, int d, int traces)
-{
-    size_t n;
-    if (traces) { /* a trace of only 'snapshot' markers is not data */
-        const md_event *ev = md_snapshot_events(s, d, &n);
-        for (size_t i = 0; i < n; i++)
-            if (ev[i].action != MD_ACT_SNAPSHOT && ev[i].action != MD_ACT_ANNOTATE)
-                return 1;
-        return 0;
-    }
-    const md_segment *g = md_snapshot_segments(s, &n);
-    for (size_t i = 0; i < n; i++)
-        if (g[i].device == d)
-            return 1;
-    return 0;
-}
-
 static int add_ranks(loaded *L, md_snapshot *s, const char *path)
 {
     int named = md_rank_from_name(path), any = 0, traces = 0, maxdev = md_snapshot_ndevices(s) - 1;
     size_t ns;
     const md_segment *g = md_snapshot_segments(s, &ns);
     for (int d = 0; d <= maxdev; d++)
-        traces |= device_has_data(s, d, 1);
+        traces |= cli_device_has_data(s, d, 1);
     for (size_t i = 0; i < ns; i++)
         if (g[i].device > maxdev && g[i].device < 4096)
             maxdev = g[i].device;
     for (int d = 0; d <= maxdev; d++) {
-        if (!device_has_data(s, d, traces))
+        if (!cli_device_has_data(s, d, traces))
             continue;
         md_err err = {0};
         int rank = named >= 0 && !any ? named : d;
@@ -107,30 +88,6 @@ static int add_ranks(loaded *L, md_snapshot *s, const char *path)
         return -1;
     }
     return 0;
-}
-
-/* A seed-script JSON report rather than a snapshot: text starting '{'. */
-static int is_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    int c = EOF;
-    if (!f)
-        return 0;
-    while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t' || c == '\r')
-        ;
-    fclose(f);
-    return c == '{';
-}
-
-static int is_capture(const char *path)
-{
-    char magic[8] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    size_t got = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    return got == sizeof magic && !memcmp(magic, "MDCAP\r\n\x1a", 8);
 }
 
 static int push_sample_rank(loaded *L, const md_sample_rank *r)
@@ -204,12 +161,12 @@ static int load_all(char **paths, size_t n, loaded *L)
         return -1;
     for (size_t i = 0; i < n; i++) {
         md_err err = {0};
-        if (is_json(paths[i])) {
+        if (cli_is_seed_report(paths[i])) {
             if (add_json(L, paths[i]))
                 return -1;
             continue;
         }
-        if (is_capture(paths[i])) {
+        if (cli_is_capture(paths[i])) {
             if (add_capture(L, paths[i]))
                 return -1;
             continue;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <stdio.h>
 #include <time.h>
+#include "../capture/format.h"
 #include "../render/report.h"
 #include "cli.h"
 
@@ -164,4 +165,47 @@ void cli_free_paths(char **paths, size_t n)
     for (size_t i = 0; i < n; i++)
         free(paths[i]);
     free(paths);
+}
+
+/* Devices to report: those with a trace; for a snapshot without history
+ * (or a legacy segment list), those holding segments, from final state. */
+int cli_device_has_data(const md_snapshot *s, int d, int traces)
+{
+    size_t n;
+    if (traces) { /* a trace of only 'snapshot' markers is not data */
+        const md_event *ev = md_snapshot_events(s, d, &n);
+        for (size_t i = 0; i < n; i++)
+            if (ev[i].action != MD_ACT_SNAPSHOT && ev[i].action != MD_ACT_ANNOTATE)
+                return 1;
+        return 0;
+    }
+    const md_segment *g = md_snapshot_segments(s, &n);
+    for (size_t i = 0; i < n; i++)
+        if (g[i].device == d)
+            return 1;
+    return 0;
+}
+
+/* A seed-script JSON report rather than a snapshot: text starting '{'. */
+int cli_is_seed_report(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    int c = EOF;
+    if (!f)
+        return 0;
+    while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t' || c == '\r')
+        ;
+    fclose(f);
+    return c == '{';
+}
+
+int cli_is_capture(const char *path)
+{
+    char magic[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return got == sizeof magic && !memcmp(magic, MD_CAP_MAGIC, MD_CAP_MAGIC_LEN);
 }

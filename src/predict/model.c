@@ -109,18 +109,23 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     return check_ranges(m, err);
 }
 
-int md_model_load_mem(const void *data, size_t n, const char *name, md_model *m, md_err *err)
+/* A parsed config.json (root NULL: jansson's parse error in je). */
+static int from_root(json_t *root, const json_error_t *je, md_model *m, md_err *err)
 {
-    json_error_t je;
-    md_err_file(err, name);
-    json_t *root = json_loadb(data, n, 0, &je);
     if (!root)
-        return md_err_set(err, MD_E_FORMAT, je.position, "not valid JSON (line %d): %s", je.line,
-                          je.text);
+        return md_err_set(err, MD_E_FORMAT, je->position, "not valid JSON (line %d): %s", je->line,
+                          je->text);
     int rc = json_is_object(root) ? from_json(root, m, err)
                                   : md_err_set(err, MD_E_SCHEMA, -1, "config is not a JSON object");
     json_decref(root);
     return rc;
+}
+
+int md_model_load_mem(const void *data, size_t n, const char *name, md_model *m, md_err *err)
+{
+    json_error_t je;
+    md_err_file(err, name);
+    return from_root(json_loadb(data, n, 0, &je), &je, m, err);
 }
 
 int md_model_load(const char *spec, md_model *m, md_err *err)
@@ -132,14 +137,7 @@ int md_model_load(const char *spec, md_model *m, md_err *err)
     }
     json_error_t je;
     md_err_file(err, spec);
-    json_t *root = json_load_file(spec, 0, &je);
-    if (!root)
-        return md_err_set(err, MD_E_FORMAT, je.position, "not valid JSON (line %d): %s", je.line,
-                          je.text);
-    int rc = json_is_object(root) ? from_json(root, m, err)
-                                  : md_err_set(err, MD_E_SCHEMA, -1, "config is not a JSON object");
-    json_decref(root);
-    return rc;
+    return from_root(json_load_file(spec, 0, &je), &je, m, err);
 }
 
 static int64_t seed_params(const md_model *m)

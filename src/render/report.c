@@ -4,11 +4,6 @@
 #include <string.h>
 #include "report.h"
 
-double md_mib(uint64_t bytes)
-{
-    return (double)bytes / 1048576.0;
-}
-
 int md_rank_from_name(const char *path)
 {
     const char *base = strrchr(path, '/');

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include "memdiag.h"
+#include "../util/util.h"
 
 typedef struct md_rank {
     const char *path;
@@ -60,7 +61,6 @@ void md_render_text(FILE *out, const md_report *rep, const md_out_opts *o);
 void md_render_json(FILE *out, const md_report *rep, const md_out_opts *o);
 
 /* Formatting helpers shared by the renderers. */
-double md_mib(uint64_t bytes);
 const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, size_t n);
 
 #endif

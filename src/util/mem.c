@@ -236,3 +236,8 @@ int md_map_del(md_map *m, uint64_t key)
     m->n--;
     return 1;
 }
+
+double md_mib(uint64_t bytes)
+{
+    return (double)bytes / 1048576.0;
+}

@@ -31,6 +31,8 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz);
 /* 64-bit hash of bytes (FNV-1a folded with a multiply; good enough for
  * interning, not for adversarial keys). */
 uint64_t md_hash(const void *p, size_t n, uint64_t seed);
+/* bytes -> MiB, for reports */
+double md_mib(uint64_t bytes);
 
 /* ---- string intern table: id 0 is the empty string ------------------- */
 typedef struct md_strtab {

@@ -4,6 +4,18 @@
  * allocated memory measured at the start of 122 steady-state steps. */
 #include "testutil.h"
 
+/* tests/data/predict/ARCH.json, whose parameters transformers counts as params */
+static void load_arch(const char *arch, long long params, md_model *m)
+{
+    char rel[128], p[1024];
+    md_err e;
+    snprintf(rel, sizeof rel, "predict/%s.json", arch);
+    assert_int_equal(md_model_load(data_path(rel, p, sizeof p), m, &e), MD_OK);
+    if (md_model_params(m) != params)
+        fail_msg("%s: %lld parameters, transformers counts %lld", arch,
+                 (long long)md_model_params(m), params);
+}
+
 static void test_grid(void **st)
 {
     (void)st;
@@ -18,15 +30,10 @@ static void test_grid(void **st)
     while (fgets(line, sizeof line, f)) {
         assert_int_equal(sscanf(line, "%31s %lld %lld %31s %31s %lld %lld %lld", arch, &batch, &seq,
                                 opt, prec, &params, &before, &peak), 8);
-        char rel[128];
-        snprintf(rel, sizeof rel, "predict/%s.json", arch);
         md_model m;
         md_prediction pr;
         md_err e;
-        assert_int_equal(md_model_load(data_path(rel, p, sizeof p), &m, &e), MD_OK);
-        if (md_model_params(&m) != params)
-            fail_msg("%s: %lld parameters, transformers counts %lld", arch,
-                     (long long)md_model_params(&m), params);
+        load_arch(arch, params, &m);
         md_optimizer o = !strcmp(opt, "adamw") ? MD_OPT_ADAMW : MD_OPT_SGD;
         md_precision pc = !strcmp(prec, "bf16-pure") ? MD_BF16_PURE
                           : !strcmp(prec, "fp32")    ? MD_FP32 : MD_BF16_AUTOCAST;
@@ -56,14 +63,8 @@ static void test_param_counts(void **st)
     while (fgets(line, sizeof line, f)) {
         if (sscanf(line, "%31s %lld", arch, &params) != 2)
             continue; /* comment, header */
-        char rel[128];
-        snprintf(rel, sizeof rel, "predict/%s.json", arch);
         md_model m;
-        md_err e;
-        assert_int_equal(md_model_load(data_path(rel, p, sizeof p), &m, &e), MD_OK);
-        if (md_model_params(&m) != params)
-            fail_msg("%s: %lld parameters, transformers counts %lld", arch,
-                     (long long)md_model_params(&m), params);
+        load_arch(arch, params, &m);
         rows++;
     }
     fclose(f);
