@@ -11,7 +11,9 @@ For each (architecture, batch, sequence, optimizer, precision):
   * guard (seed 001's lesson): the realised input shape is asserted, and
     the loss is transformers' own (labels = input ids).
 
-    python3 bench/predict_grid.py > grid.jsonl
+    python3 bench/predict_grid.py > grid.jsonl              # the model-building grid
+    python3 bench/predict_grid.py --heldout > heldout.jsonl # other models and shapes
+    python3 bench/predict_grid.py --real > real.jsonl       # released models' shapes
 """
 import gc
 import json
@@ -46,27 +48,105 @@ ARCHS = {
     "phi3": dict(cls="Phi3Config", hidden_size=1024, intermediate_size=2816,
                  num_hidden_layers=6, num_attention_heads=16, num_key_value_heads=16,
                  vocab_size=32064, max_position_embeddings=4096),
+    "gemma": dict(cls="GemmaConfig", hidden_size=1024, intermediate_size=4096,
+                  num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=1,
+                  head_dim=128, vocab_size=32000, max_position_embeddings=4096),
 }
+
+# Held out: other widths, depths, vocabularies and head layouts than ARCHS,
+# never used while building the model (bench/predict_eval.py reports both).
+HELDOUT = {
+    "gpt2": dict(cls="GPT2Config", n_embd=1024, n_layer=8, n_head=16, vocab_size=50257,
+                 n_positions=4096),
+    "llama": dict(cls="LlamaConfig", hidden_size=2048, intermediate_size=5632,
+                  num_hidden_layers=4, num_attention_heads=32, num_key_value_heads=8,
+                  vocab_size=32000, max_position_embeddings=4096),
+    "mistral": dict(cls="MistralConfig", hidden_size=1536, intermediate_size=4096,
+                    num_hidden_layers=5, num_attention_heads=12, num_key_value_heads=4,
+                    vocab_size=32768, max_position_embeddings=4096),
+    "qwen2": dict(cls="Qwen2Config", hidden_size=1536, intermediate_size=8960,
+                  num_hidden_layers=4, num_attention_heads=12, num_key_value_heads=2,
+                  vocab_size=151936, max_position_embeddings=4096, tie_word_embeddings=True),
+    "qwen3": dict(cls="Qwen3Config", hidden_size=768, intermediate_size=2048,
+                  num_hidden_layers=10, num_attention_heads=12, num_key_value_heads=4,
+                  head_dim=64, vocab_size=151936, max_position_embeddings=4096,
+                  tie_word_embeddings=False),
+    "phi3": dict(cls="Phi3Config", hidden_size=1536, intermediate_size=4096,
+                 num_hidden_layers=4, num_attention_heads=12, num_key_value_heads=12,
+                 vocab_size=32064, max_position_embeddings=4096),
+    "gemma": dict(cls="GemmaConfig", hidden_size=1536, intermediate_size=6144,
+                  num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=1,
+                  head_dim=192, vocab_size=64000, max_position_embeddings=4096),
+    "gemma2": dict(cls="Gemma2Config", hidden_size=1024, intermediate_size=4096,
+                   num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                   head_dim=128, vocab_size=65536, max_position_embeddings=4096),
+}
+HELDOUT_SHAPES = [(2, 2048), (16, 256), (1, 4096)]
+
+# Held out too: the shapes of released models (their config.json values,
+# written out here: no downloads), built on the GPU.
+LLAMA3_ROPE = dict(factor=32.0, high_freq_factor=4.0, low_freq_factor=1.0,
+                   original_max_position_embeddings=8192, rope_type="llama3")
+REAL = {
+    "gpt2-124m": dict(cls="GPT2Config", n_embd=768, n_layer=12, n_head=12, vocab_size=50257,
+                      n_positions=1024),
+    "smollm2-360m": dict(cls="LlamaConfig", hidden_size=960, intermediate_size=2560,
+                         num_hidden_layers=32, num_attention_heads=15, num_key_value_heads=5,
+                         vocab_size=49152, tie_word_embeddings=True, rope_theta=100000.0,
+                         max_position_embeddings=8192),
+    "qwen2.5-0.5b": dict(cls="Qwen2Config", hidden_size=896, intermediate_size=4864,
+                         num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                         vocab_size=151936, tie_word_embeddings=True, sliding_window=32768,
+                         use_sliding_window=False, max_position_embeddings=32768,
+                         rope_theta=1000000.0),
+    "qwen3-0.6b": dict(cls="Qwen3Config", hidden_size=1024, intermediate_size=3072,
+                       num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
+                       head_dim=128, vocab_size=151936, tie_word_embeddings=True,
+                       max_position_embeddings=40960, rope_theta=1000000.0),
+    "llama3.2-1b": dict(cls="LlamaConfig", hidden_size=2048, intermediate_size=8192,
+                        num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+                        head_dim=64, vocab_size=128256, tie_word_embeddings=True,
+                        rope_theta=500000.0, rope_scaling=LLAMA3_ROPE,
+                        max_position_embeddings=131072),
+    "gemma2-2b": dict(cls="Gemma2Config", hidden_size=2304, intermediate_size=9216,
+                      num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
+                      head_dim=256, vocab_size=256000, sliding_window=4096,
+                      query_pre_attn_scalar=256, max_position_embeddings=8192),
+    "gemma-2b": dict(cls="GemmaConfig", hidden_size=2048, intermediate_size=16384,
+                     num_hidden_layers=18, num_attention_heads=8, num_key_value_heads=1,
+                     head_dim=256, vocab_size=256000, max_position_embeddings=8192),
+    "phi3-mini": dict(cls="Phi3Config", hidden_size=3072, intermediate_size=8192,
+                      num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                      vocab_size=32064, sliding_window=2047, max_position_embeddings=4096,
+                      tie_word_embeddings=False),
+}
+REAL_SHAPES = [(2, 1024), (8, 256), (1, 4096)]
 SHAPES = [(1, 512), (4, 256), (4, 1024), (8, 512)]
 OPTS = ["sgd", "adamw"]
 PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure"]
 
 
-def build(arch):
-    spec = dict(ARCHS[arch])
+def build(arch, table=None):
+    spec = dict((table or ARCHS)[arch])
     cfg = getattr(transformers, spec.pop("cls"))(**spec)
     cfg.use_cache = False
     return cfg
 
 
-def one(arch, batch, seq, opt_name, prec):
-    cfg = build(arch)
+def one(arch, batch, seq, opt_name, prec, table=None):
+    cfg = build(arch, table)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    if table is REAL:  # billions of parameters: initialise on the GPU
+        with torch.device("cuda"):
+            model = transformers.AutoModelForCausalLM.from_config(cfg)
+    else:
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
     if prec == "bf16-pure":
         model = model.to(torch.bfloat16)
     model = model.cuda().train()
     params = sum(p.numel() for p in model.parameters())
+    attn = getattr(model.config, "_attn_implementation", None)
+    to_backward = 0
     opt = (torch.optim.AdamW(model.parameters(), lr=1e-5) if opt_name == "adamw"
            else torch.optim.SGD(model.parameters(), lr=1e-3))
     ids = torch.randint(cfg.vocab_size, (batch, seq), device="cuda")
@@ -82,6 +162,9 @@ def one(arch, batch, seq, opt_name, prec):
             out = model(input_ids=ids, labels=ids)
         assert out.logits.shape[:2] == (batch, seq), out.logits.shape
         out.loss.backward()
+        if step == 2:
+            torch.cuda.synchronize()
+            to_backward = torch.cuda.max_memory_allocated()
         opt.step()
         opt.zero_grad(set_to_none=True)
         del out
@@ -90,7 +173,10 @@ def one(arch, batch, seq, opt_name, prec):
     row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name,
            "precision": prec, "params": params, "vocab": cfg.vocab_size,
            "peak_allocated": peak, "allocated_before_step": before,
-           "reserved": torch.cuda.memory_reserved(), "config": cfg.to_dict()}
+           "peak_through_backward": to_backward,
+           "attn_implementation": attn,
+           "reserved": torch.cuda.memory_reserved(),
+           "max_reserved": torch.cuda.max_memory_reserved(), "config": cfg.to_dict()}
     del model, opt, ids
     gc.collect()
     torch.cuda.empty_cache()
@@ -98,15 +184,25 @@ def one(arch, batch, seq, opt_name, prec):
 
 
 def main():
+    heldout = "--heldout" in sys.argv
+    table, shapes = (HELDOUT, HELDOUT_SHAPES) if heldout else (ARCHS, SHAPES)
+    if "--real" in sys.argv:
+        table, shapes = REAL, REAL_SHAPES
+    budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
+    only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
+    archs = [a for a in table if not only or a in only[0]]
     print(json.dumps({"torch": torch.__version__, "transformers": transformers.__version__,
                       "gpu": torch.cuda.get_device_name(0)}), flush=True)
     t0 = time.time()
-    for arch in ARCHS:
-        for batch, seq in SHAPES:
+    for arch in archs:
+        limit = table[arch].get("n_positions", table[arch].get("max_position_embeddings", 1 << 30))
+        for batch, seq in shapes:
+            if seq > limit or time.time() - t0 > budget:
+                continue
             for opt in OPTS:
                 for prec in PRECISIONS:
                     try:
-                        row = one(arch, batch, seq, opt, prec)
+                        row = one(arch, batch, seq, opt, prec, table)
                     except Exception as e:  # a failing row is data too
                         row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt,
                                "precision": prec, "error": f"{type(e).__name__}: {e}"[:300]}

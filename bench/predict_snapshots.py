@@ -3,7 +3,7 @@
 so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
-    python3 bench/predict_snapshots.py OUTDIR
+    python3 bench/predict_snapshots.py OUTDIR [--all]
 """
 import os
 import sys
@@ -15,13 +15,15 @@ import predict_grid as g  # noqa: E402
 
 CASES = [("llama", 4, 1024, "adamw", "fp32"), ("llama", 4, 1024, "adamw", "bf16-autocast"),
          ("qwen3", 4, 512, "adamw", "bf16-autocast"), ("gpt2", 4, 512, "sgd", "bf16-pure")]
+# one small step of every architecture in every precision (--all)
+ALL = [(a, 2, 512, "adamw", p) for a in g.ARCHS for p in g.PRECISIONS]
 
 
 def main():
     out = sys.argv[1]
     orig = torch.cuda.reset_peak_memory_stats
 
-    for arch, b, s, opt, prec in CASES:
+    for arch, b, s, opt, prec in (ALL if "--all" in sys.argv else CASES):
         # start recording exactly where the grid resets the peak (step 2)
         def reset(*a, **k):
             torch.cuda.memory._record_memory_history(max_entries=500000, stacks="python")

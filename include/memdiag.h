@@ -456,7 +456,7 @@ int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_
 int md_capture_load(const char *path, md_sample_rank *rank, md_capture_info *info,
                     md_err *err);
 
-/* ---- predict (first part: the model's static memory) ---------------------- */
+/* ---- predict: a training step's memory before running it ------------------ */
 
 /* A model's shape, from a Hugging Face config.json or a preset. */
 typedef struct md_model {
@@ -465,6 +465,7 @@ typedef struct md_model {
     int64_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, positions;
     int tied;                 /* lm_head shares the embedding */
     int attention_bias;
+    int64_t sliding_window;   /* 0: none (qwen2/qwen3 unless use_sliding_window) */
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;
 
@@ -479,19 +480,43 @@ int64_t md_model_params(const md_model *m);
 typedef enum md_precision { MD_FP32, MD_BF16_AUTOCAST, MD_FP16_AUTOCAST, MD_BF16_PURE } md_precision;
 typedef enum md_optimizer { MD_OPT_SGD, MD_OPT_SGD_MOMENTUM, MD_OPT_ADAM, MD_OPT_ADAMW } md_optimizer;
 
-/* The memory a training step starts from and cannot go below: weights,
- * optimizer state and library workspaces; gradients appear during
- * backward. Activations and the loss over the logits are not predicted
- * yet (issue 5); peak_known is 0 and the floor is a lower bound. */
+/* Where in a steady-state step the predicted peak falls. */
+typedef enum md_step_phase {
+    MD_PHASE_NONE,
+    MD_PHASE_LOSS_BACKWARD, /* backward through the loss: every activation
+                               saved, the loss's logits-sized gradients */
+    MD_PHASE_BACKWARD_TOP,  /* the last layer's backward, lm_head gradient made */
+    MD_PHASE_BACKWARD_END,  /* the embedding's backward: all gradients made */
+    MD_PHASE_OPTIM          /* optimizer.step(): gradients and its temporaries */
+} md_step_phase;
+const char *md_step_phase_name(md_step_phase p);
+
+/* What is allocated at a moment of the step, by kind. */
+typedef struct md_breakdown {
+    uint64_t weights, gradients, optimizer_state, activations, logits, transient, workspace,
+        inputs;
+} md_breakdown;
+
+/* A steady-state training step (optimizer state exists; gradients set to
+ * None by zero_grad; the model output kept until after optimizer.step(),
+ * as `out = model(...); out.loss.backward(); opt.step()` does). */
 typedef struct md_prediction {
     int64_t params;
-    uint64_t weights, gradients, optimizer_state, workspace;
-    uint64_t floor;            /* weights + optimizer_state + workspace */
+    uint64_t weights, gradients, optimizer_state, workspace, inputs;
+    uint64_t floor;            /* weights + optimizer_state + workspace + inputs:
+                                  allocated when a step starts */
     uint64_t floor_with_grads; /* + gradients: the end of backward */
     uint64_t context;          /* device memory outside PyTorch's allocator
                                   (CUDA context, kernels, cuBLAS), measured
                                   on an H200 with torch 2.11, one process */
-    int peak_known;
+    int peak_known;            /* 0: unsupported says why there is no peak */
+    const char *unsupported;
+    uint64_t peak;             /* torch.cuda.max_memory_allocated() of the step */
+    md_step_phase phase;       /* where it happens */
+    md_breakdown at_peak;      /* what is allocated then (sums to peak) */
+    uint64_t activations;      /* saved for backward at the end of forward */
+    double loss_bytes_per_logit; /* logits + loss at the peak, per element */
+    uint64_t reserved;         /* torch.cuda.max_memory_reserved() estimate */
 } md_prediction;
 
 int md_predict(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,

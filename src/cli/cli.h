@@ -3,6 +3,7 @@
 #ifndef MD_CLI_H
 #define MD_CLI_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include "memdiag.h"
@@ -27,8 +28,16 @@ int cli_is_capture(const char *path);
  * snapshot without history, segments. */
 int cli_device_has_data(const md_snapshot *s, int d, int traces);
 
+/* The first of patterns ("%s/../python": %s is this executable's
+ * directory) under which `inside` exists, resolved into out; -1 if none. */
+int cli_find_beside_exe(const char *const *patterns, int n, const char *inside,
+                        char out[PATH_MAX]);
+/* memdiag's Python glue (a checkout's python/ or an install's). */
+int cli_find_python(char out[PATH_MAX]);
+
 int cmd_summary(int argc, char **argv, int diagnose);
 int cmd_run(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 
 #endif

@@ -55,50 +55,117 @@ static int pick(const char *v, const char *const *names, int n)
     return -1;
 }
 
-static void text(const md_model *m, const md_prediction *p, double gpu, const char *gname)
+static const char *const precision_notes[] = {
+    [MD_FP16_AUTOCAST] = "fp16 autocast is counted as bf16 autocast (same sizes; GradScaler's "
+                         "few small buffers not counted)"};
+
+/* The breakdown at the peak, largest first in the reader's eye: name,
+ * bytes, what it is. */
+typedef struct { const char *name, *json, *what; uint64_t bytes; } part;
+
+static int parts_of(const md_prediction *p, part out[8])
+{
+    const md_breakdown *b = &p->at_peak;
+    part all[] = {
+        {"weights", "weights", "", b->weights},
+        {"gradients", "gradients", "", b->gradients},
+        {"optimizer", "optimizer_state", "", b->optimizer_state},
+        {"activations", "saved_activations", "saved for backward", b->activations},
+        {"logits/loss", "logits_loss", "logits the output keeps, the loss and its gradients",
+         b->logits},
+        {"transient", "transient_at_peak", "temporaries of the moment", b->transient},
+        {"workspaces", "library_workspaces", "cuBLAS, 2 x 32 MiB on Hopper", b->workspace},
+        {"inputs", "inputs", "input ids (labels share them)", b->inputs},
+    };
+    for (int i = 0; i < 8; i++)
+        out[i] = all[i];
+    return 8;
+}
+
+static void verdict(const md_prediction *p, double gpu, const char *gname)
+{
+    uint64_t need = p->peak_known ? p->reserved : p->floor_with_grads;
+    double left = gpu - md_mib(need) - md_mib(p->context);
+    if (!p->peak_known)
+        printf("verdict       %s %s (%.0f MiB): %.1f MiB %s before any activation\n",
+               left < 0 ? "does not fit" : "the floor fits", gname, gpu, left < 0 ? -left : left,
+               left < 0 ? "short" : "left");
+    else if (left < 0)
+        printf("verdict       does not fit %s (%.0f MiB): short by %.1f MiB\n", gname, gpu, -left);
+    else
+        printf("verdict       fits %s (%.0f MiB) with %.1f MiB headroom (%.0f%%)\n", gname, gpu,
+               left, 100.0 * left / gpu);
+}
+
+static void text(const md_model *m, const md_prediction *p, md_precision prec, double gpu,
+                 const char *gname)
 {
     printf("model         %s: %lld parameters (%lld layers, hidden %lld, vocab %lld%s)\n", m->type,
            (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
            m->tied ? ", tied embeddings" : "");
-    printf("weights       %10.1f MiB\n", md_mib(p->weights));
-    printf("optimizer     %10.1f MiB\n", md_mib(p->optimizer_state));
-    printf("workspaces    %10.1f MiB   (cuBLAS, 2 x 32 MiB on Hopper)\n", md_mib(p->workspace));
-    printf("floor         %10.1f MiB   every step starts here\n", md_mib(p->floor));
-    printf("gradients     %10.1f MiB   added by the end of backward\n", md_mib(p->gradients));
-    printf("context       %10.1f MiB   device memory outside PyTorch (CUDA context, kernels,\n"
-           "                               cuBLAS; measured on an H200, torch 2.11, one process)\n",
-           md_mib(p->context));
-    printf("peak          not predicted yet: activations and the loss over the logits are not\n"
-           "              modeled; %.1f MiB is a lower bound, not an estimate\n",
-           md_mib(p->floor_with_grads));
-    if (gpu > 0) {
-        double left = gpu - md_mib(p->floor_with_grads) - md_mib(p->context);
-        if (left < 0)
-            printf("verdict       does not fit %s (%.0f MiB): short by %.1f MiB before any activation\n",
-                   gname, gpu, -left);
-        else
-            printf("verdict       the floor fits %s (%.0f MiB) with %.1f MiB left for activations,\n"
-                   "              logits and transients; whether the peak fits is not predicted yet\n",
-                   gname, gpu, left);
+    printf("floor         %10.1f MiB   allocated when a step starts (weights %.1f, optimizer "
+           "%.1f,\n                             workspaces %.1f, inputs %.1f)\n",
+           md_mib(p->floor), md_mib(p->weights), md_mib(p->optimizer_state),
+           md_mib(p->workspace), md_mib(p->inputs));
+    if (!p->peak_known) {
+        printf("peak          not predicted: %s; %.1f MiB (floor + gradients) is a lower "
+               "bound\n", p->unsupported, md_mib(p->floor_with_grads));
+    } else {
+        printf("peak          %10.1f MiB   max_memory_allocated of a steady-state step, at %s\n",
+               md_mib(p->peak), md_step_phase_name(p->phase));
+        part parts[8];
+        int n = parts_of(p, parts);
+        for (int i = 0; i < n; i++)
+            if (parts[i].bytes)
+                printf("  %-12s %10.1f MiB %s%s\n", parts[i].name, md_mib(parts[i].bytes),
+                       *parts[i].what ? "  " : "", parts[i].what);
+        printf("reserved      %10.1f MiB   estimated max_memory_reserved\n", md_mib(p->reserved));
     }
+    printf("context       %10.1f MiB   outside PyTorch (CUDA context, kernels; measured on an "
+           "H200)\n", md_mib(p->context));
+    if (precision_notes[prec])
+        printf("note          %s\n", precision_notes[prec]);
+    if (gpu > 0)
+        verdict(p, gpu, gname);
 }
 
-static void json(const md_model *m, const md_prediction *p, double gpu)
+static void json(const md_model *m, const md_prediction *p, md_precision prec, double gpu)
 {
     printf("{\"schema\":1,\"model\":{\"type\":\"%s\",\"parameters\":%lld,\"layers\":%lld,"
            "\"hidden\":%lld,\"vocab\":%lld,\"tied_embeddings\":%s},", m->type,
            (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
            m->tied ? "true" : "false");
-    printf("\"breakdown\":{\"weights\":%llu,\"gradients\":%llu,\"optimizer_state\":%llu,"
-           "\"library_workspaces\":%llu},",
+    part parts[8];
+    int n = parts_of(p, parts);
+    printf("\"breakdown\":{");
+    for (int i = 0; i < n; i++)
+        printf("%s\"%s\":%llu", i ? "," : "", parts[i].json, (unsigned long long)parts[i].bytes);
+    printf("},\"static\":{\"weights\":%llu,\"gradients\":%llu,\"optimizer_state\":%llu,"
+           "\"library_workspaces\":%llu,\"inputs\":%llu},",
            (unsigned long long)p->weights, (unsigned long long)p->gradients,
-           (unsigned long long)p->optimizer_state, (unsigned long long)p->workspace);
-    printf("\"cuda_context_bytes\":%llu,", (unsigned long long)p->context);
-    printf("\"floor_bytes\":%llu,\"floor_with_gradients_bytes\":%llu,\"peak_allocated_bytes\":null,"
-           "\"unsupported\":\"activations and the loss over the logits are not predicted yet\"",
-           (unsigned long long)p->floor, (unsigned long long)p->floor_with_grads);
-    if (gpu > 0)
-        printf(",\"gpu_mib\":%.0f", gpu);
+           (unsigned long long)p->optimizer_state, (unsigned long long)p->workspace,
+           (unsigned long long)p->inputs);
+    printf("\"cuda_context_bytes\":%llu,\"floor_bytes\":%llu,\"floor_with_gradients_bytes\":%llu,",
+           (unsigned long long)p->context, (unsigned long long)p->floor,
+           (unsigned long long)p->floor_with_grads);
+    if (p->peak_known) {
+        printf("\"peak_allocated_bytes\":%llu,\"peak_phase\":\"%s\",\"saved_activations_bytes\":%llu,"
+               "\"reserved_bytes\":%llu,\"unsupported\":null",
+               (unsigned long long)p->peak, md_step_phase_name(p->phase),
+               (unsigned long long)p->activations, (unsigned long long)p->reserved);
+    } else {
+        printf("\"peak_allocated_bytes\":null,\"peak_phase\":null,\"unsupported\":");
+        cli_json_string(stdout, p->unsupported);
+    }
+    printf(",\"note\":");
+    if (precision_notes[prec])
+        cli_json_string(stdout, precision_notes[prec]);
+    else
+        printf("null");
+    if (gpu > 0) {
+        uint64_t need = (p->peak_known ? p->reserved : p->floor_with_grads) + p->context;
+        printf(",\"gpu_mib\":%.0f,\"fits\":%s", gpu, md_mib(need) <= gpu ? "true" : "false");
+    }
 }
 
 /* The snapshot of the run's first rank (captures and JSON reports carry no
@@ -270,12 +337,12 @@ int cmd_predict(int argc, char **argv)
     if (run && validate(run, &p, &val, path, sizeof path, &device))
         return EXIT_USAGE;
     if (as_json) {
-        json(&m, &p, gpu);
+        json(&m, &p, (md_precision)prec, gpu);
         if (run)
             validate_json(&val, path, device);
         printf("}\n");
     } else {
-        text(&m, &p, gpu, gname);
+        text(&m, &p, (md_precision)prec, gpu, gname);
         if (run)
             validate_text(&val, path, device);
     }

@@ -173,33 +173,10 @@ static int prepare_dir(const char *dir, int force)
  * a checkout (build/memdiag beside python/) or an install (bin/, lib/). */
 static int find_support(char py[PATH_MAX], char lib[PATH_MAX])
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    static const char *const libs[] = {"%s/libmemdiag_capture.so", "%s/../lib/libmemdiag_capture.so"};
+    if (cli_find_python(py))
         return -1;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = 0;
-    const char *pys[] = {"%s/../python", "%s/../lib/memdiag/python"};
-    const char *libs[] = {"%s/libmemdiag_capture.so", "%s/../lib/libmemdiag_capture.so"};
-    int found = 0;
-    for (int i = 0; i < 2 && !(found & 1); i++) {
-        char p[PATH_MAX + 64], q[PATH_MAX + 96];
-        snprintf(p, sizeof p, pys[i], exe);
-        snprintf(q, sizeof q, "%s/memdiag/_site/sitecustomize.py", p);
-        if (access(q, R_OK) == 0 && realpath(p, py)) {
-            found |= 1;
-        }
-    }
-    for (int i = 0; i < 2 && !(found & 2); i++) {
-        char p[PATH_MAX + 64];
-        snprintf(p, sizeof p, libs[i], exe);
-        if (access(p, R_OK) == 0 && realpath(p, lib))
-            found |= 2;
-    }
-    return found == 3 ? 0 : -1;
+    return cli_find_beside_exe(libs, 2, "", lib);
 }
 
 static void manifest(const char *dir, const run_opts *o, time_t start, time_t end, int status)

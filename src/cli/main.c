@@ -15,8 +15,9 @@ static void usage(FILE *o)
             "  run [options] -- COMMAND  run a job with memory capture, no code changes\n"
             "  summary  PATH...          peak, steps, phases, indicators and top sites per rank\n"
             "  diagnose PATH... [--json] the same facts, and findings; --json for machines\n"
-            "  predict  --model M --batch B --seq S ...  parameters and the step's memory floor;\n"
-            "                            --validate RUN compares them with a measured run\n"
+            "  predict  --model M --batch B --seq S ...  a training step's peak before running it;\n"
+            "                            --validate RUN compares it with a measured run\n"
+            "  probe    [-o FILE]        measure predict's constants on this GPU (needs torch)\n"
             "  version                   print the version\n"
             "\n"
             "PATH is a PyTorch allocator snapshot (torch.cuda.memory._dump_snapshot;\n"
@@ -80,6 +81,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "predict"))
         return cmd_predict(argc - 1, argv + 1);
+    if (!strcmp(cmd, "probe"))
+        return cmd_probe(argc - 1, argv + 1);
     if (!strcmp(cmd, "summary"))
         return cmd_summary(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "diagnose"))

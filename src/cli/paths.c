@@ -2,6 +2,7 @@
  * as given, directories expanded to the snapshot files inside, ordered by
  * the rank number in their names. */
 #include <dirent.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -208,4 +209,32 @@ int cli_is_capture(const char *path)
     size_t got = fread(magic, 1, sizeof magic, f);
     fclose(f);
     return got == sizeof magic && !memcmp(magic, MD_CAP_MAGIC, MD_CAP_MAGIC_LEN);
+}
+
+int cli_find_beside_exe(const char *const *patterns, int n, const char *inside,
+                        char out[PATH_MAX])
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return -1;
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    for (int i = 0; i < n; i++) {
+        char p[PATH_MAX + 64], q[2 * PATH_MAX + 128];
+        snprintf(p, sizeof p, patterns[i], exe);
+        snprintf(q, sizeof q, "%s%s", p, inside);
+        if (access(q, R_OK) == 0 && realpath(p, out))
+            return 0;
+    }
+    return -1;
+}
+
+int cli_find_python(char out[PATH_MAX])
+{
+    static const char *const pys[] = {"%s/../python", "%s/../lib/memdiag/python"};
+    return cli_find_beside_exe(pys, 2, "/memdiag/_site/sitecustomize.py", out);
 }

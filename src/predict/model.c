@@ -55,6 +55,7 @@ static int check_ranges(const md_model *m, md_err *err)
         {"head_dim", offsetof(md_model, head_dim), (int64_t)1 << 16},
         {"intermediate size", offsetof(md_model, intermediate), (int64_t)1 << 22},
         {"positions", offsetof(md_model, positions), (int64_t)1 << 31},
+        {"sliding_window", offsetof(md_model, sliding_window), (int64_t)1 << 31},
     };
     for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
         int64_t v;
@@ -95,6 +96,10 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     m->positions = gpt2 ? geti(root, "n_positions", 1024) : geti(root, "max_position_embeddings", 0);
     m->tied = getb(root, "tie_word_embeddings", gpt2 || gemma);
     m->attention_bias = !strcmp(m->type, "qwen2") || getb(root, "attention_bias", 0);
+    /* gemma2 alternates sliding and full layers; the sliding ones decide */
+    int qwen = !strncmp(m->type, "qwen", 4);
+    if (!qwen || getb(root, "use_sliding_window", 0))
+        m->sliding_window = geti(root, "sliding_window", 0);
     int rc = check_ranges(m, err); /* before the defaults below multiply */
     if (rc)
         return rc;

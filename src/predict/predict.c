@@ -1,40 +1,180 @@
-/* predict.c - what a training step's memory cannot go below: weights,
- * optimizer state and cuBLAS workspaces, and the gradients that join them
- * by the end of backward. Checked against measured steady-state steps
- * (bench/data/predict_grid_h200.jsonl): allocated at the start of a step
- * is this floor plus 1-54 MiB. Activations and the loss over the logits
- * are architecture- and backend-dependent (fp32 takes SDPA's math path,
- * with a batch*heads*seq^2 term; bf16 the flash path) and are not modeled
- * yet, so no peak is claimed. */
+/* predict.c - the peak of a steady-state training step, before running it.
+ *
+ * A step's memory moves through a few moments, and the peak is the
+ * highest of them (docs/predict-model.md):
+ *   loss backward  start + every saved activation + the logits the output
+ *                  keeps + the loss's fp32 log-softmax and its two
+ *                  logits-sized gradients (12 bytes per logit element);
+ *   top layer      the activations, the lm_head gradient and the last
+ *                  layer's backward temporaries;
+ *   end            start + all gradients (+ the dense embedding gradient
+ *                  accumulated into a tied lm_head);
+ *   optimizer      start + all gradients + the foreach temporaries (Adam,
+ *                  AdamW: one parameter-sized sqrt of the second moment).
+ * Every tensor is counted at the size PyTorch's caching allocator gives it. */
 #include <string.h>
 #include "../util/util.h"
+#include "arch.h"
+
+#define MIB (1ULL << 20)
+
+/* The block the caching allocator hands out for n bytes: 512-byte
+ * rounding; a large request taking a fresh 2 MiB-rounded segment keeps the
+ * whole segment when less than 1 MiB would be left over. */
+static uint64_t block(uint64_t n)
+{
+    if (n == 0)
+        return 0;
+    uint64_t r = (n + 511) & ~511ULL;
+    if (n < 10 * MIB)
+        return r;
+    uint64_t seg = (n + 2 * MIB - 1) & ~(2 * MIB - 1);
+    return seg - r > MIB ? r : seg;
+}
+
+typedef struct { uint64_t bytes_per, total; } param_sum;
+
+static void add_params(void *ctx, int64_t count, int64_t elems)
+{
+    param_sum *s = ctx;
+    s->total += (uint64_t)count * block((uint64_t)elems * s->bytes_per);
+}
+
+static uint64_t params_bytes(const md_model *m, uint64_t bytes_per)
+{
+    param_sum s = {bytes_per, 0};
+    md_arch_params(m, add_params, &s);
+    return s.total;
+}
+
+const char *md_step_phase_name(md_step_phase p)
+{
+    static const char *const names[] = {"none", "loss backward", "backward, last layer",
+                                        "end of backward", "optimizer step"};
+    return p <= MD_PHASE_OPTIM ? names[p] : "?";
+}
+
+static uint64_t sum(const md_breakdown *b)
+{
+    return b->weights + b->gradients + b->optimizer_state + b->activations + b->logits +
+           b->transient + b->workspace + b->inputs;
+}
+
+/* The candidate moments; each starts from the step's starting memory. */
+typedef struct step_shape {
+    uint64_t T, E, S;      /* tokens, logit elements, sequence */
+    uint64_t acts, layers_acts, head_grad, mlp_tmp, tied_tmp, opt_tmp;
+    uint64_t logits_saved, logits_kept;
+} step_shape;
+
+static void candidates(const md_prediction *p, const step_shape *s, md_breakdown c[5])
+{
+    md_breakdown start = {.weights = p->weights, .optimizer_state = p->optimizer_state,
+                          .workspace = p->workspace, .inputs = p->inputs};
+    for (int i = 0; i < 5; i++)
+        c[i] = start;
+    c[MD_PHASE_LOSS_BACKWARD].activations = s->acts;
+    c[MD_PHASE_LOSS_BACKWARD].logits = s->logits_saved + 3 * block(4 * s->E);
+    c[MD_PHASE_BACKWARD_TOP].activations = s->layers_acts;
+    c[MD_PHASE_BACKWARD_TOP].logits = s->logits_kept;
+    c[MD_PHASE_BACKWARD_TOP].gradients = s->head_grad;
+    c[MD_PHASE_BACKWARD_TOP].transient = s->mlp_tmp;
+    c[MD_PHASE_BACKWARD_END].gradients = p->gradients;
+    c[MD_PHASE_BACKWARD_END].logits = s->logits_kept;
+    c[MD_PHASE_BACKWARD_END].transient = s->tied_tmp;
+    c[MD_PHASE_OPTIM].gradients = p->gradients;
+    c[MD_PHASE_OPTIM].logits = s->logits_kept;
+    c[MD_PHASE_OPTIM].transient = s->opt_tmp;
+}
+
+static void shape_of(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
+                     md_precision prec, step_shape *s)
+{
+    uint64_t T = (uint64_t)batch * (uint64_t)seq, h = (uint64_t)m->hidden;
+    uint64_t pb = prec == MD_BF16_PURE ? 2 : 4, a = prec == MD_FP32 ? 4 : 2;
+    md_act_cost layer = md_arch_layer(m, prec, seq);
+    s->T = T, s->S = (uint64_t)seq, s->E = T * (uint64_t)m->vocab;
+    s->layers_acts = (uint64_t)m->layers * (uint64_t)(layer.tok * (double)T +
+                                                      layer.quad * (double)T * (double)seq);
+    s->acts = s->layers_acts + (uint64_t)(md_arch_extra(m, prec) * (double)T) +
+              md_arch_weight_copies(m, prec);
+    s->logits_kept = block(s->E * a);
+    s->logits_saved = block((uint64_t)(md_arch_logit_bytes(m, prec) * (double)s->E));
+    s->head_grad = block((uint64_t)m->vocab * h * pb);
+    /* the last layer's backward: its MLP's gradients, or the math path's
+     * two B*H*S*S gradients (of the weights and through the softmax) */
+    s->mlp_tmp = 4 * block(T * (uint64_t)m->intermediate * a);
+    uint64_t attn = block((uint64_t)(layer.quad * (double)T * (double)seq));
+    uint64_t mlp_saved = 4 * T * (uint64_t)m->intermediate * a;
+    uint64_t mlp_grads = 3 * (uint64_t)m->hidden * (uint64_t)m->intermediate * pb;
+    /* three B*H*S*S tensors meet in the math path's backward (the weights'
+     * gradient, the softmax's, the scaled one) once the layer's MLP has
+     * traded its saved tensors for its weight gradients */
+    if (attn && 3 * attn + mlp_grads > mlp_saved + s->mlp_tmp)
+        s->mlp_tmp = 3 * attn + mlp_grads - mlp_saved;
+    /* tied embeddings: the dense embedding gradient joins lm_head's; in
+     * fp32 and pure bf16 a second embedding-sized sum is made (measured:
+     * qwen2/qwen3/gemma/gpt2 at 512 tokens), under autocast not */
+    int autocast = prec == MD_BF16_AUTOCAST || prec == MD_FP16_AUTOCAST;
+    s->tied_tmp = m->tied ? (autocast ? 1 : 2) * s->head_grad : 0;
+    if (md_arch_masked(m, seq)) /* the boolean mask, shared by every layer */
+        s->acts += block((uint64_t)batch * (uint64_t)seq * (uint64_t)seq);
+    s->opt_tmp = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? params_bytes(m, pb) : 0;
+}
+
+static int check_args(const md_model *m, int64_t batch, int64_t seq, md_err *err)
+{
+    if (batch <= 0 || seq <= 0)
+        return md_err_set(err, MD_E_ARG, -1, "batch and sequence must be positive");
+    if (batch > (1 << 20) || seq > (1 << 24))
+        return md_err_set(err, MD_E_ARG, -1, "batch or sequence out of range");
+    if (m->positions > 0 && seq > m->positions && strcmp(m->type, "seed"))
+        return md_err_set(err, MD_E_ARG, -1, "sequence %lld exceeds the model's %lld positions",
+                          (long long)seq, (long long)m->positions);
+    return MD_OK;
+}
 
 int md_predict(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
                md_precision prec, md_prediction *out, md_err *err)
 {
-    if (batch <= 0 || seq <= 0)
-        return md_err_set(err, MD_E_ARG, -1, "batch and sequence must be positive");
-    if (m->positions > 0 && seq > m->positions && strcmp(m->type, "seed"))
-        return md_err_set(err, MD_E_ARG, -1, "sequence %lld exceeds the model's %lld positions",
-                          (long long)seq, (long long)m->positions);
+    int rc = check_args(m, batch, seq, err);
+    if (rc)
+        return rc;
     memset(out, 0, sizeof *out);
     out->params = md_model_params(m);
-    uint64_t p = (uint64_t)out->params;
     uint64_t pb = prec == MD_BF16_PURE ? 2 : 4; /* parameter (and state) dtype */
-    out->weights = p * pb;
-    out->gradients = p * pb;
-    int states = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? 2 : opt == MD_OPT_SGD_MOMENTUM ? 1 : 0;
-    out->optimizer_state = (uint64_t)states * p * pb;
+    int states = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? 2 : opt == MD_OPT_SGD_MOMENTUM;
+    out->weights = params_bytes(m, pb);
+    out->gradients = out->weights;
+    out->optimizer_state = (uint64_t)states * out->weights;
     /* cuBLAS: one 32 MiB workspace per handle and stream on Hopper; the
      * forward and the autograd thread use two (measured on every H200 run) */
-    out->workspace = 2ULL * 32 * 1048576;
-    out->floor = out->weights + out->optimizer_state + out->workspace;
+    out->workspace = 2 * 32 * MIB;
+    out->inputs = block((uint64_t)batch * (uint64_t)seq * 8); /* int64 ids = labels */
+    out->floor = out->weights + out->optimizer_state + out->workspace + out->inputs;
     out->floor_with_grads = out->floor + out->gradients;
     /* Device memory outside the allocator once kernels and cuBLAS are
      * loaded: 1367.9 MiB in every single-process run on the H200 (torch
      * 2.11, CUDA 13, driver 580; `memdiag diagnose tests/data/runs/hf`,
      * non_framework), 618 MiB of it at CUDA init; DDP's NCCL adds ~850. */
-    out->context = 1368ULL * 1048576;
-    out->peak_known = 0;
+    out->context = 1368 * MIB;
+    if (md_arch_of(m) == MD_ARCH_SEED) {
+        out->unsupported = "the seed presets' activations are not modeled";
+        return MD_OK;
+    }
+    step_shape s;
+    shape_of(m, batch, seq, opt, prec, &s);
+    md_breakdown c[5];
+    candidates(out, &s, c);
+    out->phase = MD_PHASE_LOSS_BACKWARD;
+    for (int i = MD_PHASE_LOSS_BACKWARD; i <= MD_PHASE_OPTIM; i++)
+        if (sum(&c[i]) > sum(&c[out->phase]))
+            out->phase = (md_step_phase)i;
+    out->at_peak = c[out->phase];
+    out->peak = sum(&out->at_peak);
+    out->activations = s.acts;
+    out->loss_bytes_per_logit = s.E ? (double)c[MD_PHASE_LOSS_BACKWARD].logits / (double)s.E : 0;
+    out->reserved = out->peak; /* refined below once measured */
+    out->peak_known = 1;
     return MD_OK;
 }

@@ -1,0 +1,192 @@
+/* arch.c - what each supported architecture allocates: its parameter
+ * tensors, and the bytes autograd keeps per token for backward. The
+ * per-token counts come from reading what is live at the peak of real
+ * steps (bench/data/step-snapshots: one 2x512 AdamW step of every
+ * architecture in every precision, H200, torch 2.11, transformers 5.17)
+ * and from the modeling code; docs/predict-model.md derives each term.
+ * Nothing here is fitted to a measured peak. */
+#include <string.h>
+#include "arch.h"
+
+static int is(const md_model *m, const char *t) { return !strcmp(m->type, t); }
+
+md_arch_kind md_arch_of(const md_model *m)
+{
+    if (is(m, "gpt2"))
+        return MD_ARCH_GPT2;
+    if (is(m, "seed"))
+        return MD_ARCH_SEED;
+    if (is(m, "phi3"))
+        return MD_ARCH_PHI3;
+    if (is(m, "qwen3"))
+        return MD_ARCH_QWEN3;
+    if (is(m, "gemma"))
+        return MD_ARCH_GEMMA;
+    if (is(m, "gemma2"))
+        return MD_ARCH_GEMMA2;
+    return MD_ARCH_LLAMA; /* llama, mistral, qwen2: the same layer */
+}
+
+/* Parameter tensors as transformers creates them: emit(count, elements). */
+void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx)
+{
+    int64_t h = m->hidden, i = m->intermediate, L = m->layers, V = m->vocab;
+    int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
+    md_arch_kind k = md_arch_of(m);
+    emit(ctx, 1, V * h);
+    if (!m->tied)
+        emit(ctx, 1, V * h);
+    if (k == MD_ARCH_GPT2) {
+        emit(ctx, 1, m->positions * h);
+        emit(ctx, L, 3 * h * h), emit(ctx, L, 3 * h);     /* c_attn */
+        emit(ctx, L, h * h), emit(ctx, 5 * L, h);         /* c_proj, its bias, ln_1/ln_2 */
+        emit(ctx, L, h * i), emit(ctx, L, i);             /* c_fc */
+        emit(ctx, L, i * h), emit(ctx, L, h);             /* mlp c_proj */
+        emit(ctx, 2, h);                                  /* ln_f */
+        return;
+    }
+    if (k == MD_ARCH_SEED) {
+        emit(ctx, 1, m->positions * h);
+        emit(ctx, L, 3 * h * h), emit(ctx, L, 3 * h), emit(ctx, L, h * h), emit(ctx, L, h);
+        emit(ctx, L, h * i), emit(ctx, L, i), emit(ctx, L, i * h), emit(ctx, L, h);
+        emit(ctx, 4 * L, h), emit(ctx, 2, h);
+        emit(ctx, 1, h * m->classes), emit(ctx, 1, m->classes);
+        return;
+    }
+    if (k == MD_ARCH_PHI3) {
+        emit(ctx, L, h * (q + 2 * kv)), emit(ctx, L, 2 * h * i);
+    } else {
+        emit(ctx, L, h * q), emit(ctx, 2 * L, h * kv), emit(ctx, 2 * L, h * i);
+        if (m->attention_bias)
+            emit(ctx, L, q), emit(ctx, 2 * L, kv);
+    }
+    emit(ctx, L, q * h), emit(ctx, L, i * h);
+    emit(ctx, (k == MD_ARCH_GEMMA2 ? 4 : 2) * L + 1, h); /* norms and the final norm */
+    if (k == MD_ARCH_QWEN3)
+        emit(ctx, 2 * L, m->head_dim);                   /* q_norm, k_norm */
+}
+
+/* Elements of one layer's matmul weights (and biases), which autocast
+ * copies to bf16 and keeps for backward. */
+static int64_t layer_linear_elems(const md_model *m)
+{
+    int64_t h = m->hidden, i = m->intermediate;
+    int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
+    if (md_arch_of(m) == MD_ARCH_GPT2)
+        return 4 * h * h + 4 * h + 2 * h * i + i + h;
+    return h * (q + 2 * kv) + q * h + 3 * h * i + (m->attention_bias ? q + 2 * kv : 0);
+}
+
+/* Whether transformers passes SDPA a mask: a sliding window as long as the
+ * sequence (mistral's 4096 at 4096 tokens; gemma2's sliding layers).
+ * Then it expands keys and values itself (repeat_kv) and SDPA runs the
+ * memory-efficient kernel, in fp32 and bf16 alike. */
+int md_arch_masked(const md_model *m, int64_t seq)
+{
+    return m->sliding_window > 0 && seq >= m->sliding_window;
+}
+
+/* Attention's saved bytes per token per layer (and per token x key
+ * position: the math path's B*H*S*S attention weights). GQA models call
+ * SDPA with enable_gqa, which fp32 can only run on the math path: it keeps
+ * the scaled query, the expanded keys and values (query-sized), the fp32
+ * weights and a contiguous copy of the output. Otherwise the fused kernels
+ * keep query, key, value, output and logsumexp. */
+static md_act_cost attention(const md_model *m, md_precision p, int masked)
+{
+    double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
+    double H = (double)m->heads, a = p == MD_FP32 ? 4 : 2;
+    int fused_qkv = md_arch_of(m) == MD_ARCH_PHI3;
+    md_act_cost c = {0, 0};
+    if (masked) { /* query, expanded key and value, output and its contiguous copy */
+        c.tok = 5 * a * q + 4 * H;
+        return c;
+    }
+    if (p == MD_FP32 && m->kv_heads < m->heads) {
+        c.tok = 16 * q, c.quad = 4 * H;
+        return c;
+    }
+    c.tok = a * (q + kv) /* rotated q, k */ + a * q /* output */ + 4 * H /* logsumexp */;
+    /* value: a view of phi3's fused qkv output, which stays whole */
+    c.tok += fused_qkv ? a * (q + 2 * kv) : a * kv;
+    /* bf16 without GQA: an output layout that transpose().contiguous() copies */
+    if (p != MD_FP32 && m->kv_heads == m->heads)
+        c.tok += a * q;
+    return c;
+}
+
+/* RMSNorm as transformers writes it: fp32 input (the residual: saved),
+ * normalized value, and the output the next matmul saves; bf16 models add
+ * an fp32 copy of the input. Bytes per token, excluding what consumers
+ * cast under autocast. */
+static double rmsnorm(double h, md_precision p, int gemma)
+{
+    if (p == MD_FP32)
+        return 12 * h + 4;                       /* input, normalized, output, rstd */
+    if (p == MD_BF16_PURE)
+        return gemma ? 10 * h + 4 : 8 * h + 4;   /* fp32 copy, normalized, bf16 output(s) */
+    return 8 * h + 4;                            /* autocast: input, normalized, rstd */
+}
+
+md_act_cost md_arch_layer(const md_model *m, md_precision p, int64_t seq)
+{
+    double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
+    double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
+    double KV = (double)m->kv_heads, a = p == MD_FP32 ? 4 : 2;
+    int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
+    md_arch_kind k = md_arch_of(m);
+    md_act_cost c = {0, 0};
+    if (k == MD_ARCH_GPT2) {
+        /* ln_1, ln_2 (input, mean, rstd), c_attn out, attention output,
+         * c_fc out, gelu_new's four saved pieces (tanh, 1+tanh, 0.5x,
+         * output), two dropout masks; under autocast pow() runs in fp32
+         * on a copy of its input, gelu stays fp32, every matmul input is
+         * cast to bf16 */
+        c.tok = p == MD_FP32 ? 114 * h : autocast ? 86 * h : 58 * h;
+        c.tok += 16 + 4 * H;
+        return c;
+    }
+    md_act_cost at = attention(m, p, md_arch_masked(m, seq));
+    c.quad = at.quad;
+    int gemma = k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2;
+    c.tok = at.tok + 2 * rmsnorm(h, p, gemma) + 4 * a * i; /* gate, act, up, product */
+    if (autocast)
+        c.tok += (k == MD_ARCH_PHI3 ? 2 : 5) * 2 * h; /* bf16 casts of the norm outputs */
+    if (k == MD_ARCH_GEMMA2) /* post-attention and post-feedforward norms: an fp32
+                                input (a matmul's output or its copy), normalized
+                                value, rstd; their outputs join the residual */
+        c.tok += 2 * (8 * h + 4);
+    if (k == MD_ARCH_QWEN3) /* q_norm, k_norm over head_dim */
+        c.tok += (p == MD_FP32 ? 8 : 6) * (q + kv) + 4 * (H + KV);
+    return c;
+}
+
+/* Saved bytes per token outside the layers: the embedding output and the
+ * final norm (with its cast for lm_head under autocast). */
+double md_arch_extra(const md_model *m, md_precision p)
+{
+    double h = (double)m->hidden;
+    int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
+    md_arch_kind k = md_arch_of(m);
+    if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
+        return p == MD_FP32 ? 9 * h + 8 : autocast ? 7 * h + 8 : 5 * h + 8;
+    double norm = rmsnorm(h, p, k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2);
+    if (p == MD_FP32)
+        return norm;
+    return autocast ? norm + 2 * h : norm;
+}
+
+uint64_t md_arch_weight_copies(const md_model *m, md_precision p)
+{
+    if (p != MD_BF16_AUTOCAST && p != MD_FP16_AUTOCAST)
+        return 0;
+    return 2 * (uint64_t)(layer_linear_elems(m) * m->layers + m->vocab * m->hidden);
+}
+
+/* Bytes per logit element the output keeps: the logits themselves, and
+ * gemma2's tanh soft-capping, which keeps its result for backward. */
+double md_arch_logit_bytes(const md_model *m, md_precision p)
+{
+    double b = p == MD_FP32 ? 4 : 2;
+    return md_arch_of(m) == MD_ARCH_GEMMA2 ? 2 * b : b;
+}
