@@ -14,6 +14,7 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py > grid.jsonl              # the model-building grid
     python3 bench/predict_grid.py --heldout > heldout.jsonl # other models and shapes
     python3 bench/predict_grid.py --real > real.jsonl       # released models' shapes
+    python3 bench/predict_grid.py --final > final.jsonl     # measured once, model frozen
 """
 import gc
 import json
@@ -121,6 +122,50 @@ REAL = {
                       tie_word_embeddings=False),
 }
 REAL_SHAPES = [(2, 1024), (8, 256), (1, 4096)]
+
+# The final check, measured once after the model was frozen (2026-11-29):
+# models, shapes, optimizers and precisions none of the grids above has.
+FINAL = {
+    "tinyllama-1.1b": dict(cls="LlamaConfig", hidden_size=2048, intermediate_size=5632,
+                           num_hidden_layers=22, num_attention_heads=32, num_key_value_heads=4,
+                           vocab_size=32000, max_position_embeddings=2048),
+    "smollm2-135m": dict(cls="LlamaConfig", hidden_size=576, intermediate_size=1536,
+                         num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
+                         vocab_size=49152, tie_word_embeddings=True, max_position_embeddings=8192),
+    "qwen2.5-1.5b": dict(cls="Qwen2Config", hidden_size=1536, intermediate_size=8960,
+                         num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                         vocab_size=151936, tie_word_embeddings=True,
+                         max_position_embeddings=32768),
+    "qwen3-1.7b": dict(cls="Qwen3Config", hidden_size=2048, intermediate_size=6144,
+                       num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
+                       head_dim=128, vocab_size=151936, tie_word_embeddings=True,
+                       max_position_embeddings=40960),
+    "gpt2-medium": dict(cls="GPT2Config", n_embd=1024, n_layer=24, n_head=16, vocab_size=50257,
+                        n_positions=1024),
+    "mistral-w2048": dict(cls="MistralConfig", hidden_size=2048, intermediate_size=5632,
+                          num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4,
+                          vocab_size=32768, sliding_window=2048, max_position_embeddings=8192),
+    "phi3-mha": dict(cls="Phi3Config", hidden_size=2048, intermediate_size=5632,
+                     num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=16,
+                     vocab_size=32064, sliding_window=None, max_position_embeddings=8192),
+    "gemma-d256": dict(cls="GemmaConfig", hidden_size=1536, intermediate_size=6144,
+                       num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=1,
+                       head_dim=256, vocab_size=64000, max_position_embeddings=8192),
+    "gemma2-w1024": dict(cls="Gemma2Config", hidden_size=1536, intermediate_size=6144,
+                         num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4,
+                         head_dim=128, vocab_size=65536, sliding_window=1024,
+                         max_position_embeddings=8192),
+}
+FINAL_SHAPES = [(3, 768), (1, 3072), (12, 128)]
+FINAL_OPTS = ["sgd", "sgd-momentum", "adam", "adamw"]
+FINAL_PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure", "fp16-autocast"]
+
+
+def final_combos(k):
+    """Four of the sixteen optimizer x precision pairs per model and shape,
+    rotating so that every pair appears across the grid."""
+    pairs = [(o, p) for o in FINAL_OPTS for p in FINAL_PRECISIONS]
+    return [pairs[(5 * k + 3 * j) % len(pairs)] for j in range(4)]
 SHAPES = [(1, 512), (4, 256), (4, 1024), (8, 512)]
 OPTS = ["sgd", "adamw"]
 PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure"]
@@ -136,7 +181,7 @@ def build(arch, table=None):
 def one(arch, batch, seq, opt_name, prec, table=None):
     cfg = build(arch, table)
     torch.manual_seed(0)
-    if table is REAL:  # billions of parameters: initialise on the GPU
+    if table is REAL or table is FINAL:  # billions of parameters: initialise on the GPU
         with torch.device("cuda"):
             model = transformers.AutoModelForCausalLM.from_config(cfg)
     else:
@@ -147,25 +192,33 @@ def one(arch, batch, seq, opt_name, prec, table=None):
     params = sum(p.numel() for p in model.parameters())
     attn = getattr(model.config, "_attn_implementation", None)
     to_backward = 0
-    opt = (torch.optim.AdamW(model.parameters(), lr=1e-5) if opt_name == "adamw"
-           else torch.optim.SGD(model.parameters(), lr=1e-3))
+    opt = {"adamw": lambda p: torch.optim.AdamW(p, lr=1e-5),
+           "adam": lambda p: torch.optim.Adam(p, lr=1e-5),
+           "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
+           "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[opt_name](model.parameters())
     ids = torch.randint(cfg.vocab_size, (batch, seq), device="cuda")
     assert tuple(ids.shape) == (batch, seq)
-    auto = prec == "bf16-autocast"
+    auto = prec in ("bf16-autocast", "fp16-autocast")
+    adtype = torch.float16 if prec == "fp16-autocast" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda") if prec == "fp16-autocast" else None
     before = 0
     for step in range(3):
         if step == 2:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             before = torch.cuda.memory_allocated()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=auto):
+        with torch.autocast("cuda", dtype=adtype, enabled=auto):
             out = model(input_ids=ids, labels=ids)
         assert out.logits.shape[:2] == (batch, seq), out.logits.shape
-        out.loss.backward()
+        (scaler.scale(out.loss) if scaler else out.loss).backward()
         if step == 2:
             torch.cuda.synchronize()
             to_backward = torch.cuda.max_memory_allocated()
-        opt.step()
+        if scaler:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
         opt.zero_grad(set_to_none=True)
         del out
     torch.cuda.synchronize()
@@ -188,27 +241,32 @@ def main():
     table, shapes = (HELDOUT, HELDOUT_SHAPES) if heldout else (ARCHS, SHAPES)
     if "--real" in sys.argv:
         table, shapes = REAL, REAL_SHAPES
+    final = "--final" in sys.argv
+    if final:
+        table, shapes = FINAL, FINAL_SHAPES
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
     only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
     archs = [a for a in table if not only or a in only[0]]
     print(json.dumps({"torch": torch.__version__, "transformers": transformers.__version__,
                       "gpu": torch.cuda.get_device_name(0)}), flush=True)
     t0 = time.time()
+    k = 0
     for arch in archs:
         limit = table[arch].get("n_positions", table[arch].get("max_position_embeddings", 1 << 30))
         for batch, seq in shapes:
+            k += 1
             if seq > limit or time.time() - t0 > budget:
                 continue
-            for opt in OPTS:
-                for prec in PRECISIONS:
-                    try:
-                        row = one(arch, batch, seq, opt, prec, table)
-                    except Exception as e:  # a failing row is data too
-                        row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt,
-                               "precision": prec, "error": f"{type(e).__name__}: {e}"[:300]}
-                        gc.collect()
-                        torch.cuda.empty_cache()
-                    print(json.dumps(row), flush=True)
+            combos = final_combos(k) if final else [(o, p) for o in OPTS for p in PRECISIONS]
+            for opt, prec in combos:
+                try:
+                    row = one(arch, batch, seq, opt, prec, table)
+                except Exception as e:  # a failing row is data too
+                    row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt,
+                           "precision": prec, "error": f"{type(e).__name__}: {e}"[:300]}
+                    gc.collect()
+                    torch.cuda.empty_cache()
+                print(json.dumps(row), flush=True)
     print(json.dumps({"seconds": round(time.time() - t0, 1)}), file=sys.stderr)
 
 

@@ -466,6 +466,7 @@ typedef struct md_model {
     int tied;                 /* lm_head shares the embedding */
     int attention_bias;
     int64_t sliding_window;   /* 0: none (qwen2/qwen3 unless use_sliding_window) */
+    int64_t sliding_layers;   /* layers with the window (0: all; gemma2: half) */
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;
 

@@ -129,9 +129,9 @@ def warm_up(torch):
     bf16 autocast with AdamW, or plain layers without transformers."""
     try:
         import transformers
-        cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=512,
-                                       num_hidden_layers=2, num_attention_heads=4,
-                                       num_key_value_heads=2, vocab_size=1024)
+        cfg = transformers.LlamaConfig(hidden_size=1024, intermediate_size=2816,
+                                       num_hidden_layers=2, num_attention_heads=16,
+                                       num_key_value_heads=4, vocab_size=32000)
         model = transformers.AutoModelForCausalLM.from_config(cfg).cuda()
         step = lambda ids: model(input_ids=ids, labels=ids).loss  # noqa: E731
     except Exception:  # noqa: BLE001 - without transformers: torch layers
@@ -141,7 +141,7 @@ def warm_up(torch):
         step = lambda ids: nn.functional.cross_entropy(  # noqa: E731
             model(ids).view(-1, 1024), ids.view(-1))
     opt = torch.optim.AdamW(model.parameters())
-    ids = torch.randint(1024, (2, 128), device="cuda")
+    ids = torch.randint(1024, (4, 512), device="cuda")
     for autocast in (False, True, False):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             loss = step(ids)

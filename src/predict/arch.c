@@ -77,13 +77,27 @@ static int64_t layer_linear_elems(const md_model *m)
     return h * (q + 2 * kv) + q * h + 3 * h * i + (m->attention_bias ? q + 2 * kv : 0);
 }
 
-/* Whether transformers passes SDPA a mask: a sliding window as long as the
- * sequence (mistral's 4096 at 4096 tokens; gemma2's sliding layers).
- * Then it expands keys and values itself (repeat_kv) and SDPA runs the
- * memory-efficient kernel, in fp32 and bf16 alike. */
-int md_arch_masked(const md_model *m, int64_t seq)
+/* Layers to which transformers passes SDPA a mask: those with a sliding
+ * window as long as the sequence (mistral's 4096 at 4096 tokens, phi3's
+ * 2047, gemma2's sliding half). */
+int64_t md_arch_masked_layers(const md_model *m, int64_t seq)
 {
-    return m->sliding_window > 0 && seq >= m->sliding_window;
+    if (m->sliding_window <= 0 || seq < m->sliding_window)
+        return 0;
+    return m->sliding_layers > 0 ? m->sliding_layers : m->layers;
+}
+
+/* A masked layer: transformers expands grouped keys and values itself
+ * (repeat_kv) and SDPA turns the boolean mask into a float one of the
+ * query's dtype per call (kept as the attention bias, per layer). */
+static double masked_attention(const md_model *m, double a, int fused_qkv)
+{
+    double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
+    double t = a * q /* rotated q */ + a * q /* output */ + 4 * (double)m->heads;
+    if (m->kv_heads < m->heads)
+        return t + 2 * a * q; /* expanded key and value */
+    t += a * kv + (fused_qkv ? a * (q + 2 * kv) : a * kv);
+    return a == 2 ? t + a * q : t; /* bf16: cuDNN's layout, copied by contiguous() */
 }
 
 /* Attention's saved bytes per token per layer (and per token x key
@@ -97,9 +111,10 @@ static md_act_cost attention(const md_model *m, md_precision p, int masked)
     double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
     double H = (double)m->heads, a = p == MD_FP32 ? 4 : 2;
     int fused_qkv = md_arch_of(m) == MD_ARCH_PHI3;
-    md_act_cost c = {0, 0};
-    if (masked) { /* query, expanded key and value, output and its contiguous copy */
-        c.tok = 5 * a * q + 4 * H;
+    md_act_cost c = {0, 0, 0};
+    if (masked) {
+        c.tok = masked_attention(m, a, fused_qkv);
+        c.mask = a;
         return c;
     }
     if (p == MD_FP32 && m->kv_heads < m->heads) {
@@ -128,14 +143,14 @@ static double rmsnorm(double h, md_precision p, int gemma)
     return 8 * h + 4;                            /* autocast: input, normalized, rstd */
 }
 
-md_act_cost md_arch_layer(const md_model *m, md_precision p, int64_t seq)
+md_act_cost md_arch_layer(const md_model *m, md_precision p, int masked)
 {
     double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
     double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
     double KV = (double)m->kv_heads, a = p == MD_FP32 ? 4 : 2;
     int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
     md_arch_kind k = md_arch_of(m);
-    md_act_cost c = {0, 0};
+    md_act_cost c = {0, 0, 0};
     if (k == MD_ARCH_GPT2) {
         /* ln_1, ln_2 (input, mean, rstd), c_attn out, attention output,
          * c_fc out, gelu_new's four saved pieces (tanh, 1+tanh, 0.5x,
@@ -146,8 +161,8 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, int64_t seq)
         c.tok += 16 + 4 * H;
         return c;
     }
-    md_act_cost at = attention(m, p, md_arch_masked(m, seq));
-    c.quad = at.quad;
+    md_act_cost at = attention(m, p, masked);
+    c.quad = at.quad, c.mask = at.mask;
     int gemma = k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2;
     c.tok = at.tok + 2 * rmsnorm(h, p, gemma) + 4 * a * i; /* gate, act, up, product */
     if (autocast)

@@ -20,6 +20,20 @@ static int getb(json_t *root, const char *key, int dflt)
     return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
+/* gemma2: layer_types names each layer; without it even layers slide */
+static int64_t sliding_layers(json_t *root, int64_t layers)
+{
+    json_t *types = json_object_get(root, "layer_types");
+    if (!json_is_array(types))
+        return (layers + 1) / 2;
+    int64_t n = 0;
+    for (size_t i = 0; i < json_array_size(types); i++) {
+        json_t *t = json_array_get(types, i);
+        n += json_is_string(t) && !strcmp(json_string_value(t), "sliding_attention");
+    }
+    return n;
+}
+
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
                                     "gemma", "gemma2", "phi3"};
 
@@ -100,6 +114,8 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     int qwen = !strncmp(m->type, "qwen", 4);
     if (!qwen || getb(root, "use_sliding_window", 0))
         m->sliding_window = geti(root, "sliding_window", 0);
+    if (!strcmp(m->type, "gemma2"))
+        m->sliding_layers = sliding_layers(root, m->layers);
     int rc = check_ranges(m, err); /* before the defaults below multiply */
     if (rc)
         return rc;

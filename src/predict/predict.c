@@ -87,15 +87,23 @@ static void candidates(const md_prediction *p, const step_shape *s, md_breakdown
     c[MD_PHASE_OPTIM].transient = s->opt_tmp;
 }
 
+static uint64_t layer_bytes(const md_act_cost *c, int64_t batch, int64_t seq)
+{
+    double T = (double)batch * (double)seq;
+    return (uint64_t)(c->tok * T + c->quad * T * (double)seq) +
+           block((uint64_t)(c->mask * T * (double)seq));
+}
+
 static void shape_of(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
                      md_precision prec, step_shape *s)
 {
     uint64_t T = (uint64_t)batch * (uint64_t)seq, h = (uint64_t)m->hidden;
     uint64_t pb = prec == MD_BF16_PURE ? 2 : 4, a = prec == MD_FP32 ? 4 : 2;
-    md_act_cost layer = md_arch_layer(m, prec, seq);
+    int64_t masked = md_arch_masked_layers(m, seq);
+    md_act_cost layer = md_arch_layer(m, prec, 0), mlayer = md_arch_layer(m, prec, 1);
     s->T = T, s->S = (uint64_t)seq, s->E = T * (uint64_t)m->vocab;
-    s->layers_acts = (uint64_t)m->layers * (uint64_t)(layer.tok * (double)T +
-                                                      layer.quad * (double)T * (double)seq);
+    s->layers_acts = (uint64_t)(m->layers - masked) * layer_bytes(&layer, batch, seq) +
+                     (uint64_t)masked * layer_bytes(&mlayer, batch, seq);
     s->acts = s->layers_acts + (uint64_t)(md_arch_extra(m, prec) * (double)T) +
               md_arch_weight_copies(m, prec);
     s->logits_kept = block(s->E * a);
@@ -104,7 +112,9 @@ static void shape_of(const md_model *m, int64_t batch, int64_t seq, md_optimizer
     /* the last layer's backward: its MLP's gradients, or the math path's
      * two B*H*S*S gradients (of the weights and through the softmax) */
     s->mlp_tmp = 4 * block(T * (uint64_t)m->intermediate * a);
-    uint64_t attn = block((uint64_t)(layer.quad * (double)T * (double)seq));
+    /* the last layer is masked only when all are (gemma2 ends on a full one) */
+    const md_act_cost *top = masked == m->layers ? &mlayer : &layer;
+    uint64_t attn = block((uint64_t)(top->quad * (double)T * (double)seq));
     uint64_t mlp_saved = 4 * T * (uint64_t)m->intermediate * a;
     uint64_t mlp_grads = 3 * (uint64_t)m->hidden * (uint64_t)m->intermediate * pb;
     /* three B*H*S*S tensors meet in the math path's backward (the weights'
@@ -117,7 +127,7 @@ static void shape_of(const md_model *m, int64_t batch, int64_t seq, md_optimizer
      * qwen2/qwen3/gemma/gpt2 at 512 tokens), under autocast not */
     int autocast = prec == MD_BF16_AUTOCAST || prec == MD_FP16_AUTOCAST;
     s->tied_tmp = m->tied ? (autocast ? 1 : 2) * s->head_grad : 0;
-    if (md_arch_masked(m, seq)) /* the boolean mask, shared by every layer */
+    if (masked) /* the boolean mask transformers builds, shared */
         s->acts += block((uint64_t)batch * (uint64_t)seq * (uint64_t)seq);
     s->opt_tmp = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? params_bytes(m, pb) : 0;
 }
