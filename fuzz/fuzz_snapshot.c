@@ -40,9 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     md_model m;
     md_prediction p;
+    md_calibration cal;
+    int have_cal = size && data[0] == '{' &&
+                   md_calibration_load_mem(data, size, "fuzz", &cal, &e) == MD_OK;
     if (size && data[0] == '{' && md_model_load_mem(data, size, "fuzz", &m, &e) == MD_OK) {
         (void)md_model_params(&m);
-        (void)md_predict(&m, 8, 1024, MD_OPT_ADAMW, MD_BF16_PURE, &p, &e);
+        for (int prec = MD_FP32; prec <= MD_BF16_PURE; prec++) {
+            md_step_config st = {8, 4096, MD_OPT_ADAMW, (md_precision)prec, have_cal ? &cal : NULL};
+            (void)md_predict(&m, &st, &p, &e);
+        }
     }
     if (md_snapshot_load_mem(data, size, "fuzz", &s, &e) != MD_OK)
         return 0;

@@ -498,6 +498,35 @@ typedef struct md_breakdown {
         inputs;
 } md_breakdown;
 
+/* What predict takes from the machine: measured by `memdiag probe` on a
+ * GPU (python/memdiag/probe.py) or the shipped H200 defaults. */
+typedef struct md_calibration {
+    char gpu[64], torch[32];   /* where it was measured */
+    uint64_t context;          /* device memory outside the allocator */
+    uint64_t workspace;        /* cuBLAS workspaces a forward+backward leave */
+    double loss_per_logit;     /* loss backward's bytes per logit element */
+    double math_per_score;     /* SDPA math path: bytes per B*H*S*S score */
+} md_calibration;
+
+/* The defaults shipped with memdiag (H200, torch 2.11, transformers 5.17). */
+void md_calibration_default(md_calibration *c);
+/* A calibration file written by `memdiag probe`; the _mem form parses bytes
+ * in memory (name is for messages). Missing fields keep the defaults. */
+int md_calibration_load(const char *path, md_calibration *c, md_err *err);
+int md_calibration_load_mem(const void *data, size_t n, const char *name, md_calibration *c,
+                            md_err *err);
+
+/* The training step to predict. */
+typedef struct md_step_config {
+    int64_t batch, seq;
+    md_optimizer optimizer;
+    md_precision precision;
+    const md_calibration *calibration; /* NULL: md_calibration_default */
+    int drop_outputs;   /* 0: the model output (its logits) is kept until after
+                           optimizer.step() (`out = model(...)`); 1: only the
+                           loss is kept (`loss = model(...).loss`, HF Trainer) */
+} md_step_config;
+
 /* A steady-state training step (optimizer state exists; gradients set to
  * None by zero_grad; the model output kept until after optimizer.step(),
  * as `out = model(...); out.loss.backward(); opt.step()` does). */
@@ -517,23 +546,24 @@ typedef struct md_prediction {
     md_breakdown at_peak;      /* what is allocated then (sums to peak) */
     uint64_t activations;      /* saved for backward at the end of forward */
     double loss_bytes_per_logit; /* logits + loss at the peak, per element */
-    uint64_t reserved;         /* torch.cuda.max_memory_reserved() estimate */
+    uint64_t reserved;         /* torch.cuda.max_memory_reserved(), typical */
+    uint64_t reserved_high;    /* and its high end (fragmentation) */
 } md_prediction;
 
-int md_predict(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
-               md_precision prec, md_prediction *out, md_err *err);
+int md_predict(const md_model *m, const md_step_config *step, md_prediction *out, md_err *err);
 
 /* A prediction against a measured step (`memdiag predict --validate RUN`):
  * the last complete step after the first (optimizer state exists then),
  * each predicted component next to what the replay attributes to it. */
 enum { MD_VAL_WEIGHTS, MD_VAL_OPTIMIZER_STATE, MD_VAL_WORKSPACE, MD_VAL_FLOOR,
-       MD_VAL_GRADIENTS, MD_VAL_COUNT };
+       MD_VAL_GRADIENTS, MD_VAL_PEAK, MD_VAL_COUNT };
 typedef struct md_validation {
     int step;                         /* the step compared */
     uint64_t predicted[MD_VAL_COUNT];
     uint64_t measured[MD_VAL_COUNT];  /* weights, state, workspace and floor
                                          (allocated) at the step's start;
-                                         gradients at the end of backward */
+                                         gradients at the end of backward;
+                                         the step's peak (0 predicted: none) */
     uint64_t grads_at_start;          /* gradients kept across steps
                                          (zero_grad(set_to_none=False)) */
     uint64_t measured_peak;           /* highest allocated in the step */

@@ -118,7 +118,7 @@ static md_act_cost attention(const md_model *m, md_precision p, int masked)
         return c;
     }
     if (p == MD_FP32 && m->kv_heads < m->heads) {
-        c.tok = 16 * q, c.quad = 4 * H;
+        c.tok = 16 * q, c.quad = H; /* times the bytes per score (4: fp32) */
         return c;
     }
     c.tok = a * (q + kv) /* rotated q, k */ + a * q /* output */ + 4 * H /* logsumexp */;

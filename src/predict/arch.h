@@ -8,7 +8,8 @@ typedef enum md_arch_kind {
     MD_ARCH_SEED
 } md_arch_kind;
 
-/* Saved bytes of one layer: per token, per token x key position, and per
+/* Saved bytes of one layer: per token; attention scores per token x key
+ * position (the math path's weights, priced by the calibration); bytes per
  * batch x query x key (the float mask a masked layer keeps). */
 typedef struct md_act_cost {
     double tok, quad, mask;

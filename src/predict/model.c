@@ -1,7 +1,7 @@
 /* model.c - a model's shape from a Hugging Face config.json, and its
  * parameter count as transformers has it. The per-architecture layouts
- * were checked against transformers 5.17 on an H200 (bench/data/
- * predict_grid_h200.jsonl: gpt2, llama, mistral, qwen2, qwen3, gemma2
+ * were checked against transformers 5.17 on an H200 (tests/data/
+ * predict/measured/grid.jsonl: gpt2, llama, mistral, qwen2, qwen3, gemma2
  * exact; tests/unit/test_predict.c). */
 #include <jansson.h>
 #include <stddef.h>

@@ -40,6 +40,8 @@ static void add_params(void *ctx, int64_t count, int64_t elems)
     s->total += (uint64_t)count * block((uint64_t)elems * s->bytes_per);
 }
 
+/* One tensor per parameter (weights, gradients, each optimizer state, the
+ * foreach temporaries), each the block the allocator gives it. */
 static uint64_t params_bytes(const md_model *m, uint64_t bytes_per)
 {
     param_sum s = {bytes_per, 0};
@@ -63,6 +65,7 @@ static uint64_t sum(const md_breakdown *b)
 /* The candidate moments; each starts from the step's starting memory. */
 typedef struct step_shape {
     uint64_t T, E, S;      /* tokens, logit elements, sequence */
+    uint64_t loss;         /* the loss's fp32 log-softmax and two gradients */
     uint64_t acts, layers_acts, head_grad, mlp_tmp, tied_tmp, opt_tmp;
     uint64_t logits_saved, logits_kept;
 } step_shape;
@@ -74,7 +77,7 @@ static void candidates(const md_prediction *p, const step_shape *s, md_breakdown
     for (int i = 0; i < 5; i++)
         c[i] = start;
     c[MD_PHASE_LOSS_BACKWARD].activations = s->acts;
-    c[MD_PHASE_LOSS_BACKWARD].logits = s->logits_saved + 3 * block(4 * s->E);
+    c[MD_PHASE_LOSS_BACKWARD].logits = s->logits_saved + s->loss;
     c[MD_PHASE_BACKWARD_TOP].activations = s->layers_acts;
     c[MD_PHASE_BACKWARD_TOP].logits = s->logits_kept;
     c[MD_PHASE_BACKWARD_TOP].gradients = s->head_grad;
@@ -94,20 +97,28 @@ static uint64_t layer_bytes(const md_act_cost *c, int64_t batch, int64_t seq)
            block((uint64_t)(c->mask * T * (double)seq));
 }
 
-static void shape_of(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
-                     md_precision prec, step_shape *s)
+static void shape_of(const md_model *m, const md_step_config *cfg, const md_calibration *cal,
+                     step_shape *s)
 {
+    int64_t batch = cfg->batch, seq = cfg->seq;
+    md_precision prec = cfg->precision;
+    md_optimizer opt = cfg->optimizer;
     uint64_t T = (uint64_t)batch * (uint64_t)seq, h = (uint64_t)m->hidden;
     uint64_t pb = prec == MD_BF16_PURE ? 2 : 4, a = prec == MD_FP32 ? 4 : 2;
     int64_t masked = md_arch_masked_layers(m, seq);
     md_act_cost layer = md_arch_layer(m, prec, 0), mlayer = md_arch_layer(m, prec, 1);
+    layer.quad *= cal->math_per_score, mlayer.quad *= cal->math_per_score;
     s->T = T, s->S = (uint64_t)seq, s->E = T * (uint64_t)m->vocab;
+    /* three fp32 logits-sized tensors when the loss costs 12 bytes each */
+    s->loss = 3 * block((uint64_t)(cal->loss_per_logit / 3 * (double)s->E));
     s->layers_acts = (uint64_t)(m->layers - masked) * layer_bytes(&layer, batch, seq) +
                      (uint64_t)masked * layer_bytes(&mlayer, batch, seq);
     s->acts = s->layers_acts + (uint64_t)(md_arch_extra(m, prec) * (double)T) +
               md_arch_weight_copies(m, prec);
-    s->logits_kept = block(s->E * a);
-    s->logits_saved = block((uint64_t)(md_arch_logit_bytes(m, prec) * (double)s->E));
+    /* the output keeps the logits; gemma2's soft-capping keeps its tanh */
+    s->logits_kept = cfg->drop_outputs ? 0 : block(s->E * a);
+    double saved = md_arch_logit_bytes(m, prec) - (cfg->drop_outputs ? (double)a : 0);
+    s->logits_saved = block((uint64_t)(saved * (double)s->E));
     s->head_grad = block((uint64_t)m->vocab * h * pb);
     /* the last layer's backward: its MLP's gradients, or the math path's
      * two B*H*S*S gradients (of the weights and through the softmax) */
@@ -144,36 +155,34 @@ static int check_args(const md_model *m, int64_t batch, int64_t seq, md_err *err
     return MD_OK;
 }
 
-int md_predict(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
-               md_precision prec, md_prediction *out, md_err *err)
+int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out, md_err *err)
 {
-    int rc = check_args(m, batch, seq, err);
+    int rc = check_args(m, cfg->batch, cfg->seq, err);
     if (rc)
         return rc;
+    md_calibration dflt;
+    const md_calibration *cal = cfg->calibration;
+    if (!cal)
+        md_calibration_default(&dflt), cal = &dflt;
+    md_optimizer opt = cfg->optimizer;
     memset(out, 0, sizeof *out);
     out->params = md_model_params(m);
-    uint64_t pb = prec == MD_BF16_PURE ? 2 : 4; /* parameter (and state) dtype */
+    uint64_t pb = cfg->precision == MD_BF16_PURE ? 2 : 4; /* parameter (and state) dtype */
     int states = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? 2 : opt == MD_OPT_SGD_MOMENTUM;
     out->weights = params_bytes(m, pb);
     out->gradients = out->weights;
     out->optimizer_state = (uint64_t)states * out->weights;
-    /* cuBLAS: one 32 MiB workspace per handle and stream on Hopper; the
-     * forward and the autograd thread use two (measured on every H200 run) */
-    out->workspace = 2 * 32 * MIB;
-    out->inputs = block((uint64_t)batch * (uint64_t)seq * 8); /* int64 ids = labels */
+    out->workspace = cal->workspace; /* cuBLAS: 2 x 32 MiB on Hopper (forward, autograd) */
+    out->inputs = block((uint64_t)cfg->batch * (uint64_t)cfg->seq * 8); /* int64 ids = labels */
     out->floor = out->weights + out->optimizer_state + out->workspace + out->inputs;
     out->floor_with_grads = out->floor + out->gradients;
-    /* Device memory outside the allocator once kernels and cuBLAS are
-     * loaded: 1367.9 MiB in every single-process run on the H200 (torch
-     * 2.11, CUDA 13, driver 580; `memdiag diagnose tests/data/runs/hf`,
-     * non_framework), 618 MiB of it at CUDA init; DDP's NCCL adds ~850. */
-    out->context = 1368 * MIB;
+    out->context = cal->context;
     if (md_arch_of(m) == MD_ARCH_SEED) {
         out->unsupported = "the seed presets' activations are not modeled";
         return MD_OK;
     }
     step_shape s;
-    shape_of(m, batch, seq, opt, prec, &s);
+    shape_of(m, cfg, cal, &s);
     md_breakdown c[5];
     candidates(out, &s, c);
     out->phase = MD_PHASE_LOSS_BACKWARD;
@@ -184,7 +193,11 @@ int md_predict(const md_model *m, int64_t batch, int64_t seq, md_optimizer opt,
     out->peak = sum(&out->at_peak);
     out->activations = s.acts;
     out->loss_bytes_per_logit = s.E ? (double)c[MD_PHASE_LOSS_BACKWARD].logits / (double)s.E : 0;
-    out->reserved = out->peak; /* refined below once measured */
+    /* max_memory_reserved over max_memory_allocated: 1.00-1.31, median
+     * 1.06-1.08 on 238 H200 steps (tests/data/predict/measured/real.jsonl,
+     * final.jsonl) */
+    out->reserved = (uint64_t)((double)out->peak * 1.08);
+    out->reserved_high = (uint64_t)((double)out->peak * 1.31);
     out->peak_known = 1;
     return MD_OK;
 }

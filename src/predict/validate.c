@@ -8,7 +8,7 @@
 const char *md_validation_name(int c)
 {
     static const char *const names[] = {"weights", "optimizer_state", "library_workspaces",
-                                        "floor", "gradients"};
+                                        "floor", "gradients", "peak"};
     return c >= 0 && c < MD_VAL_COUNT ? names[c] : "?";
 }
 
@@ -60,5 +60,7 @@ int md_predict_validate(const md_prediction *p, const md_replay *r, const md_ana
     out->measured[MD_VAL_WORKSPACE] = start[MD_CAT_WORKSPACE];
     out->measured[MD_VAL_FLOOR] = md_replay_at(r, s->fwd_start).allocated;
     out->measured[MD_VAL_GRADIENTS] = end[MD_CAT_GRADIENT];
+    out->predicted[MD_VAL_PEAK] = p->peak_known ? p->peak : 0;
+    out->measured[MD_VAL_PEAK] = s->peak;
     return MD_OK;
 }
