@@ -15,6 +15,7 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --heldout > heldout.jsonl # other models and shapes
     python3 bench/predict_grid.py --real > real.jsonl       # released models' shapes
     python3 bench/predict_grid.py --final > final.jsonl     # measured once, model frozen
+    python3 bench/predict_grid.py --options > options.jsonl # checkpointing, eager, LoRA
 """
 import gc
 import json
@@ -161,6 +162,35 @@ FINAL_OPTS = ["sgd", "sgd-momentum", "adam", "adamw"]
 FINAL_PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure", "fp16-autocast"]
 
 
+# Training options on the model-building architectures (--options).
+OPTION_SETS = [{"gc": "default"}, {"gc": "nonreentrant"}, {"attn": "eager"},
+               {"lora": 16, "targets": ["q_proj", "v_proj"]},
+               {"lora": 16, "targets": ["q_proj", "v_proj"], "gc": "nonreentrant"}]
+OPTION_ARCHS = ["llama", "qwen2", "gemma2", "gpt2"]
+OPTION_SHAPES = [(2, 1024), (8, 256)]
+
+
+def options_main(budget):
+    t0 = time.time()
+    for arch in OPTION_ARCHS:
+        for batch, seq in OPTION_SHAPES:
+            for options in OPTION_SETS:
+                if arch == "gpt2" and options.get("lora"):
+                    options = dict(options, targets=["c_attn"])
+                for prec in PRECISIONS:
+                    if time.time() - t0 > budget:
+                        return
+                    try:
+                        row = one(arch, batch, seq, "adamw", prec, ARCHS, options)
+                    except Exception as e:  # a failing row is data too
+                        row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": "adamw",
+                               "precision": prec, "options": options,
+                               "error": f"{type(e).__name__}: {e}"[:300]}
+                        gc.collect()
+                        torch.cuda.empty_cache()
+                    print(json.dumps(row), flush=True)
+
+
 def final_combos(k):
     """Four of the sixteen optimizer x precision pairs per model and shape,
     rotating so that every pair appears across the grid."""
@@ -178,24 +208,44 @@ def build(arch, table=None):
     return cfg
 
 
-def one(arch, batch, seq, opt_name, prec, table=None):
+def with_options(model, options):
+    """Gradient checkpointing ("gc": "default" | "reentrant" | "nonreentrant")
+    and LoRA ("lora": rank, "targets": module names; the base frozen)."""
+    if options.get("lora"):
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(r=options["lora"], lora_alpha=2 * options["lora"],
+                                                 target_modules=options["targets"],
+                                                 lora_dropout=0.0, task_type="CAUSAL_LM"))
+    gc_mode = options.get("gc")
+    if gc_mode:
+        kwargs = None if gc_mode == "default" else {"use_reentrant": gc_mode == "reentrant"}
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        if options.get("lora"):
+            model.enable_input_require_grads()
+    return model
+
+
+def one(arch, batch, seq, opt_name, prec, table=None, options=None):
+    options = options or {}
     cfg = build(arch, table)
     torch.manual_seed(0)
+    kw = {"attn_implementation": options["attn"]} if options.get("attn") else {}
     if table is REAL or table is FINAL:  # billions of parameters: initialise on the GPU
         with torch.device("cuda"):
-            model = transformers.AutoModelForCausalLM.from_config(cfg)
+            model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
     else:
-        model = transformers.AutoModelForCausalLM.from_config(cfg)
+        model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
     if prec == "bf16-pure":
         model = model.to(torch.bfloat16)
-    model = model.cuda().train()
+    model = with_options(model.cuda().train(), options)
     params = sum(p.numel() for p in model.parameters())
+    trainable = [p for p in model.parameters() if p.requires_grad]
     attn = getattr(model.config, "_attn_implementation", None)
     to_backward = 0
     opt = {"adamw": lambda p: torch.optim.AdamW(p, lr=1e-5),
            "adam": lambda p: torch.optim.Adam(p, lr=1e-5),
            "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
-           "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[opt_name](model.parameters())
+           "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[opt_name](trainable)
     ids = torch.randint(cfg.vocab_size, (batch, seq), device="cuda")
     assert tuple(ids.shape) == (batch, seq)
     auto = prec in ("bf16-autocast", "fp16-autocast")
@@ -227,7 +277,8 @@ def one(arch, batch, seq, opt_name, prec, table=None):
            "precision": prec, "params": params, "vocab": cfg.vocab_size,
            "peak_allocated": peak, "allocated_before_step": before,
            "peak_through_backward": to_backward,
-           "attn_implementation": attn,
+           "attn_implementation": attn, "options": options,
+           "trainable": sum(p.numel() for p in trainable),
            "reserved": torch.cuda.memory_reserved(),
            "max_reserved": torch.cuda.max_memory_reserved(), "config": cfg.to_dict()}
     del model, opt, ids
@@ -249,6 +300,8 @@ def main():
     archs = [a for a in table if not only or a in only[0]]
     print(json.dumps({"torch": torch.__version__, "transformers": transformers.__version__,
                       "gpu": torch.cuda.get_device_name(0)}), flush=True)
+    if "--options" in sys.argv:
+        return options_main(budget)
     t0 = time.time()
     k = 0
     for arch in archs:

@@ -3,7 +3,7 @@
 so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
-    python3 bench/predict_snapshots.py OUTDIR [--all]
+    python3 bench/predict_snapshots.py OUTDIR [--all | --options]
 """
 import os
 import sys
@@ -17,20 +17,26 @@ CASES = [("llama", 4, 1024, "adamw", "fp32"), ("llama", 4, 1024, "adamw", "bf16-
          ("qwen3", 4, 512, "adamw", "bf16-autocast"), ("gpt2", 4, 512, "sgd", "bf16-pure")]
 # one small step of every architecture in every precision (--all)
 ALL = [(a, 2, 512, "adamw", p) for a in g.ARCHS for p in g.PRECISIONS]
+# the training options on llama (--options)
+OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
+           for p in ("bf16-autocast", "fp32")]
 
 
 def main():
     out = sys.argv[1]
     orig = torch.cuda.reset_peak_memory_stats
 
-    for arch, b, s, opt, prec in (ALL if "--all" in sys.argv else CASES):
+    cases = ALL if "--all" in sys.argv else OPTIONS if "--options" in sys.argv else CASES
+    for arch, b, s, opt, prec, *options in cases:
+        options = options[0] if options else {}
+        tag = "-".join(f"{k}{v if not isinstance(v, list) else ''}" for k, v in options.items())
         # start recording exactly where the grid resets the peak (step 2)
         def reset(*a, **k):
             torch.cuda.memory._record_memory_history(max_entries=500000, stacks="python")
             return orig(*a, **k)
         torch.cuda.reset_peak_memory_stats = reset
-        row = g.one(arch, b, s, opt, prec)
-        torch.cuda.memory._dump_snapshot(f"{out}/{arch}-{b}x{s}-{opt}-{prec}.pickle")
+        row = g.one(arch, b, s, opt, prec, g.ARCHS, options)
+        torch.cuda.memory._dump_snapshot(f"{out}/{arch}-{b}x{s}-{opt}-{prec}{'-' + tag if tag else ''}.pickle")
         torch.cuda.memory._record_memory_history(enabled=None)
         torch.cuda.reset_peak_memory_stats = orig
         print(arch, b, s, opt, prec, row["peak_allocated"], flush=True)
