@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MEMDIAG = os.environ.get("MEMDIAG", os.path.join(HERE, "..", "build", "memdiag"))
 DATA = os.path.join(HERE, "..", "tests", "data", "predict", "measured")
 SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.jsonl"]),
-        ("real", ["real.jsonl"]), ("final", ["final.jsonl"])]
+        ("real", ["real.jsonl"]), ("final", ["final.jsonl"]), ("options", ["options.jsonl"])]
 
 
 def rows(path):
@@ -41,10 +41,16 @@ def predict(r, tmp):
     cfg = os.path.join(tmp, "config.json")
     with open(cfg, "w") as f:
         json.dump(r["config"], f)
+    o = r.get("options") or {}
+    extra = (["--checkpointing"] if o.get("gc") else []) + \
+        (["--attention", o["attn"]] if o.get("attn") else []) + \
+        (["--lora", f"{o['lora']}:{','.join(o['targets'])}"] if o.get("lora") else [])
     out = subprocess.run([MEMDIAG, "predict", "--model", cfg, "--batch", str(r["batch"]),
                           "--seq", str(r["seq"]), "--optimizer", r["optimizer"],
-                          "--precision", r["precision"], "--json"],
-                         capture_output=True, text=True, check=True)
+                          "--precision", r["precision"], "--json"] + extra,
+                         capture_output=True, text=True)
+    if out.returncode:
+        return None
     return json.loads(out.stdout)
 
 
@@ -78,12 +84,16 @@ def main():
             for path in paths:
                 for r in rows(path):
                     p = predict(r, tmp)
+                    if p is None or p["peak_allocated_bytes"] is None:
+                        print(f"not predicted: {r['arch']} {r.get('options')}")
+                        continue
                     real = r["peak_allocated"]
                     ratio = p["peak_allocated_bytes"] / real
                     floor = p["floor_bytes"] / r["allocated_before_step"]
                     errs.append((abs(ratio - 1), ratio, r, p, floor))
                     if show:
-                        print(f"{r['arch']:8s} {r['batch']:3d}x{r['seq']:<5d} {r['optimizer']:6s} "
+                        print(f"{r['arch']:8s} {json.dumps(r.get('options') or {}):20s} "
+                              f"{r['batch']:3d}x{r['seq']:<5d} {r['optimizer']:6s} "
                               f"{r['precision']:14s} pred {p['peak_allocated_bytes']/2**20:9.1f} "
                               f"real {real/2**20:9.1f} MiB  {ratio:6.3f}  floor {floor:6.3f}  "
                               f"{p['peak_phase']}")

@@ -16,6 +16,7 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --real > real.jsonl       # released models' shapes
     python3 bench/predict_grid.py --final > final.jsonl     # measured once, model frozen
     python3 bench/predict_grid.py --options > options.jsonl # checkpointing, eager, LoRA
+    python3 bench/predict_grid.py --options-final > options_final.jsonl
 """
 import gc
 import json
@@ -170,20 +171,41 @@ OPTION_ARCHS = ["llama", "qwen2", "gemma2", "gpt2"]
 OPTION_SHAPES = [(2, 1024), (8, 256)]
 
 
-def options_main(budget):
+# Measured once after the options were modeled (--options-final): other
+# models, shapes, ranks, targets and combinations.
+ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+FINAL_OPTION_SETS = [{"gc": "default"}, {"attn": "eager"}, {"lora": 8, "targets": ALL_LINEAR},
+                     {"lora": 64, "targets": ["q_proj", "v_proj"], "gc": "default"},
+                     {"attn": "eager", "gc": "default"}]
+FINAL_OPTION_ARCHS = ["mistral", "qwen3", "phi3", "gemma", "gemma2", "llama"]
+FINAL_OPTION_SHAPES = [(4, 512), (1, 2048)]
+PHI3_NAMES = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
+              "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}
+
+
+def options_main(budget, final=False):
     t0 = time.time()
-    for arch in OPTION_ARCHS:
-        for batch, seq in OPTION_SHAPES:
-            for options in OPTION_SETS:
+    table = HELDOUT if final else ARCHS
+    k = 0
+    for arch in (FINAL_OPTION_ARCHS if final else OPTION_ARCHS):
+        for batch, seq in (FINAL_OPTION_SHAPES if final else OPTION_SHAPES):
+            for options in (FINAL_OPTION_SETS if final else OPTION_SETS):
                 if arch == "gpt2" and options.get("lora"):
                     options = dict(options, targets=["c_attn"])
-                for prec in PRECISIONS:
+                if arch == "phi3" and options.get("lora"):
+                    names = dict.fromkeys(PHI3_NAMES.get(t, t) for t in options["targets"])
+                    options = dict(options, targets=list(names))
+                k += 1
+                combos = ([(("sgd", "adamw")[k % 2], PRECISIONS[k % 3]),
+                           (("adamw", "sgd")[k % 2], PRECISIONS[(k + 1) % 3])] if final
+                          else [("adamw", p) for p in PRECISIONS])
+                for opt, prec in combos:
                     if time.time() - t0 > budget:
                         return
                     try:
-                        row = one(arch, batch, seq, "adamw", prec, ARCHS, options)
+                        row = one(arch, batch, seq, opt, prec, table, options)
                     except Exception as e:  # a failing row is data too
-                        row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": "adamw",
+                        row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt,
                                "precision": prec, "options": options,
                                "error": f"{type(e).__name__}: {e}"[:300]}
                         gc.collect()
@@ -300,8 +322,8 @@ def main():
     archs = [a for a in table if not only or a in only[0]]
     print(json.dumps({"torch": torch.__version__, "transformers": transformers.__version__,
                       "gpu": torch.cuda.get_device_name(0)}), flush=True)
-    if "--options" in sys.argv:
-        return options_main(budget)
+    if "--options" in sys.argv or "--options-final" in sys.argv:
+        return options_main(budget, "--options-final" in sys.argv)
     t0 = time.time()
     k = 0
     for arch in archs:

@@ -487,6 +487,7 @@ typedef enum md_step_phase {
     MD_PHASE_LOSS_BACKWARD, /* backward through the loss: every activation
                                saved, the loss's logits-sized gradients */
     MD_PHASE_BACKWARD_TOP,  /* the last layer's backward, lm_head gradient made */
+    MD_PHASE_BACKWARD_FIRST, /* the first layer's backward, the others' gradients made */
     MD_PHASE_BACKWARD_END,  /* the embedding's backward: all gradients made */
     MD_PHASE_OPTIM          /* optimizer.step(): gradients and its temporaries */
 } md_step_phase;
@@ -516,6 +517,11 @@ int md_calibration_load(const char *path, md_calibration *c, md_err *err);
 int md_calibration_load_mem(const void *data, size_t n, const char *name, md_calibration *c,
                             md_err *err);
 
+/* LoRA target modules (transformers' names; phi3's qkv_proj is Q|K|V and
+ * gate_up_proj GATE|UP, gpt2's c_attn Q|K|V). */
+enum { MD_LORA_Q = 1, MD_LORA_K = 2, MD_LORA_V = 4, MD_LORA_O = 8, MD_LORA_GATE = 16,
+       MD_LORA_UP = 32, MD_LORA_DOWN = 64 };
+
 /* The training step to predict. */
 typedef struct md_step_config {
     int64_t batch, seq;
@@ -525,6 +531,10 @@ typedef struct md_step_config {
     int drop_outputs;   /* 0: the model output (its logits) is kept until after
                            optimizer.step() (`out = model(...)`); 1: only the
                            loss is kept (`loss = model(...).loss`, HF Trainer) */
+    int checkpointing;  /* model.gradient_checkpointing_enable() */
+    int eager;          /* attn_implementation="eager" instead of SDPA */
+    int64_t lora_rank;  /* > 0: LoRA (peft, dropout 0) on lora_targets, base frozen */
+    unsigned lora_targets;
 } md_step_config;
 
 /* A steady-state training step (optimizer state exists; gradients set to
@@ -539,6 +549,7 @@ typedef struct md_prediction {
     uint64_t context;          /* device memory outside PyTorch's allocator
                                   (CUDA context, kernels, cuBLAS), measured
                                   on an H200 with torch 2.11, one process */
+    int64_t trainable;         /* parameters the optimizer updates */
     int peak_known;            /* 0: unsupported says why there is no peak */
     const char *unsupported;
     uint64_t peak;             /* torch.cuda.max_memory_allocated() of the step */

@@ -10,13 +10,22 @@
 static void help(void)
 {
     printf("usage: memdiag predict --model CONFIG|PRESET --batch B --seq S [--optimizer O]\n"
-           "                       [--precision P] [--gpu NAME|SIZE] [--calibration FILE]\n"
+           "                       [--precision P] [--checkpointing] [--attention sdpa|eager]\n"
+           "                       [--lora RANK[:MODULES]]"
+           " [--outputs kept|dropped]\n"
+           "                       [--gpu NAME|SIZE] [--calibration FILE]\n"
            "                       [--validate RUN] [--json]\n\n"
            "  --model      a Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3, gemma,\n"
            "               gemma2, phi3) or seed:small / seed:medium\n"
            "  --optimizer  sgd, sgd-momentum, adam, adamw (default adamw)\n"
            "  --precision  fp32, bf16-autocast, fp16-autocast, bf16-pure (default fp32)\n"
            "  --gpu        H200, H100, A100-80GB, A100-40GB, L40S, A10G, 4090, or a size (80GB)\n"
+           "  --lora RANK[:MODULES]  LoRA adapters (peft, dropout 0) on a frozen base; MODULES\n"
+           "               q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (phi3:\n"
+           "               qkv_proj, gate_up_proj; gpt2: c_attn) or all-linear; default peft's\n"
+           "  --checkpointing  gradient checkpointing of every decoder layer\n"
+           "               (model.gradient_checkpointing_enable())\n"
+           "  --attention  sdpa (default) or eager (attn_implementation=\"eager\")\n"
            "  --outputs    kept (default: `out = model(...)` lives through the step) or dropped\n"
            "               (`loss = model(...).loss`, as the Hugging Face Trainer does)\n"
            "  --calibration  constants measured by `memdiag probe` on your GPU (default: H200)\n"
@@ -26,8 +35,8 @@ static void help(void)
            "the first: optimizer state exists) of a causal LM trained on its own labels with\n"
            "SDPA attention, when it happens, and what is allocated then. The step is\n"
            "`out = model(input_ids=x, labels=x); out.loss.backward(); opt.step();\n"
-           "opt.zero_grad()` (see --outputs), one GPU, no gradient checkpointing, LoRA or sharding; those\n"
-           "are not modeled and not claimed. Checked against 464 measured H200 steps\n"
+           "opt.zero_grad()` (see --outputs), one GPU; data-parallel sharding is not\n"
+           "modeled and not claimed. Checked against 464 measured H200 steps\n"
            "(docs/predict-validation.md).\n");
 }
 
@@ -192,6 +201,38 @@ static void json(const md_model *m, const md_prediction *p, md_precision prec, d
         printf(",\"gpu_mib\":%.0f,\"fits\":\"%s\"", gpu, fit(p, gpu));
 }
 
+/* "q_proj,v_proj" -> MD_LORA_* bits; NULL: peft's default for the model
+ * (q_proj,v_proj; phi3 qkv_proj; gpt2 c_attn). -1 names an unknown module. */
+static int lora_targets(const char *list, const md_model *m, unsigned *out)
+{
+    static const struct { const char *name; unsigned bits; } mods[] = {
+        {"q_proj", MD_LORA_Q}, {"k_proj", MD_LORA_K}, {"v_proj", MD_LORA_V},
+        {"o_proj", MD_LORA_O}, {"gate_proj", MD_LORA_GATE}, {"up_proj", MD_LORA_UP},
+        {"down_proj", MD_LORA_DOWN}, {"qkv_proj", MD_LORA_Q | MD_LORA_K | MD_LORA_V},
+        {"gate_up_proj", MD_LORA_GATE | MD_LORA_UP},
+        {"c_attn", MD_LORA_Q | MD_LORA_K | MD_LORA_V}, {"all-linear", 127}};
+    if (!list)
+        list = !strcmp(m->type, "gpt2") ? "c_attn" : !strcmp(m->type, "phi3") ? "qkv_proj"
+                                                                             : "q_proj,v_proj";
+    *out = 0;
+    while (*list) {
+        size_t n = strcspn(list, ","), k = 0;
+        for (; k < sizeof mods / sizeof mods[0]; k++)
+            if (strlen(mods[k].name) == n && !strncmp(list, mods[k].name, n))
+                break;
+        if (k == sizeof mods / sizeof mods[0]) {
+            cli_fail("--lora: unknown module '%.*s' (q_proj, k_proj, v_proj, o_proj, gate_proj, "
+                     "up_proj, down_proj, qkv_proj, gate_up_proj, c_attn, all-linear)", (int)n, list);
+            return -1;
+        }
+        *out |= mods[k].bits;
+        list += n + (list[n] == ',');
+    }
+    if (!strcmp(m->type, "gpt2") && *out == 127)
+        *out = MD_LORA_Q | MD_LORA_K | MD_LORA_V;
+    return 0;
+}
+
 /* The snapshot of the run's first rank (captures and JSON reports carry no
  * history to attribute). */
 static int first_snapshot(const char *run, md_snapshot **s, char *path, size_t n)
@@ -298,10 +339,12 @@ int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"sgd", "sgd-momentum", "adam", "adamw"};
     static const char *const precs[] = {"fp32", "bf16-autocast", "fp16-autocast", "bf16-pure"};
-    const char *model = NULL, *gname = NULL, *run = NULL, *calfile = NULL;
+    const char *model = NULL, *gname = NULL, *run = NULL, *calfile = NULL, *lora_mods = NULL;
+    long long lora_rank = 0;
     long long batch = 0, seq = 0;
     static const char *const outs[] = {"kept", "dropped"};
-    int opt = MD_OPT_ADAMW, prec = MD_FP32, as_json = 0, drop = 0;
+    static const char *const attns[] = {"sdpa", "eager"};
+    int opt = MD_OPT_ADAMW, prec = MD_FP32, as_json = 0, drop = 0, checkpointing = 0, attn = 0;
     double gpu = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -315,6 +358,21 @@ int cmd_predict(int argc, char **argv)
             run = argv[++i];
         } else if (v && !strcmp(a, "--calibration")) {
             calfile = argv[++i];
+        } else if (v && !strcmp(a, "--lora")) {
+            char *end;
+            lora_rank = strtoll(argv[++i], &end, 10);
+            if (end == v || lora_rank <= 0 || lora_rank > 65536 || (*end && *end != ':')) {
+                cli_fail("--lora wants RANK[:MODULES] (16, 16:q_proj,v_proj), not '%s'", v);
+                return EXIT_USAGE;
+            }
+            lora_mods = *end ? end + 1 : NULL;
+        } else if (!strcmp(a, "--checkpointing")) {
+            checkpointing = 1;
+        } else if (v && !strcmp(a, "--attention")) {
+            if ((attn = pick(argv[++i], attns, 2)) < 0) {
+                cli_fail("--attention: sdpa or eager, not '%s'", v);
+                return EXIT_USAGE;
+            }
         } else if (v && !strcmp(a, "--outputs")) {
             if ((drop = pick(argv[++i], outs, 2)) < 0) {
                 cli_fail("--outputs: kept or dropped, not '%s'", v);
@@ -359,10 +417,16 @@ int cmd_predict(int argc, char **argv)
     md_prediction p;
     md_calibration cal;
     md_err err = {0};
-    md_step_config step = {batch, seq, (md_optimizer)opt, (md_precision)prec, &cal, drop};
+    md_step_config step = {batch, seq, (md_optimizer)opt, (md_precision)prec, &cal, drop,
+                           checkpointing, attn == 1, lora_rank, 0};
     md_calibration_default(&cal);
-    if ((calfile && md_calibration_load(calfile, &cal, &err)) || md_model_load(model, &m, &err) ||
-        md_predict(&m, &step, &p, &err)) {
+    if ((calfile && md_calibration_load(calfile, &cal, &err)) || md_model_load(model, &m, &err)) {
+        cli_fail_err(&err);
+        return EXIT_USAGE;
+    }
+    if (lora_rank && lora_targets(lora_mods, &m, &step.lora_targets))
+        return EXIT_USAGE;
+    if (md_predict(&m, &step, &p, &err)) {
         cli_fail_err(&err);
         return EXIT_USAGE;
     }

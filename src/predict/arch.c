@@ -66,6 +66,33 @@ void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), v
         emit(ctx, 2 * L, m->head_dim);                   /* q_norm, k_norm */
 }
 
+int md_arch_lora_params(const md_model *m, int64_t rank, unsigned t,
+                        void (*emit)(void *, int64_t, int64_t), void *ctx)
+{
+    int64_t h = m->hidden, i = m->intermediate, L = m->layers;
+    int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
+    md_arch_kind k = md_arch_of(m);
+    unsigned qkv = MD_LORA_Q | MD_LORA_K | MD_LORA_V, gu = MD_LORA_GATE | MD_LORA_UP;
+    if (k == MD_ARCH_SEED || (k == MD_ARCH_GPT2 && t != qkv) ||
+        (k == MD_ARCH_PHI3 && (((t & qkv) && (t & qkv) != qkv) || ((t & gu) && (t & gu) != gu))))
+        return -1;
+    if (k == MD_ARCH_GPT2 || (k == MD_ARCH_PHI3 && (t & qkv))) { /* one fused module */
+        emit(ctx, L, rank * h), emit(ctx, L, rank * (q + 2 * kv));
+        t &= ~qkv;
+    }
+    if (k == MD_ARCH_PHI3 && (t & gu)) {
+        emit(ctx, L, rank * h), emit(ctx, L, rank * 2 * i);
+        t &= ~gu;
+    }
+    const struct { unsigned bit; int64_t in, out; } mod[] = {
+        {MD_LORA_Q, h, q}, {MD_LORA_K, h, kv}, {MD_LORA_V, h, kv}, {MD_LORA_O, q, h},
+        {MD_LORA_GATE, h, i}, {MD_LORA_UP, h, i}, {MD_LORA_DOWN, i, h}};
+    for (size_t j = 0; j < sizeof mod / sizeof mod[0]; j++)
+        if (t & mod[j].bit)
+            emit(ctx, L, rank * mod[j].in), emit(ctx, L, rank * mod[j].out);
+    return 0;
+}
+
 /* Elements of one layer's matmul weights (and biases), which autocast
  * copies to bf16 and keeps for backward. */
 static int64_t layer_linear_elems(const md_model *m)
@@ -143,8 +170,78 @@ static double rmsnorm(double h, md_precision p, int gemma)
     return 8 * h + 4;                            /* autocast: input, normalized, rstd */
 }
 
-md_act_cost md_arch_layer(const md_model *m, md_precision p, int masked)
+/* Eager attention (transformers' eager_attention_forward): the query, keys
+ * and values expanded to query size (repeat_kv), the fp32 softmax and its
+ * cast back, the output's contiguous copy; gemma2 keeps its soft-capping's
+ * tanh; gpt2 also keeps a dropout mask and output. quad counts scores per
+ * token x key position at 4 bytes each. */
+static md_act_cost eager_attention(const md_model *m, md_precision p)
 {
+    double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
+    double H = (double)m->heads, a = p == MD_FP32 ? 4 : 2;
+    md_act_cost c = {4 * a * q, p == MD_FP32 ? H : 1.5 * H, 0};
+    if (md_arch_of(m) == MD_ARCH_PHI3) /* v stays a view of the fused output */
+        c.tok += a * 2 * kv;
+    if (md_arch_of(m) == MD_ARCH_GEMMA2)
+        c.quad += H * a / 4;
+    return c;
+}
+
+/* The copy of the attention output that transpose().contiguous() makes
+ * for o_proj (kept only when o_proj's weight or adapter needs it): the
+ * math path's, cuDNN's (bf16 without GQA), eager's. */
+static double output_copy(const md_model *m, md_precision p, const md_layer_opts *o)
+{
+    double a = p == MD_FP32 ? 4 : 2, q = (double)(m->heads * m->head_dim);
+    int gqa = m->kv_heads < m->heads;
+    if (o->eager || (!o->masked && p == MD_FP32 && gqa) || (p != MD_FP32 && !gqa))
+        return a * q;
+    return 0;
+}
+
+/* A norm's output saved by the targeted matmuls that read it: fp32 shares
+ * one tensor; autocast casts it to bf16 per matmul; peft casts it to its
+ * fp32 adapters per matmul in pure bf16. */
+static double lora_input(double width, md_precision p, int modules, int fused)
+{
+    if (!modules)
+        return 0;
+    if (p == MD_FP32)
+        return 4 * width;
+    return (fused ? 1 : modules) * (p == MD_BF16_PURE ? 4 : 2) * width;
+}
+
+static int bits(unsigned x) { return __builtin_popcount(x); }
+
+/* A LoRA layer: frozen norms keep only their input and rstd; a frozen
+ * matmul keeps nothing of its input (its bf16 weight copy under autocast,
+ * for the input's gradient); the MLP product is kept only for a targeted
+ * down_proj. */
+static double lora_layer(const md_model *m, md_precision p, const md_layer_opts *o,
+                         const md_act_cost *attn)
+{
+    double h = (double)m->hidden, i = (double)m->intermediate, a = p == MD_FP32 ? 4 : 2;
+    double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
+    unsigned t = o->lora;
+    int fused = md_arch_of(m) == MD_ARCH_PHI3;
+    double tok = 2 * (4 * h + 4) + attn->tok;
+    if (!(t & MD_LORA_O))
+        tok -= output_copy(m, p, o);
+    else if (p == MD_BF16_PURE)
+        tok += 4 * q;
+    tok += lora_input(h, p, bits(t & (MD_LORA_Q | MD_LORA_K | MD_LORA_V)), fused);
+    tok += lora_input(h, p, bits(t & (MD_LORA_GATE | MD_LORA_UP)), fused);
+    tok += 3 * a * i + (t & MD_LORA_DOWN ? (p == MD_BF16_PURE ? 4 : a) * i : 0);
+    if (md_arch_of(m) == MD_ARCH_GEMMA2)
+        tok += 2 * (4 * h + 4);
+    if (md_arch_of(m) == MD_ARCH_QWEN3)
+        tok += 4 * (q + kv) + 4 * (double)(m->heads + m->kv_heads);
+    return tok;
+}
+
+md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts *o)
+{
+    int masked = o->masked, eager = o->eager;
     double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
     double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
     double KV = (double)m->kv_heads, a = p == MD_FP32 ? 4 : 2;
@@ -158,10 +255,19 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, int masked)
          * on a copy of its input, gelu stays fp32, every matmul input is
          * cast to bf16 */
         c.tok = p == MD_FP32 ? 114 * h : autocast ? 86 * h : 58 * h;
-        c.tok += 16 + 4 * H;
+        c.tok += 16 + (eager ? 0 : 4 * H);
+        if (eager) /* softmax (fp32 but in pure bf16), dropout mask and output */
+            c.quad = H * (p == MD_BF16_PURE ? 5 : autocast ? 7 : 9) / 4;
+        if (o->lora) /* c_attn's adapters: ln_2's output and gelu's are not kept */
+            c.tok -= p == MD_FP32 ? 20 * h : 10 * h - (p == MD_BF16_PURE ? 2 * h : 0);
         return c;
     }
-    md_act_cost at = attention(m, p, masked);
+    md_act_cost at = eager ? eager_attention(m, p) : attention(m, p, masked);
+    if (o->lora) {
+        c.quad = at.quad, c.mask = at.mask;
+        c.tok = lora_layer(m, p, o, &at);
+        return c;
+    }
     c.quad = at.quad, c.mask = at.mask;
     int gemma = k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2;
     c.tok = at.tok + 2 * rmsnorm(h, p, gemma) + 4 * a * i; /* gate, act, up, product */
@@ -178,9 +284,11 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, int masked)
 
 /* Saved bytes per token outside the layers: the embedding output and the
  * final norm (with its cast for lm_head under autocast). */
-double md_arch_extra(const md_model *m, md_precision p)
+double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
 {
     double h = (double)m->hidden;
+    if (lora) /* the final norm's input and rstd; lm_head is frozen */
+        return md_arch_of(m) == MD_ARCH_GPT2 ? 8 : 4 * h + 4;
     int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
@@ -189,6 +297,13 @@ double md_arch_extra(const md_model *m, md_precision p)
     if (p == MD_FP32)
         return norm;
     return autocast ? norm + 2 * h : norm;
+}
+
+uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p)
+{
+    if (p != MD_BF16_AUTOCAST && p != MD_FP16_AUTOCAST)
+        return 0;
+    return 2 * (uint64_t)layer_linear_elems(m);
 }
 
 uint64_t md_arch_weight_copies(const md_model *m, md_precision p)

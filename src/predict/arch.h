@@ -17,9 +17,22 @@ typedef struct md_act_cost {
 
 md_arch_kind md_arch_of(const md_model *m);
 void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx);
-md_act_cost md_arch_layer(const md_model *m, md_precision p, int masked);
+/* How a layer runs: a sliding-window mask, eager attention, LoRA targets
+ * (0: full fine-tuning). */
+typedef struct md_layer_opts {
+    int masked, eager;
+    unsigned lora;
+} md_layer_opts;
+
+md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts *o);
+/* LoRA adapters: emit(count, elements) per A and B matrix; the targets a
+ * model cannot have are refused (-1). */
+int md_arch_lora_params(const md_model *m, int64_t rank, unsigned targets,
+                        void (*emit)(void *, int64_t, int64_t), void *ctx);
+/* Bytes of bf16 weight copies autocast keeps for one layer. */
+uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p);
 int64_t md_arch_masked_layers(const md_model *m, int64_t seq);
-double md_arch_extra(const md_model *m, md_precision p);
+double md_arch_extra(const md_model *m, md_precision p, unsigned lora);
 uint64_t md_arch_weight_copies(const md_model *m, md_precision p);
 double md_arch_logit_bytes(const md_model *m, md_precision p);
 #endif

@@ -49,10 +49,26 @@ static uint64_t params_bytes(const md_model *m, uint64_t bytes_per)
     return s.total;
 }
 
+static void count_params(void *ctx, int64_t count, int64_t elems)
+{
+    *(int64_t *)ctx += count * elems;
+}
+
+/* LoRA adapters: peft keeps them in fp32 (it upcasts them over a bf16 base) */
+static uint64_t lora_bytes(const md_model *m, const md_step_config *cfg, int64_t *count)
+{
+    param_sum s = {4, 0};
+    *count = 0;
+    md_arch_lora_params(m, cfg->lora_rank, cfg->lora_targets, add_params, &s);
+    md_arch_lora_params(m, cfg->lora_rank, cfg->lora_targets, count_params, count);
+    return s.total;
+}
+
 const char *md_step_phase_name(md_step_phase p)
 {
     static const char *const names[] = {"none", "loss backward", "backward, last layer",
-                                        "end of backward", "optimizer step"};
+                                        "backward, first layer", "end of backward",
+                                        "optimizer step"};
     return p <= MD_PHASE_OPTIM ? names[p] : "?";
 }
 
@@ -66,22 +82,30 @@ static uint64_t sum(const md_breakdown *b)
 typedef struct step_shape {
     uint64_t T, E, S;      /* tokens, logit elements, sequence */
     uint64_t loss;         /* the loss's fp32 log-softmax and two gradients */
-    uint64_t acts, layers_acts, head_grad, mlp_tmp, tied_tmp, opt_tmp;
+    uint64_t acts;         /* saved for backward when the loss's backward runs */
+    uint64_t top_acts;     /* ... when the last layer's backward runs */
+    uint64_t first_acts;   /* ... when the first layer's backward runs */
+    uint64_t layer_tmp;    /* a layer's backward temporaries */
+    uint64_t head_grad, emb_grad, tied_tmp, opt_tmp;
     uint64_t logits_saved, logits_kept;
 } step_shape;
 
-static void candidates(const md_prediction *p, const step_shape *s, md_breakdown c[5])
+static void candidates(const md_prediction *p, const step_shape *s, md_breakdown c[6])
 {
     md_breakdown start = {.weights = p->weights, .optimizer_state = p->optimizer_state,
                           .workspace = p->workspace, .inputs = p->inputs};
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         c[i] = start;
     c[MD_PHASE_LOSS_BACKWARD].activations = s->acts;
     c[MD_PHASE_LOSS_BACKWARD].logits = s->logits_saved + s->loss;
-    c[MD_PHASE_BACKWARD_TOP].activations = s->layers_acts;
+    c[MD_PHASE_BACKWARD_TOP].activations = s->top_acts;
     c[MD_PHASE_BACKWARD_TOP].logits = s->logits_kept;
     c[MD_PHASE_BACKWARD_TOP].gradients = s->head_grad;
-    c[MD_PHASE_BACKWARD_TOP].transient = s->mlp_tmp;
+    c[MD_PHASE_BACKWARD_TOP].transient = s->layer_tmp;
+    c[MD_PHASE_BACKWARD_FIRST].activations = s->first_acts;
+    c[MD_PHASE_BACKWARD_FIRST].logits = s->logits_kept;
+    c[MD_PHASE_BACKWARD_FIRST].gradients = p->gradients - s->emb_grad;
+    c[MD_PHASE_BACKWARD_FIRST].transient = s->layer_tmp;
     c[MD_PHASE_BACKWARD_END].gradients = p->gradients;
     c[MD_PHASE_BACKWARD_END].logits = s->logits_kept;
     c[MD_PHASE_BACKWARD_END].transient = s->tied_tmp;
@@ -97,58 +121,87 @@ static uint64_t layer_bytes(const md_act_cost *c, int64_t batch, int64_t seq)
            block((uint64_t)(c->mask * T * (double)seq));
 }
 
+/* One layer's backward: its MLP's gradients (4 x T x i), or where the
+ * attention keeps B*H*S*S scores (the math path, eager), three such
+ * tensors once the layer's MLP has traded its saved tensors for its
+ * weight gradients (measured: llama at 4096 tokens, fp32). */
+static uint64_t layer_temporaries(const md_model *m, const md_act_cost *layer, uint64_t T,
+                                  uint64_t seq, uint64_t a, uint64_t pb, double per_score,
+                                  int frozen)
+{
+    uint64_t i = (uint64_t)m->intermediate, h = (uint64_t)m->hidden;
+    uint64_t mlp = 4 * block(T * i * a);
+    if (layer->quad <= 0)
+        return mlp;
+    uint64_t attn = block((uint64_t)((double)m->heads * per_score * (double)T * (double)seq));
+    uint64_t traded = (frozen ? 3 : 4) * T * i * a, grads = frozen ? 0 : 3 * h * i * pb;
+    return 3 * attn + grads > traded + mlp ? 3 * attn + grads - traded : mlp;
+}
+
 static void shape_of(const md_model *m, const md_step_config *cfg, const md_calibration *cal,
                      step_shape *s)
 {
     int64_t batch = cfg->batch, seq = cfg->seq;
     md_precision prec = cfg->precision;
-    md_optimizer opt = cfg->optimizer;
     uint64_t T = (uint64_t)batch * (uint64_t)seq, h = (uint64_t)m->hidden;
     uint64_t pb = prec == MD_BF16_PURE ? 2 : 4, a = prec == MD_FP32 ? 4 : 2;
-    int64_t masked = md_arch_masked_layers(m, seq);
-    md_act_cost layer = md_arch_layer(m, prec, 0), mlayer = md_arch_layer(m, prec, 1);
+    int autocast = prec == MD_BF16_AUTOCAST || prec == MD_FP16_AUTOCAST;
+    int64_t masked = cfg->eager ? 0 : md_arch_masked_layers(m, seq);
+    unsigned lora = cfg->lora_rank > 0 ? cfg->lora_targets : 0;
+    md_layer_opts plain = {0, cfg->eager, lora}, with_mask = {1, cfg->eager, lora};
+    md_act_cost layer = md_arch_layer(m, prec, &plain);
+    md_act_cost mlayer = md_arch_layer(m, prec, &with_mask);
     layer.quad *= cal->math_per_score, mlayer.quad *= cal->math_per_score;
     s->T = T, s->S = (uint64_t)seq, s->E = T * (uint64_t)m->vocab;
     /* three fp32 logits-sized tensors when the loss costs 12 bytes each */
     s->loss = 3 * block((uint64_t)(cal->loss_per_logit / 3 * (double)s->E));
-    s->layers_acts = (uint64_t)(m->layers - masked) * layer_bytes(&layer, batch, seq) +
-                     (uint64_t)masked * layer_bytes(&mlayer, batch, seq);
-    s->acts = s->layers_acts + (uint64_t)(md_arch_extra(m, prec) * (double)T) +
-              md_arch_weight_copies(m, prec);
+    /* the last layer is masked only when all are (gemma2 ends on a full
+     * one); the first is whenever any is (gemma2 starts on a sliding one) */
+    const md_act_cost *top = masked == m->layers ? &mlayer : &layer;
+    const md_act_cost *first = masked ? &mlayer : &layer;
+    uint64_t copies = md_arch_layer_weight_copies(m, prec);
+    uint64_t top_one = layer_bytes(top, batch, seq) + copies;
+    uint64_t first_one = layer_bytes(first, batch, seq) + copies;
+    uint64_t all = (uint64_t)(m->layers - masked) * layer_bytes(&layer, batch, seq) +
+                   (uint64_t)masked * layer_bytes(&mlayer, batch, seq) +
+                   (uint64_t)m->layers * copies;
+    /* checkpointing keeps each layer's input and recomputes one layer at a
+     * time inside backward */
+    uint64_t inputs = cfg->checkpointing ? (uint64_t)m->layers * T * h * (pb == 2 ? 2 : 4) : 0;
+    s->top_acts = cfg->checkpointing ? inputs + top_one : all;
+    s->first_acts = first_one;
+    uint64_t head_copy = autocast ? 2 * (uint64_t)m->vocab * h : 0;
+    s->acts = (cfg->checkpointing ? inputs : all) +
+              (uint64_t)(md_arch_extra(m, prec, lora) * (double)T) + head_copy;
+    if (masked) /* the boolean mask transformers builds, shared */
+        s->acts += block((uint64_t)batch * (uint64_t)seq * (uint64_t)seq);
+    if (cfg->eager) /* the additive causal mask eager attention builds */
+        s->acts += block((uint64_t)batch * (uint64_t)seq * (uint64_t)seq * pb);
     /* the output keeps the logits; gemma2's soft-capping keeps its tanh */
     s->logits_kept = cfg->drop_outputs ? 0 : block(s->E * a);
     double saved = md_arch_logit_bytes(m, prec) - (cfg->drop_outputs ? (double)a : 0);
     s->logits_saved = block((uint64_t)(saved * (double)s->E));
-    s->head_grad = block((uint64_t)m->vocab * h * pb);
-    /* the last layer's backward: its MLP's gradients, or the math path's
-     * two B*H*S*S gradients (of the weights and through the softmax) */
-    s->mlp_tmp = 4 * block(T * (uint64_t)m->intermediate * a);
-    /* the last layer is masked only when all are (gemma2 ends on a full one) */
-    const md_act_cost *top = masked == m->layers ? &mlayer : &layer;
-    uint64_t attn = block((uint64_t)(top->quad * (double)T * (double)seq));
-    uint64_t mlp_saved = 4 * T * (uint64_t)m->intermediate * a;
-    uint64_t mlp_grads = 3 * (uint64_t)m->hidden * (uint64_t)m->intermediate * pb;
-    /* three B*H*S*S tensors meet in the math path's backward (the weights'
-     * gradient, the softmax's, the scaled one) once the layer's MLP has
-     * traded its saved tensors for its weight gradients */
-    if (attn && 3 * attn + mlp_grads > mlp_saved + s->mlp_tmp)
-        s->mlp_tmp = 3 * attn + mlp_grads - mlp_saved;
+    s->head_grad = lora ? 0 : block((uint64_t)m->vocab * h * pb);
+    s->emb_grad = m->tied ? 0 : s->head_grad; /* made by the embedding's backward, last */
+    s->layer_tmp = layer_temporaries(m, top, T, (uint64_t)seq, a, pb, cal->math_per_score,
+                                     lora != 0);
     /* tied embeddings: the dense embedding gradient joins lm_head's; in
      * fp32 and pure bf16 a second embedding-sized sum is made (measured:
      * qwen2/qwen3/gemma/gpt2 at 512 tokens), under autocast not */
-    int autocast = prec == MD_BF16_AUTOCAST || prec == MD_FP16_AUTOCAST;
     s->tied_tmp = m->tied ? (autocast ? 1 : 2) * s->head_grad : 0;
-    if (masked) /* the boolean mask transformers builds, shared */
-        s->acts += block((uint64_t)batch * (uint64_t)seq * (uint64_t)seq);
-    s->opt_tmp = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? params_bytes(m, pb) : 0;
+    int adam = cfg->optimizer == MD_OPT_ADAM || cfg->optimizer == MD_OPT_ADAMW;
+    int64_t n;
+    s->opt_tmp = !adam ? 0 : lora ? lora_bytes(m, cfg, &n) : params_bytes(m, pb);
 }
 
-static int check_args(const md_model *m, int64_t batch, int64_t seq, md_err *err)
+static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
 {
+    int64_t batch = cfg->batch, seq = cfg->seq;
+    int cfg_rank_bad = cfg->lora_rank < 0 || cfg->lora_rank > (1 << 16);
     if (batch <= 0 || seq <= 0)
         return md_err_set(err, MD_E_ARG, -1, "batch and sequence must be positive");
-    if (batch > (1 << 20) || seq > (1 << 24))
-        return md_err_set(err, MD_E_ARG, -1, "batch or sequence out of range");
+    if (batch > (1 << 20) || seq > (1 << 24) || cfg_rank_bad)
+        return md_err_set(err, MD_E_ARG, -1, "batch, sequence or LoRA rank out of range");
     if (m->positions > 0 && seq > m->positions && strcmp(m->type, "seed"))
         return md_err_set(err, MD_E_ARG, -1, "sequence %lld exceeds the model's %lld positions",
                           (long long)seq, (long long)m->positions);
@@ -157,7 +210,7 @@ static int check_args(const md_model *m, int64_t batch, int64_t seq, md_err *err
 
 int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out, md_err *err)
 {
-    int rc = check_args(m, cfg->batch, cfg->seq, err);
+    int rc = check_args(m, cfg, err);
     if (rc)
         return rc;
     md_calibration dflt;
@@ -171,7 +224,18 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
     int states = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? 2 : opt == MD_OPT_SGD_MOMENTUM;
     out->weights = params_bytes(m, pb);
     out->gradients = out->weights;
-    out->optimizer_state = (uint64_t)states * out->weights;
+    out->trainable = out->params;
+    if (cfg->lora_rank > 0) { /* the base is frozen: only the adapters learn */
+        int64_t n = 0;
+        if (md_arch_lora_params(m, cfg->lora_rank, cfg->lora_targets, count_params, &n) ||
+            !cfg->lora_targets)
+            return md_err_set(err, MD_E_ARG, -1, "LoRA targets not modeled for %s (llama "
+                              "family: q/k/v/o/gate/up/down_proj; phi3: qkv_proj, gate_up_proj, "
+                              "o_proj, down_proj; gpt2: c_attn)", m->type);
+        out->gradients = lora_bytes(m, cfg, &out->trainable);
+        out->weights += out->gradients;
+    }
+    out->optimizer_state = (uint64_t)states * out->gradients;
     out->workspace = cal->workspace; /* cuBLAS: 2 x 32 MiB on Hopper (forward, autograd) */
     out->inputs = block((uint64_t)cfg->batch * (uint64_t)cfg->seq * 8); /* int64 ids = labels */
     out->floor = out->weights + out->optimizer_state + out->workspace + out->inputs;
@@ -183,7 +247,7 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
     }
     step_shape s;
     shape_of(m, cfg, cal, &s);
-    md_breakdown c[5];
+    md_breakdown c[6];
     candidates(out, &s, c);
     out->phase = MD_PHASE_LOSS_BACKWARD;
     for (int i = MD_PHASE_LOSS_BACKWARD; i <= MD_PHASE_OPTIM; i++)
