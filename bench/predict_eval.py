@@ -26,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MEMDIAG = os.environ.get("MEMDIAG", os.path.join(HERE, "..", "build", "memdiag"))
 DATA = os.path.join(HERE, "..", "tests", "data", "predict", "measured")
 SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.jsonl"]),
-        ("real", ["real.jsonl"]), ("final", ["final.jsonl"]), ("options", ["options.jsonl"])]
+        ("real", ["real.jsonl"]), ("final", ["final.jsonl"]), ("options", ["options.jsonl"]),
+        ("options_final", ["options_final.jsonl"])]
 
 
 def rows(path):
@@ -60,7 +61,9 @@ def md_table(name, errs):
            "| pred/real | at | predicted start MiB | measured start MiB |",
            "|---|---|---|---|---:|---:|---:|---|---:|---:|"]
     for _, ratio, r, p, _ in errs:
-        out.append(f"| {r['arch']} | {r['batch']}x{r['seq']} | {r['optimizer']} | {r['precision']} "
+        o = r.get("options") or {}
+        tag = " ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in o.items())
+        out.append(f"| {r['arch']}{' (' + tag + ')' if tag else ''} | {r['batch']}x{r['seq']} | {r['optimizer']} | {r['precision']} "
                    f"| {p['peak_allocated_bytes'] / 2**20:.1f} | {r['peak_allocated'] / 2**20:.1f} "
                    f"| {ratio:.4f} | {p['peak_phase']} | {p['floor_bytes'] / 2**20:.1f} "
                    f"| {r['allocated_before_step'] / 2**20:.1f} |")
@@ -133,6 +136,15 @@ training step (the third; reset at its start) measured on an NVIDIA H200 with to
 - final: measured once after the model was frozen (commit 1d61cf6), with models,
   shapes, optimizers (SGD with momentum, Adam) and a precision (fp16 autocast) that
   no other grid has: the honest held-out figure.
+- options: gradient checkpointing, eager attention and LoRA (peft, with and without
+  checkpointing) on the building architectures, read while those were modeled (with
+  allocator snapshots of each on llama, bench/data/step-snapshots/*-gc*, *-attneager,
+  *-lora16*).
+- options_final: measured once after the options were modeled (commit 4372c60), on
+  other models, shapes, ranks (8, 64), targets (all linear layers) and combinations
+  (eager with checkpointing). One change followed it: the first layer's backward had
+  counted that layer's weight gradients twice (worst row 8.98 % over before, 5.27 %
+  after; both over-predictions).
 
 """
 

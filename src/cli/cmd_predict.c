@@ -36,7 +36,7 @@ static void help(void)
            "SDPA attention, when it happens, and what is allocated then. The step is\n"
            "`out = model(input_ids=x, labels=x); out.loss.backward(); opt.step();\n"
            "opt.zero_grad()` (see --outputs), one GPU; data-parallel sharding is not\n"
-           "modeled and not claimed. Checked against 464 measured H200 steps\n"
+           "modeled and not claimed. Checked against 633 measured H200 steps\n"
            "(docs/predict-validation.md).\n");
 }
 
@@ -129,12 +129,19 @@ static void verdict(const md_prediction *p, double gpu, const char *gname)
                100.0 * (gpu - md_mib(p->reserved_high) - ctx) / gpu);
 }
 
-static void text(const md_model *m, const md_prediction *p, md_precision prec, double gpu,
-                 const char *gname)
+static void text(const md_model *m, const md_prediction *p, const md_step_config *st,
+                 double gpu, const char *gname)
 {
+    md_precision prec = st->precision;
     printf("model         %s: %lld parameters (%lld layers, hidden %lld, vocab %lld%s)\n", m->type,
            (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
            m->tied ? ", tied embeddings" : "");
+    if (st->checkpointing || st->eager)
+        printf("training      %s%s%s\n", st->checkpointing ? "gradient checkpointing" : "",
+               st->checkpointing && st->eager ? ", " : "", st->eager ? "eager attention" : "");
+    if (st->lora_rank)
+        printf("LoRA          rank %lld: %lld trainable parameters, the base frozen\n",
+               (long long)st->lora_rank, (long long)p->trainable);
     printf("floor         %10.1f MiB   allocated when a step starts (weights %.1f, optimizer "
            "%.1f,\n                             workspaces %.1f, inputs %.1f)\n",
            md_mib(p->floor), md_mib(p->weights), md_mib(p->optimizer_state),
@@ -162,12 +169,18 @@ static void text(const md_model *m, const md_prediction *p, md_precision prec, d
         verdict(p, gpu, gname);
 }
 
-static void json(const md_model *m, const md_prediction *p, md_precision prec, double gpu)
+static void json(const md_model *m, const md_prediction *p, const md_step_config *st,
+                 double gpu)
 {
+    md_precision prec = st->precision;
     printf("{\"schema\":1,\"model\":{\"type\":\"%s\",\"parameters\":%lld,\"layers\":%lld,"
            "\"hidden\":%lld,\"vocab\":%lld,\"tied_embeddings\":%s},", m->type,
            (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
            m->tied ? "true" : "false");
+    printf("\"training\":{\"trainable_parameters\":%lld,\"checkpointing\":%s,\"attention\":\"%s\","
+           "\"lora_rank\":%lld,\"outputs\":\"%s\"},", (long long)p->trainable,
+           st->checkpointing ? "true" : "false", st->eager ? "eager" : "sdpa",
+           (long long)st->lora_rank, st->drop_outputs ? "dropped" : "kept");
     part parts[8];
     int n = parts_of(p, parts);
     printf("\"breakdown\":{");
@@ -436,12 +449,12 @@ int cmd_predict(int argc, char **argv)
     if (run && validate(run, &p, &val, path, sizeof path, &device))
         return EXIT_USAGE;
     if (as_json) {
-        json(&m, &p, (md_precision)prec, gpu);
+        json(&m, &p, &step, gpu);
         if (run)
             validate_json(&val, path, device);
         printf("}\n");
     } else {
-        text(&m, &p, (md_precision)prec, gpu, gname);
+        text(&m, &p, &step, gpu, gname);
         if (run)
             validate_text(&val, path, device);
     }

@@ -299,6 +299,14 @@ double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
     return autocast ? norm + 2 * h : norm;
 }
 
+int64_t md_arch_layer_params(const md_model *m)
+{
+    int64_t h = m->hidden;
+    md_arch_kind k = md_arch_of(m);
+    int64_t norms = k == MD_ARCH_GPT2 ? 4 * h : k == MD_ARCH_GEMMA2 ? 4 * h : 2 * h;
+    return layer_linear_elems(m) + norms + (k == MD_ARCH_QWEN3 ? 2 * m->head_dim : 0);
+}
+
 uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p)
 {
     if (p != MD_BF16_AUTOCAST && p != MD_FP16_AUTOCAST)

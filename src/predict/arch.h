@@ -29,6 +29,8 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
  * model cannot have are refused (-1). */
 int md_arch_lora_params(const md_model *m, int64_t rank, unsigned targets,
                         void (*emit)(void *, int64_t, int64_t), void *ctx);
+/* Parameters of one decoder layer. */
+int64_t md_arch_layer_params(const md_model *m);
 /* Bytes of bf16 weight copies autocast keeps for one layer. */
 uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p);
 int64_t md_arch_masked_layers(const md_model *m, int64_t seq);

@@ -87,6 +87,7 @@ typedef struct step_shape {
     uint64_t first_acts;   /* ... when the first layer's backward runs */
     uint64_t layer_tmp;    /* a layer's backward temporaries */
     uint64_t head_grad, emb_grad, tied_tmp, opt_tmp;
+    uint64_t first_grads;  /* the first layer's weight gradients (not made yet) */
     uint64_t logits_saved, logits_kept;
 } step_shape;
 
@@ -104,7 +105,7 @@ static void candidates(const md_prediction *p, const step_shape *s, md_breakdown
     c[MD_PHASE_BACKWARD_TOP].transient = s->layer_tmp;
     c[MD_PHASE_BACKWARD_FIRST].activations = s->first_acts;
     c[MD_PHASE_BACKWARD_FIRST].logits = s->logits_kept;
-    c[MD_PHASE_BACKWARD_FIRST].gradients = p->gradients - s->emb_grad;
+    c[MD_PHASE_BACKWARD_FIRST].gradients = p->gradients - s->emb_grad - s->first_grads;
     c[MD_PHASE_BACKWARD_FIRST].transient = s->layer_tmp;
     c[MD_PHASE_BACKWARD_END].gradients = p->gradients;
     c[MD_PHASE_BACKWARD_END].logits = s->logits_kept;
@@ -183,6 +184,7 @@ static void shape_of(const md_model *m, const md_step_config *cfg, const md_cali
     s->logits_saved = block((uint64_t)(saved * (double)s->E));
     s->head_grad = lora ? 0 : block((uint64_t)m->vocab * h * pb);
     s->emb_grad = m->tied ? 0 : s->head_grad; /* made by the embedding's backward, last */
+    s->first_grads = lora ? 0 : (uint64_t)md_arch_layer_params(m) * pb;
     s->layer_tmp = layer_temporaries(m, top, T, (uint64_t)seq, a, pb, cal->math_per_score,
                                      lora != 0);
     /* tied embeddings: the dense embedding gradient joins lm_head's; in
