@@ -34,7 +34,7 @@ void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), v
     int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
     md_arch_kind k = md_arch_of(m);
     emit(ctx, 1, V * h);
-    if (!m->tied)
+    if (!m->tied && k != MD_ARCH_SEED) /* the seed's head is its classifier */
         emit(ctx, 1, V * h);
     if (k == MD_ARCH_GPT2) {
         emit(ctx, 1, m->positions * h);
@@ -45,12 +45,11 @@ void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), v
         emit(ctx, 2, h);                                  /* ln_f */
         return;
     }
-    if (k == MD_ARCH_SEED) {
+    if (k == MD_ARCH_SEED) { /* no biases but the LayerNorms' */
         emit(ctx, 1, m->positions * h);
-        emit(ctx, L, 3 * h * h), emit(ctx, L, 3 * h), emit(ctx, L, h * h), emit(ctx, L, h);
-        emit(ctx, L, h * i), emit(ctx, L, i), emit(ctx, L, i * h), emit(ctx, L, h);
+        emit(ctx, L, 3 * h * h), emit(ctx, L, h * h), emit(ctx, L, h * i), emit(ctx, L, i * h);
         emit(ctx, 4 * L, h), emit(ctx, 2, h);
-        emit(ctx, 1, h * m->classes), emit(ctx, 1, m->classes);
+        emit(ctx, 1, h * m->classes);
         return;
     }
     if (k == MD_ARCH_PHI3) {
@@ -99,6 +98,8 @@ static int64_t layer_linear_elems(const md_model *m)
 {
     int64_t h = m->hidden, i = m->intermediate;
     int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
+    if (md_arch_of(m) == MD_ARCH_SEED)
+        return 4 * h * h + 2 * h * i;
     if (md_arch_of(m) == MD_ARCH_GPT2)
         return 4 * h * h + 4 * h + 2 * h * i + i + h;
     return h * (q + 2 * kv) + q * h + 3 * h * i + (m->attention_bias ? q + 2 * kv : 0);
@@ -248,6 +249,16 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
     int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
     md_arch_kind k = md_arch_of(m);
     md_act_cost c = {0, 0, 0};
+    if (k == MD_ARCH_SEED) {
+        /* the seed's pre-norm block: two LayerNorms (input, mean, rstd, and
+         * the output the next matmul keeps), nn.MultiheadAttention's
+         * contiguous copy of the packed q/k/v projection, SDPA's output and
+         * logsumexp, the output's contiguous copy, the MLP's input and GELU
+         * output (its inputs cast to bf16 under autocast, LayerNorm in fp32) */
+        c.tok = p == MD_FP32 ? 36 * h + 8 * i : autocast ? 22 * h + 4 * i : 20 * h + 4 * i;
+        c.tok += 16 + 4 * H;
+        return c;
+    }
     if (k == MD_ARCH_GPT2) {
         /* ln_1, ln_2 (input, mean, rstd), c_attn out, attention output,
          * c_fc out, gelu_new's four saved pieces (tanh, 1+tanh, 0.5x,
@@ -289,6 +300,8 @@ double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
     double h = (double)m->hidden;
     if (lora) /* the final norm's input and rstd; lm_head is frozen */
         return md_arch_of(m) == MD_ARCH_GPT2 ? 8 : 4 * h + 4;
+    if (md_arch_of(m) == MD_ARCH_SEED) /* the last block's output, whose token 0 is normed */
+        return p == MD_BF16_PURE ? 2 * h : 4 * h;
     int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
@@ -303,7 +316,7 @@ int64_t md_arch_layer_params(const md_model *m)
 {
     int64_t h = m->hidden;
     md_arch_kind k = md_arch_of(m);
-    int64_t norms = k == MD_ARCH_GPT2 ? 4 * h : k == MD_ARCH_GEMMA2 ? 4 * h : 2 * h;
+    int64_t norms = k == MD_ARCH_GPT2 || k == MD_ARCH_GEMMA2 || k == MD_ARCH_SEED ? 4 * h : 2 * h;
     return layer_linear_elems(m) + norms + (k == MD_ARCH_QWEN3 ? 2 * m->head_dim : 0);
 }
 
@@ -318,7 +331,8 @@ uint64_t md_arch_weight_copies(const md_model *m, md_precision p)
 {
     if (p != MD_BF16_AUTOCAST && p != MD_FP16_AUTOCAST)
         return 0;
-    return 2 * (uint64_t)(layer_linear_elems(m) * m->layers + m->vocab * m->hidden);
+    int64_t head = md_arch_of(m) == MD_ARCH_SEED ? m->classes : m->vocab;
+    return 2 * (uint64_t)(layer_linear_elems(m) * m->layers + head * m->hidden);
 }
 
 /* Bytes per logit element the output keeps: the logits themselves, and

@@ -153,7 +153,9 @@ static void shape_of(const md_model *m, const md_step_config *cfg, const md_cali
     md_act_cost layer = md_arch_layer(m, prec, &plain);
     md_act_cost mlayer = md_arch_layer(m, prec, &with_mask);
     layer.quad *= cal->math_per_score, mlayer.quad *= cal->math_per_score;
-    s->T = T, s->S = (uint64_t)seq, s->E = T * (uint64_t)m->vocab;
+    int seed = md_arch_of(m) == MD_ARCH_SEED; /* a classifier on token 0 */
+    s->T = T, s->S = (uint64_t)seq;
+    s->E = seed ? (uint64_t)batch * (uint64_t)m->classes : T * (uint64_t)m->vocab;
     /* three fp32 logits-sized tensors when the loss costs 12 bytes each */
     s->loss = 3 * block((uint64_t)(cal->loss_per_logit / 3 * (double)s->E));
     /* the last layer is masked only when all are (gemma2 ends on a full
@@ -171,7 +173,7 @@ static void shape_of(const md_model *m, const md_step_config *cfg, const md_cali
     uint64_t inputs = cfg->checkpointing ? (uint64_t)m->layers * T * h * (pb == 2 ? 2 : 4) : 0;
     s->top_acts = cfg->checkpointing ? inputs + top_one : all;
     s->first_acts = first_one;
-    uint64_t head_copy = autocast ? 2 * (uint64_t)m->vocab * h : 0;
+    uint64_t head_copy = autocast ? 2 * (uint64_t)(seed ? m->classes : m->vocab) * h : 0;
     s->acts = (cfg->checkpointing ? inputs : all) +
               (uint64_t)(md_arch_extra(m, prec, lora) * (double)T) + head_copy;
     if (masked) /* the boolean mask transformers builds, shared */
@@ -182,11 +184,14 @@ static void shape_of(const md_model *m, const md_step_config *cfg, const md_cali
     s->logits_kept = cfg->drop_outputs ? 0 : block(s->E * a);
     double saved = md_arch_logit_bytes(m, prec) - (cfg->drop_outputs ? (double)a : 0);
     s->logits_saved = block((uint64_t)(saved * (double)s->E));
-    s->head_grad = lora ? 0 : block((uint64_t)m->vocab * h * pb);
-    s->emb_grad = m->tied ? 0 : s->head_grad; /* made by the embedding's backward, last */
+    s->head_grad = lora ? 0 : block((uint64_t)(seed ? m->classes : m->vocab) * h * pb);
+    /* made by the embedding's backward, last */
+    s->emb_grad = lora ? 0 : m->tied ? 0 : seed ? block((uint64_t)m->vocab * h * pb) : s->head_grad;
     s->first_grads = lora ? 0 : (uint64_t)md_arch_layer_params(m) * pb;
     s->layer_tmp = layer_temporaries(m, top, T, (uint64_t)seq, a, pb, cal->math_per_score,
                                      lora != 0);
+    if (seed) /* its MLP's backward: the gradients of two T x i tensors */
+        s->layer_tmp = 2 * block(T * (uint64_t)m->intermediate * a);
     /* tied embeddings: the dense embedding gradient joins lm_head's; in
      * fp32 and pure bf16 a second embedding-sized sum is made (measured:
      * qwen2/qwen3/gemma/gpt2 at 512 tokens), under autocast not */
@@ -243,10 +248,6 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
     out->floor = out->weights + out->optimizer_state + out->workspace + out->inputs;
     out->floor_with_grads = out->floor + out->gradients;
     out->context = cal->context;
-    if (md_arch_of(m) == MD_ARCH_SEED) {
-        out->unsupported = "the seed presets' activations are not modeled";
-        return MD_OK;
-    }
     step_shape s;
     shape_of(m, cfg, cal, &s);
     md_breakdown c[6];

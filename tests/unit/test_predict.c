@@ -4,6 +4,7 @@
  * validated component by component, and calibration files. */
 #include <jansson.h>
 #include <math.h>
+#include "../../src/predict/arch.h"
 #include "testutil.h"
 
 /* tests/data/predict/ARCH.json, whose parameters transformers counts as params */
@@ -166,6 +167,56 @@ static void test_seed_presets(void **st)
     assert_int_equal(md_model_load("seed:large", &m, &e), MD_E_ARG);
 }
 
+static void add_elems(void *ctx, int64_t count, int64_t elems)
+{
+    *(int64_t *)ctx += count * elems;
+}
+
+/* The tensors predict sizes weights, gradients and state from add up to
+ * the parameter count, for every architecture and the seed presets. */
+static void test_param_tensors(void **st)
+{
+    (void)st;
+    static const char *const specs[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma",
+                                        "gemma2", "phi3", "seed:small", "seed:medium"};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        char rel[64], p[1024];
+        md_model m;
+        md_err e;
+        snprintf(rel, sizeof rel, "predict/%s.json", specs[k]);
+        const char *spec = strncmp(specs[k], "seed", 4) ? data_path(rel, p, sizeof p) : specs[k];
+        assert_int_equal(md_model_load(spec, &m, &e), MD_OK);
+        int64_t n = 0;
+        md_arch_params(&m, add_elems, &n);
+        if (n != md_model_params(&m))
+            fail_msg("%s: tensors hold %lld elements, parameters %lld", specs[k], (long long)n,
+                     (long long)md_model_params(&m));
+    }
+}
+
+/* The seed presets' peaks against the seed exercise's own measurements
+ * (maximum peak of the steady steps, torch's counters, H200): alpha SGD,
+ * beta AdamW, small and medium, fp32, batch 2. */
+static void test_seed_peaks(void **st)
+{
+    (void)st;
+    static const struct { const char *preset; int64_t seq; md_optimizer opt; double mib; } runs[] = {
+        {"seed:small", 256, MD_OPT_SGD, 155.16}, {"seed:medium", 512, MD_OPT_SGD, 457.52},
+        {"seed:small", 256, MD_OPT_ADAMW, 239.50}, {"seed:medium", 512, MD_OPT_ADAMW, 671.71}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        md_model m;
+        md_prediction p;
+        md_err e;
+        assert_int_equal(md_model_load(runs[k].preset, &m, &e), MD_OK);
+        md_step_config step = {2, runs[k].seq, runs[k].opt, MD_FP32, NULL, 0, 0, 0, 0, 0};
+        assert_int_equal(md_predict(&m, &step, &p, &e), MD_OK);
+        double ratio = md_mib(p.peak) / runs[k].mib;
+        if (!p.peak_known || ratio < 0.96 || ratio > 1.02)
+            fail_msg("%s %s: predicted %.1f MiB, measured %.1f", runs[k].preset,
+                     runs[k].opt == MD_OPT_SGD ? "sgd" : "adamw", md_mib(p.peak), runs[k].mib);
+    }
+}
+
 /* The prediction next to the real HF run it describes (tests/data/runs/hf,
  * examples/hf_train.py --model llama --batch 8 --seq 512, AdamW, fp32;
  * `loss = model(...).loss`: the output is dropped). */
@@ -240,11 +291,10 @@ static void test_refusals(void **st)
     md_step_config huge = {1, 1 << 20, MD_OPT_SGD, MD_FP32, NULL, 0, 0, 0, 0, 0};
     assert_int_equal(md_predict(&m, &huge, &p, &e), MD_E_ARG);
     assert_non_null(strstr(e.msg, "positions"));
-    /* the seed presets' activations are not modeled: no peak, and a reason */
+    /* LoRA on the seed presets is not modeled, and said */
     assert_int_equal(md_model_load("seed:small", &m, &e), MD_OK);
-    assert_int_equal(md_predict(&m, &small, &p, &e), MD_OK);
-    assert_false(p.peak_known);
-    assert_non_null(strstr(p.unsupported, "not modeled"));
+    md_step_config seed_lora = {1, 128, MD_OPT_SGD, MD_FP32, NULL, 0, 0, 0, 8, MD_LORA_Q};
+    assert_int_equal(md_predict(&m, &seed_lora, &p, &e), MD_E_ARG);
     /* LoRA targets a model does not have are refused, naming the model */
     assert_int_equal(md_model_load(data_path("predict/gpt2.json", path, sizeof path), &m, &e), MD_OK);
     md_step_config lora = {1, 128, MD_OPT_ADAMW, MD_FP32, NULL, 0, 0, 0, 16, MD_LORA_GATE};
@@ -298,6 +348,8 @@ int main(void)
         cmocka_unit_test(test_calibration),
         cmocka_unit_test(test_param_counts),
         cmocka_unit_test(test_seed_presets),
+        cmocka_unit_test(test_param_tensors),
+        cmocka_unit_test(test_seed_peaks),
         cmocka_unit_test(test_validate_hf_run),
         cmocka_unit_test(test_refusals),
     };
