@@ -47,7 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)md_model_params(&m);
         for (int prec = MD_FP32; prec <= MD_BF16_PURE; prec++) {
             md_step_config st = {8, 4096, MD_OPT_ADAMW, (md_precision)prec, have_cal ? &cal : NULL,
-                                 prec & 1, prec == MD_BF16_PURE, prec == MD_FP32, 8 * (prec & 1), 127};
+                                 prec & 1, prec == MD_BF16_PURE, prec == MD_FP32, prec % 3,
+                                 8 * (prec & 1), 127};
             (void)md_predict(&m, &st, &p, &e);
         }
     }

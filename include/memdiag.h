@@ -496,7 +496,7 @@ const char *md_step_phase_name(md_step_phase p);
 /* What is allocated at a moment of the step, by kind. */
 typedef struct md_breakdown {
     uint64_t weights, gradients, optimizer_state, activations, logits, transient, workspace,
-        inputs;
+        inputs, buckets;
 } md_breakdown;
 
 /* What predict takes from the machine: measured by `memdiag probe` on a
@@ -533,6 +533,8 @@ typedef struct md_step_config {
                            loss is kept (`loss = model(...).loss`, HF Trainer) */
     int checkpointing;  /* model.gradient_checkpointing_enable() */
     int eager;          /* attn_implementation="eager" instead of SDPA */
+    int ddp;            /* 1: DistributedDataParallel (its gradient buckets live
+                           from construction); 2: ... with gradient_as_bucket_view */
     int64_t lora_rank;  /* > 0: LoRA (peft, dropout 0) on lora_targets, base frozen */
     unsigned lora_targets;
 } md_step_config;
@@ -543,13 +545,16 @@ typedef struct md_step_config {
 typedef struct md_prediction {
     int64_t params;
     uint64_t weights, gradients, optimizer_state, workspace, inputs;
-    uint64_t floor;            /* weights + optimizer_state + workspace + inputs:
-                                  allocated when a step starts */
+    uint64_t buckets;          /* DDP's gradient buckets (0 without DDP) */
+    uint64_t floor;            /* weights + optimizer_state + workspace + inputs
+                                  (+ buckets): allocated when a step starts */
     uint64_t floor_with_grads; /* + gradients: the end of backward */
     uint64_t context;          /* device memory outside PyTorch's allocator
                                   (CUDA context, kernels, cuBLAS), measured
                                   on an H200 with torch 2.11, one process */
     int64_t trainable;         /* parameters the optimizer updates */
+    const char *caveat;        /* NULL, or what of this prediction no measurement
+                                  has checked yet */
     int peak_known;            /* 0: unsupported says why there is no peak */
     const char *unsupported;
     uint64_t peak;             /* torch.cuda.max_memory_allocated() of the step */

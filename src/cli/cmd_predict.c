@@ -11,7 +11,7 @@ static void help(void)
 {
     printf("usage: memdiag predict --model CONFIG|PRESET --batch B --seq S [--optimizer O]\n"
            "                       [--precision P] [--checkpointing] [--attention sdpa|eager]\n"
-           "                       [--lora RANK[:MODULES]]"
+           "                       [--lora RANK[:MODULES]] [--ddp [--gradient-as-bucket-view]]"
            " [--outputs kept|dropped]\n"
            "                       [--gpu NAME|SIZE] [--calibration FILE]\n"
            "                       [--validate RUN] [--json]\n\n"
@@ -23,6 +23,8 @@ static void help(void)
            "  --lora RANK[:MODULES]  LoRA adapters (peft, dropout 0) on a frozen base; MODULES\n"
            "               q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (phi3:\n"
            "               qkv_proj, gate_up_proj; gpt2: c_attn) or all-linear; default peft's\n"
+           "  --ddp        DistributedDataParallel (per rank; the batch is the rank's);\n"
+           "               --gradient-as-bucket-view for DDP(..., gradient_as_bucket_view=True)\n"
            "  --checkpointing  gradient checkpointing of every decoder layer\n"
            "               (model.gradient_checkpointing_enable())\n"
            "  --attention  sdpa (default) or eager (attn_implementation=\"eager\")\n"
@@ -35,8 +37,8 @@ static void help(void)
            "the first: optimizer state exists) of a causal LM trained on its own labels with\n"
            "SDPA attention, when it happens, and what is allocated then. The step is\n"
            "`out = model(input_ids=x, labels=x); out.loss.backward(); opt.step();\n"
-           "opt.zero_grad()` (see --outputs), one GPU; data-parallel sharding is not\n"
-           "modeled and not claimed. Checked against 633 measured H200 steps\n"
+           "opt.zero_grad()` (see --outputs), on one GPU or one DDP rank; ZeRO and FSDP\n"
+           "sharding are not modeled and not claimed. Checked against 633 measured H200 steps\n"
            "(docs/predict-validation.md).\n");
 }
 
@@ -79,7 +81,7 @@ static const char *const precision_notes[] = {
  * bytes, what it is. */
 typedef struct { const char *name, *json, *what; uint64_t bytes; } part;
 
-static int parts_of(const md_prediction *p, part out[8])
+static int parts_of(const md_prediction *p, part out[9])
 {
     const md_breakdown *b = &p->at_peak;
     part all[] = {
@@ -92,10 +94,11 @@ static int parts_of(const md_prediction *p, part out[8])
         {"transient", "transient_at_peak", "temporaries of the moment", b->transient},
         {"workspaces", "library_workspaces", "cuBLAS, 2 x 32 MiB on Hopper", b->workspace},
         {"inputs", "inputs", "input ids (labels share them)", b->inputs},
+        {"buckets", "ddp_buckets", "DDP's gradient buckets", b->buckets},
     };
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
         out[i] = all[i];
-    return 8;
+    return 9;
 }
 
 /* fits: even the high end of reserved fits; tight: the peak fits but
@@ -152,7 +155,7 @@ static void text(const md_model *m, const md_prediction *p, const md_step_config
     } else {
         printf("peak          %10.1f MiB   max_memory_allocated of a steady-state step, at %s\n",
                md_mib(p->peak), md_step_phase_name(p->phase));
-        part parts[8];
+        part parts[9];
         int n = parts_of(p, parts);
         for (int i = 0; i < n; i++)
             if (parts[i].bytes)
@@ -165,6 +168,8 @@ static void text(const md_model *m, const md_prediction *p, const md_step_config
            "H200)\n", md_mib(p->context));
     if (precision_notes[prec])
         printf("note          %s\n", precision_notes[prec]);
+    if (p->caveat)
+        printf("note          %s\n", p->caveat);
     if (gpu > 0)
         verdict(p, gpu, gname);
 }
@@ -178,19 +183,20 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
            (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
            m->tied ? "true" : "false");
     printf("\"training\":{\"trainable_parameters\":%lld,\"checkpointing\":%s,\"attention\":\"%s\","
-           "\"lora_rank\":%lld,\"outputs\":\"%s\"},", (long long)p->trainable,
+           "\"lora_rank\":%lld,\"outputs\":\"%s\",\"ddp\":\"%s\"},", (long long)p->trainable,
            st->checkpointing ? "true" : "false", st->eager ? "eager" : "sdpa",
-           (long long)st->lora_rank, st->drop_outputs ? "dropped" : "kept");
-    part parts[8];
+           (long long)st->lora_rank, st->drop_outputs ? "dropped" : "kept",
+           st->ddp == 2 ? "bucket-view" : st->ddp ? "yes" : "no");
+    part parts[9];
     int n = parts_of(p, parts);
     printf("\"breakdown\":{");
     for (int i = 0; i < n; i++)
         printf("%s\"%s\":%llu", i ? "," : "", parts[i].json, (unsigned long long)parts[i].bytes);
     printf("},\"static\":{\"weights\":%llu,\"gradients\":%llu,\"optimizer_state\":%llu,"
-           "\"library_workspaces\":%llu,\"inputs\":%llu},",
+           "\"library_workspaces\":%llu,\"inputs\":%llu,\"ddp_buckets\":%llu},",
            (unsigned long long)p->weights, (unsigned long long)p->gradients,
            (unsigned long long)p->optimizer_state, (unsigned long long)p->workspace,
-           (unsigned long long)p->inputs);
+           (unsigned long long)p->inputs, (unsigned long long)p->buckets);
     printf("\"cuda_context_bytes\":%llu,\"floor_bytes\":%llu,\"floor_with_gradients_bytes\":%llu,",
            (unsigned long long)p->context, (unsigned long long)p->floor,
            (unsigned long long)p->floor_with_grads);
@@ -206,8 +212,13 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
         cli_json_string(stdout, p->unsupported);
     }
     printf(",\"note\":");
-    if (precision_notes[prec])
-        cli_json_string(stdout, precision_notes[prec]);
+    if (precision_notes[prec] || p->caveat)
+        cli_json_string(stdout, precision_notes[prec] ? precision_notes[prec] : p->caveat);
+    else
+        printf("null");
+    printf(",\"caveat\":");
+    if (p->caveat)
+        cli_json_string(stdout, p->caveat);
     else
         printf("null");
     if (gpu > 0)
@@ -358,6 +369,7 @@ int cmd_predict(int argc, char **argv)
     static const char *const outs[] = {"kept", "dropped"};
     static const char *const attns[] = {"sdpa", "eager"};
     int opt = MD_OPT_ADAMW, prec = MD_FP32, as_json = 0, drop = 0, checkpointing = 0, attn = 0;
+    int ddp = 0;
     double gpu = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -379,6 +391,10 @@ int cmd_predict(int argc, char **argv)
                 return EXIT_USAGE;
             }
             lora_mods = *end ? end + 1 : NULL;
+        } else if (!strcmp(a, "--ddp")) {
+            ddp = ddp ? ddp : 1;
+        } else if (!strcmp(a, "--gradient-as-bucket-view")) {
+            ddp = 2;
         } else if (!strcmp(a, "--checkpointing")) {
             checkpointing = 1;
         } else if (v && !strcmp(a, "--attention")) {
@@ -431,7 +447,7 @@ int cmd_predict(int argc, char **argv)
     md_calibration cal;
     md_err err = {0};
     md_step_config step = {batch, seq, (md_optimizer)opt, (md_precision)prec, &cal, drop,
-                           checkpointing, attn == 1, lora_rank, 0};
+                           checkpointing, attn == 1, ddp, lora_rank, 0};
     md_calibration_default(&cal);
     if ((calfile && md_calibration_load(calfile, &cal, &err)) || md_model_load(model, &m, &err)) {
         cli_fail_err(&err);
