@@ -212,6 +212,13 @@ static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
         return md_err_set(err, MD_E_ARG, -1, "batch and sequence must be positive");
     if (batch > (1 << 20) || seq > (1 << 24) || cfg_rank_bad)
         return md_err_set(err, MD_E_ARG, -1, "batch, sequence or LoRA rank out of range");
+    /* a generous bound on every byte count below, so none can overflow */
+    double T = (double)batch * (double)seq, L = (double)m->layers + 1;
+    double per_token = (double)m->vocab * 20 + L * (200.0 * (double)m->hidden +
+                       20.0 * (double)m->intermediate + 8.0 * (double)m->heads * (double)seq);
+    if (T * per_token > 0x1p60)
+        return md_err_set(err, MD_E_ARG, -1, "batch x sequence too large for this model "
+                                             "(more than an exabyte)");
     if (m->positions > 0 && seq > m->positions && strcmp(m->type, "seed"))
         return md_err_set(err, MD_E_ARG, -1, "sequence %lld exceeds the model's %lld positions",
                           (long long)seq, (long long)m->positions);
