@@ -13,3 +13,12 @@ echo
 echo "\$ memdiag diagnose --json $D/snap-alpha-small-rank0.pickle  (first lines)"
 "$M" diagnose --json "$D/snap-alpha-small-rank0.pickle" | python3 -m json.tool 2>/dev/null | head -24 || \
     "$M" diagnose --json "$D/snap-alpha-small-rank0.pickle" | head -c 1200
+echo
+echo "\$ memdiag predict --model tests/data/predict/qwen2.json --batch 4 --seq 1024 --optimizer adamw --precision bf16-autocast --gpu H100"
+echo "  (the same step measured on an H200: 12987.8 MiB)"
+"$M" predict --model tests/data/predict/qwen2.json --batch 4 --seq 1024 --optimizer adamw \
+    --precision bf16-autocast --gpu H100
+echo
+echo "\$ memdiag predict --model seed:small --batch 8 --seq 256 --ddp --gradient-as-bucket-view --validate tests/data/runs/ddp"
+"$M" predict --model seed:small --batch 8 --seq 256 --ddp --gradient-as-bucket-view \
+    --validate tests/data/runs/ddp | tail -n 8
