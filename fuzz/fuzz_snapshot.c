@@ -46,9 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size && data[0] == '{' && md_model_load_mem(data, size, "fuzz", &m, &e) == MD_OK) {
         (void)md_model_params(&m);
         for (int prec = MD_FP32; prec <= MD_BF16_PURE; prec++) {
-            md_step_config st = {8, 4096, MD_OPT_ADAMW, (md_precision)prec, have_cal ? &cal : NULL,
-                                 prec & 1, prec == MD_BF16_PURE, prec == MD_FP32, prec % 3,
-                                 8 * (prec & 1), 127};
+            md_step_config st = {.batch = 8, .seq = 4096, .optimizer = MD_OPT_ADAMW,
+                                 .precision = (md_precision)prec,
+                                 .calibration = have_cal ? &cal : NULL, .drop_outputs = prec & 1,
+                                 .checkpointing = prec == MD_BF16_PURE, .eager = prec == MD_FP32,
+                                 .ddp = prec % 3, .lora_rank = 8 * (prec & 1), .lora_targets = 127};
             (void)md_predict(&m, &st, &p, &e);
         }
     }

@@ -446,8 +446,10 @@ int cmd_predict(int argc, char **argv)
     md_prediction p;
     md_calibration cal;
     md_err err = {0};
-    md_step_config step = {batch, seq, (md_optimizer)opt, (md_precision)prec, &cal, drop,
-                           checkpointing, attn == 1, ddp, lora_rank, 0};
+    md_step_config step = {.batch = batch, .seq = seq, .optimizer = (md_optimizer)opt,
+                           .precision = (md_precision)prec, .calibration = &cal,
+                           .drop_outputs = drop, .checkpointing = checkpointing,
+                           .eager = attn == 1, .ddp = ddp, .lora_rank = lora_rank};
     md_calibration_default(&cal);
     if ((calfile && md_calibration_load(calfile, &cal, &err)) || md_model_load(model, &m, &err)) {
         cli_fail_err(&err);

@@ -79,7 +79,8 @@ static double check_row(json_t *r, const char *file, double tolerance)
     md_err e;
     assert_int_equal(md_model_load_mem(cfg, strlen(cfg), arch, &m, &e), MD_OK);
     free(cfg);
-    md_step_config step = {batch, seq, optimizer_of(opt), precision_of(prec), NULL, 0, 0, 0, 0, 0, 0};
+    md_step_config step = {.batch = batch, .seq = seq, .optimizer = optimizer_of(opt),
+                           .precision = precision_of(prec)};
     options_of(json_object_get(r, "options"), &step);
     assert_int_equal(md_predict(&m, &step, &p, &e), MD_OK);
     /* transformers' (and peft's) counts: every parameter, and the trainable */
@@ -207,14 +208,16 @@ static void test_ddp_peaks(void **st)
     md_err e;
     assert_int_equal(md_model_load("seed:small", &m, &e), MD_OK);
     for (size_t k = 0; k < 2; k++) {
-        md_step_config step = {ranks[k].batch, 256, MD_OPT_ADAMW, MD_FP32, NULL, 0, 0, 0, 2, 0, 0};
+        md_step_config step = {.batch = ranks[k].batch, .seq = 256, .optimizer = MD_OPT_ADAMW,
+                               .precision = MD_FP32, .ddp = 2};
         assert_int_equal(md_predict(&m, &step, &p, &e), MD_OK);
         double ratio = md_mib(p.peak) / ranks[k].mib;
         if (ratio < 0.98 || ratio > 1.02)
             fail_msg("rank %zu: predicted %.1f MiB, measured %.1f", k, md_mib(p.peak), ranks[k].mib);
         assert_true(p.buckets > 33ULL << 20 && p.gradients == 0 && p.caveat == NULL);
     }
-    md_step_config plain = {2, 256, MD_OPT_ADAMW, MD_FP32, NULL, 0, 0, 0, 1, 0, 0};
+    md_step_config plain = {.batch = 2, .seq = 256, .optimizer = MD_OPT_ADAMW,
+                            .precision = MD_FP32, .ddp = 1};
     assert_int_equal(md_predict(&m, &plain, &p, &e), MD_OK);
     assert_non_null(p.caveat); /* not measured: said so */
 }
@@ -233,7 +236,8 @@ static void test_seed_peaks(void **st)
         md_prediction p;
         md_err e;
         assert_int_equal(md_model_load(runs[k].preset, &m, &e), MD_OK);
-        md_step_config step = {2, runs[k].seq, runs[k].opt, MD_FP32, NULL, 0, 0, 0, 0, 0, 0};
+        md_step_config step = {.batch = 2, .seq = runs[k].seq, .optimizer = runs[k].opt,
+                               .precision = MD_FP32};
         assert_int_equal(md_predict(&m, &step, &p, &e), MD_OK);
         double ratio = md_mib(p.peak) / runs[k].mib;
         if (!p.peak_known || ratio < 0.96 || ratio > 1.02)
@@ -257,7 +261,8 @@ static void test_validate_hf_run(void **st)
     md_analysis *a;
     md_err e;
     assert_int_equal(md_model_load(data_path("predict/hf-run-llama.json", p, sizeof p), &m, &e), MD_OK);
-    md_step_config step = {8, 512, MD_OPT_ADAMW, MD_FP32, NULL, 1, 0, 0, 0, 0, 0};
+    md_step_config step = {.batch = 8, .seq = 512, .optimizer = MD_OPT_ADAMW, .precision = MD_FP32,
+                           .drop_outputs = 1};
     assert_int_equal(md_predict(&m, &step, &pr, &e), MD_OK);
     assert_int_equal(md_snapshot_load(data_path("runs/hf/rank0.pickle.xz", p, sizeof p), &s, &e), MD_OK);
     assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
@@ -308,21 +313,24 @@ static void test_refusals(void **st)
     /* the context the verdict adds is the one measured on the H200 runs
      * (non_framework of tests/data/runs/hf: 1367.9 MiB) */
     md_prediction q;
-    md_step_config small = {1, 128, MD_OPT_SGD, MD_FP32, NULL, 0, 0, 0, 0, 0, 0};
+    md_step_config small = {.batch = 1, .seq = 128, .optimizer = MD_OPT_SGD, .precision = MD_FP32};
     assert_int_equal(md_predict(&m, &small, &q, &e), MD_OK);
     assert_int_equal(q.context, 1368ULL << 20);
     char path[1024];
     assert_int_equal(md_model_load(data_path("predict/llama.json", path, sizeof path), &m, &e), MD_OK);
-    md_step_config huge = {1, 1 << 20, MD_OPT_SGD, MD_FP32, NULL, 0, 0, 0, 0, 0, 0};
+    md_step_config huge = {.batch = 1, .seq = 1 << 20, .optimizer = MD_OPT_SGD,
+                           .precision = MD_FP32};
     assert_int_equal(md_predict(&m, &huge, &p, &e), MD_E_ARG);
     assert_non_null(strstr(e.msg, "positions"));
     /* LoRA on the seed presets is not modeled, and said */
     assert_int_equal(md_model_load("seed:small", &m, &e), MD_OK);
-    md_step_config seed_lora = {1, 128, MD_OPT_SGD, MD_FP32, NULL, 0, 0, 0, 0, 8, MD_LORA_Q};
+    md_step_config seed_lora = {.batch = 1, .seq = 128, .optimizer = MD_OPT_SGD,
+                                .precision = MD_FP32, .lora_rank = 8, .lora_targets = MD_LORA_Q};
     assert_int_equal(md_predict(&m, &seed_lora, &p, &e), MD_E_ARG);
     /* LoRA targets a model does not have are refused, naming the model */
     assert_int_equal(md_model_load(data_path("predict/gpt2.json", path, sizeof path), &m, &e), MD_OK);
-    md_step_config lora = {1, 128, MD_OPT_ADAMW, MD_FP32, NULL, 0, 0, 0, 0, 16, MD_LORA_GATE};
+    md_step_config lora = {.batch = 1, .seq = 128, .optimizer = MD_OPT_ADAMW, .precision = MD_FP32,
+                           .lora_rank = 16, .lora_targets = MD_LORA_GATE};
     assert_int_equal(md_predict(&m, &lora, &p, &e), MD_E_ARG);
     assert_non_null(strstr(e.msg, "gpt2"));
 }
@@ -357,7 +365,8 @@ static void test_calibration(void **st)
     md_model m;
     md_prediction a, b;
     assert_int_equal(md_model_load(data_path("predict/llama.json", p, sizeof p), &m, &e), MD_OK);
-    md_step_config step = {4, 1024, MD_OPT_ADAMW, MD_BF16_AUTOCAST, &d, 0, 0, 0, 0, 0, 0};
+    md_step_config step = {.batch = 4, .seq = 1024, .optimizer = MD_OPT_ADAMW,
+                           .precision = MD_BF16_AUTOCAST, .calibration = &d};
     assert_int_equal(md_predict(&m, &step, &a, &e), MD_OK);
     c = d, c.loss_per_logit = 15.0, step.calibration = &c;
     assert_int_equal(md_predict(&m, &step, &b, &e), MD_OK);
