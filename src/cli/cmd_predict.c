@@ -359,122 +359,161 @@ static void validate_json(const md_validation *v, const char *path, int device)
     printf("],\"gradients_at_start_bytes\":%llu}", (unsigned long long)v->grads_at_start);
 }
 
-int cmd_predict(int argc, char **argv)
+typedef struct predict_args {
+    const char *model, *gpu_name, *run, *calibration, *lora_modules;
+    double gpu_mib;
+    int json;
+    md_step_config step;
+} predict_args;
+
+/* One word of a fixed set into *out, or an error naming the set. */
+static int choose(const char *opt, const char *v, const char *const *names, int n, int *out)
+{
+    if ((*out = pick(v, names, n)) >= 0)
+        return 0;
+    char list[256] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                 i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+    cli_fail("%s: %s, not '%s'", opt, list, v);
+    return -1;
+}
+
+/* --lora RANK[:MODULES] */
+static int parse_lora(const char *v, predict_args *a)
+{
+    char *end;
+    long long rank = strtoll(v, &end, 10);
+    if (end == v || rank <= 0 || rank > 65536 || (*end && *end != ':')) {
+        cli_fail("--lora wants RANK[:MODULES] (16, 16:q_proj,v_proj), not '%s'", v);
+        return -1;
+    }
+    a->step.lora_rank = rank;
+    a->lora_modules = *end ? end + 1 : NULL;
+    return 0;
+}
+
+/* An option that takes a value; -1 after reporting a bad one. */
+static int parse_valued(const char *o, const char *v, predict_args *a)
 {
     static const char *const opts[] = {"sgd", "sgd-momentum", "adam", "adamw"};
     static const char *const precs[] = {"fp32", "bf16-autocast", "fp16-autocast", "bf16-pure"};
-    const char *model = NULL, *gname = NULL, *run = NULL, *calfile = NULL, *lora_mods = NULL;
-    long long lora_rank = 0;
-    long long batch = 0, seq = 0;
-    static const char *const outs[] = {"kept", "dropped"};
-    static const char *const attns[] = {"sdpa", "eager"};
-    int opt = MD_OPT_ADAMW, prec = MD_FP32, as_json = 0, drop = 0, checkpointing = 0, attn = 0;
-    int ddp = 0;
-    double gpu = 0;
+    static const char *const outs[] = {"kept", "dropped"}, *const attns[] = {"sdpa", "eager"};
+    md_step_config *st = &a->step;
+    int k = 0, rc = 0;
+    if (!strcmp(o, "--model")) {
+        a->model = v;
+    } else if (!strcmp(o, "--validate")) {
+        a->run = v;
+    } else if (!strcmp(o, "--calibration")) {
+        a->calibration = v;
+    } else if (!strcmp(o, "--lora")) {
+        rc = parse_lora(v, a);
+    } else if (!strcmp(o, "--batch") || !strcmp(o, "--seq")) {
+        char *end;
+        long long x = strtoll(v, &end, 10);
+        if (*end || x <= 0) {
+            cli_fail("%s wants a positive whole number, got '%s'", o, v);
+            return -1;
+        }
+        *(o[2] == 'b' ? &st->batch : &st->seq) = x;
+    } else if (!strcmp(o, "--optimizer")) {
+        rc = choose(o, v, opts, 4, &k), st->optimizer = (md_optimizer)k;
+    } else if (!strcmp(o, "--precision")) {
+        rc = choose(o, v, precs, 4, &k), st->precision = (md_precision)k;
+    } else if (!strcmp(o, "--outputs")) {
+        rc = choose(o, v, outs, 2, &st->drop_outputs);
+    } else if (!strcmp(o, "--attention")) {
+        rc = choose(o, v, attns, 2, &st->eager);
+    } else if (!strcmp(o, "--gpu")) {
+        a->gpu_name = v;
+        if ((a->gpu_mib = gpu_mib(v)) <= 0) {
+            cli_fail("--gpu: a known GPU (H200, H100, A100-80GB, ...) or a size like 80GB, not '%s'", v);
+            return -1;
+        }
+    } else {
+        return 1; /* not an option with a value */
+    }
+    return rc;
+}
+
+/* 0 parsed, 1 help shown, -1 error reported. */
+static int parse(int argc, char **argv, predict_args *a)
+{
+    a->step.optimizer = MD_OPT_ADAMW, a->step.precision = MD_FP32;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        const char *o = argv[i];
+        int rc = i + 1 < argc ? parse_valued(o, argv[i + 1], a) : 1;
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            i++;
+        } else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             help();
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            as_json = 1;
-        } else if (v && !strcmp(a, "--validate")) {
-            run = argv[++i];
-        } else if (v && !strcmp(a, "--calibration")) {
-            calfile = argv[++i];
-        } else if (v && !strcmp(a, "--lora")) {
-            char *end;
-            lora_rank = strtoll(argv[++i], &end, 10);
-            if (end == v || lora_rank <= 0 || lora_rank > 65536 || (*end && *end != ':')) {
-                cli_fail("--lora wants RANK[:MODULES] (16, 16:q_proj,v_proj), not '%s'", v);
-                return EXIT_USAGE;
-            }
-            lora_mods = *end ? end + 1 : NULL;
-        } else if (!strcmp(a, "--ddp")) {
-            ddp = ddp ? ddp : 1;
-        } else if (!strcmp(a, "--gradient-as-bucket-view")) {
-            ddp = 2;
-        } else if (!strcmp(a, "--checkpointing")) {
-            checkpointing = 1;
-        } else if (v && !strcmp(a, "--attention")) {
-            if ((attn = pick(argv[++i], attns, 2)) < 0) {
-                cli_fail("--attention: sdpa or eager, not '%s'", v);
-                return EXIT_USAGE;
-            }
-        } else if (v && !strcmp(a, "--outputs")) {
-            if ((drop = pick(argv[++i], outs, 2)) < 0) {
-                cli_fail("--outputs: kept or dropped, not '%s'", v);
-                return EXIT_USAGE;
-            }
-        } else if (v && !strcmp(a, "--model")) {
-            model = argv[++i];
-        } else if (v && (!strcmp(a, "--batch") || !strcmp(a, "--seq"))) {
-            char *end;
-            long long x = strtoll(argv[++i], &end, 10);
-            if (*end || x <= 0) {
-                cli_fail("%s wants a positive whole number, got '%s'", a, v);
-                return EXIT_USAGE;
-            }
-            *(a[2] == 'b' ? &batch : &seq) = x;
-        } else if (v && !strcmp(a, "--optimizer")) {
-            if ((opt = pick(argv[++i], opts, 4)) < 0) {
-                cli_fail("--optimizer: sgd, sgd-momentum, adam or adamw, not '%s'", v);
-                return EXIT_USAGE;
-            }
-        } else if (v && !strcmp(a, "--precision")) {
-            if ((prec = pick(argv[++i], precs, 4)) < 0) {
-                cli_fail("--precision: fp32, bf16-autocast, fp16-autocast or bf16-pure, not '%s'", v);
-                return EXIT_USAGE;
-            }
-        } else if (v && !strcmp(a, "--gpu")) {
-            gname = argv[++i];
-            if ((gpu = gpu_mib(gname)) <= 0) {
-                cli_fail("--gpu: a known GPU (H200, H100, A100-80GB, ...) or a size like 80GB, not '%s'", v);
-                return EXIT_USAGE;
-            }
+            return 1;
+        } else if (!strcmp(o, "--json")) {
+            a->json = 1;
+        } else if (!strcmp(o, "--ddp")) {
+            a->step.ddp = a->step.ddp ? a->step.ddp : 1;
+        } else if (!strcmp(o, "--gradient-as-bucket-view")) {
+            a->step.ddp = 2;
+        } else if (!strcmp(o, "--checkpointing")) {
+            a->step.checkpointing = 1;
         } else {
-            cli_fail("unknown or incomplete option '%s' (see 'memdiag predict --help')", a);
-            return EXIT_USAGE;
+            cli_fail("unknown or incomplete option '%s' (see 'memdiag predict --help')", o);
+            return -1;
         }
     }
-    if (!model || !batch || !seq) {
-        cli_fail("predict needs --model, --batch and --seq (see 'memdiag predict --help')");
-        return EXIT_USAGE;
+    if (a->model && a->step.batch && a->step.seq)
+        return 0;
+    cli_fail("predict needs --model, --batch and --seq (see 'memdiag predict --help')");
+    return -1;
+}
+
+static void output(const md_model *m, const md_prediction *p, const predict_args *a,
+                   const md_validation *val, const char *path, int device)
+{
+    if (a->json) {
+        json(m, p, &a->step, a->gpu_mib);
+        if (a->run)
+            validate_json(val, path, device);
+        printf("}\n");
+    } else {
+        text(m, p, &a->step, a->gpu_mib, a->gpu_name);
+        if (a->run)
+            validate_text(val, path, device);
     }
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    predict_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc > 0 ? 0 : EXIT_USAGE;
     md_model m;
     md_prediction p;
     md_calibration cal;
     md_err err = {0};
-    md_step_config step = {.batch = batch, .seq = seq, .optimizer = (md_optimizer)opt,
-                           .precision = (md_precision)prec, .calibration = &cal,
-                           .drop_outputs = drop, .checkpointing = checkpointing,
-                           .eager = attn == 1, .ddp = ddp, .lora_rank = lora_rank};
     md_calibration_default(&cal);
-    if ((calfile && md_calibration_load(calfile, &cal, &err)) || md_model_load(model, &m, &err)) {
+    a.step.calibration = &cal;
+    if ((a.calibration && md_calibration_load(a.calibration, &cal, &err)) ||
+        md_model_load(a.model, &m, &err)) {
         cli_fail_err(&err);
         return EXIT_USAGE;
     }
-    if (lora_rank && lora_targets(lora_mods, &m, &step.lora_targets))
+    if (a.step.lora_rank && lora_targets(a.lora_modules, &m, &a.step.lora_targets))
         return EXIT_USAGE;
-    if (md_predict(&m, &step, &p, &err)) {
+    if (md_predict(&m, &a.step, &p, &err)) {
         cli_fail_err(&err);
         return EXIT_USAGE;
     }
     md_validation val;
     char path[4096];
     int device = 0;
-    if (run && validate(run, &p, &val, path, sizeof path, &device))
+    if (a.run && validate(a.run, &p, &val, path, sizeof path, &device))
         return EXIT_USAGE;
-    if (as_json) {
-        json(&m, &p, &step, gpu);
-        if (run)
-            validate_json(&val, path, device);
-        printf("}\n");
-    } else {
-        text(&m, &p, &step, gpu, gname);
-        if (run)
-            validate_text(&val, path, device);
-    }
+    output(&m, &p, &a, &val, path, device);
     return 0;
 }

@@ -240,49 +240,59 @@ static double lora_layer(const md_model *m, md_precision p, const md_layer_opts 
     return tok;
 }
 
+static int is_autocast(md_precision p) { return p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST; }
+
+/* The seed's pre-norm block: two LayerNorms (input, mean, rstd, and the
+ * output the next matmul keeps), nn.MultiheadAttention's contiguous copy of
+ * the packed q/k/v projection, SDPA's output and logsumexp, the output's
+ * contiguous copy, the MLP's input and GELU output (its inputs cast to bf16
+ * under autocast, LayerNorm in fp32). */
+static md_act_cost seed_layer(const md_model *m, md_precision p)
+{
+    double h = (double)m->hidden, i = (double)m->intermediate;
+    md_act_cost c = {0, 0, 0};
+    c.tok = p == MD_FP32 ? 36 * h + 8 * i : is_autocast(p) ? 22 * h + 4 * i : 20 * h + 4 * i;
+    c.tok += 16 + 4 * (double)m->heads;
+    return c;
+}
+
+/* gpt2: ln_1, ln_2 (input, mean, rstd), c_attn out, attention output, c_fc
+ * out, gelu_new's four saved pieces (tanh, 1+tanh, 0.5x, output), two
+ * dropout masks; under autocast pow() runs in fp32 on a copy of its input,
+ * gelu stays fp32, every matmul input is cast to bf16. */
+static md_act_cost gpt2_layer(const md_model *m, md_precision p, const md_layer_opts *o)
+{
+    double h = (double)m->hidden, H = (double)m->heads;
+    int autocast = is_autocast(p);
+    md_act_cost c = {0, 0, 0};
+    c.tok = p == MD_FP32 ? 114 * h : autocast ? 86 * h : 58 * h;
+    c.tok += 16 + (o->eager ? 0 : 4 * H);
+    if (o->eager) /* softmax (fp32 but in pure bf16), dropout mask and output */
+        c.quad = H * (p == MD_BF16_PURE ? 5 : autocast ? 7 : 9) / 4;
+    if (o->lora) /* c_attn's adapters: ln_2's output and gelu's are not kept */
+        c.tok -= p == MD_FP32 ? 20 * h : 10 * h - (p == MD_BF16_PURE ? 2 * h : 0);
+    return c;
+}
+
 md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts *o)
 {
-    int masked = o->masked, eager = o->eager;
     double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
     double q = (double)(m->heads * m->head_dim), kv = (double)(m->kv_heads * m->head_dim);
     double KV = (double)m->kv_heads, a = p == MD_FP32 ? 4 : 2;
-    int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
     md_arch_kind k = md_arch_of(m);
-    md_act_cost c = {0, 0, 0};
-    if (k == MD_ARCH_SEED) {
-        /* the seed's pre-norm block: two LayerNorms (input, mean, rstd, and
-         * the output the next matmul keeps), nn.MultiheadAttention's
-         * contiguous copy of the packed q/k/v projection, SDPA's output and
-         * logsumexp, the output's contiguous copy, the MLP's input and GELU
-         * output (its inputs cast to bf16 under autocast, LayerNorm in fp32) */
-        c.tok = p == MD_FP32 ? 36 * h + 8 * i : autocast ? 22 * h + 4 * i : 20 * h + 4 * i;
-        c.tok += 16 + 4 * H;
-        return c;
-    }
-    if (k == MD_ARCH_GPT2) {
-        /* ln_1, ln_2 (input, mean, rstd), c_attn out, attention output,
-         * c_fc out, gelu_new's four saved pieces (tanh, 1+tanh, 0.5x,
-         * output), two dropout masks; under autocast pow() runs in fp32
-         * on a copy of its input, gelu stays fp32, every matmul input is
-         * cast to bf16 */
-        c.tok = p == MD_FP32 ? 114 * h : autocast ? 86 * h : 58 * h;
-        c.tok += 16 + (eager ? 0 : 4 * H);
-        if (eager) /* softmax (fp32 but in pure bf16), dropout mask and output */
-            c.quad = H * (p == MD_BF16_PURE ? 5 : autocast ? 7 : 9) / 4;
-        if (o->lora) /* c_attn's adapters: ln_2's output and gelu's are not kept */
-            c.tok -= p == MD_FP32 ? 20 * h : 10 * h - (p == MD_BF16_PURE ? 2 * h : 0);
-        return c;
-    }
-    md_act_cost at = eager ? eager_attention(m, p) : attention(m, p, masked);
+    if (k == MD_ARCH_SEED)
+        return seed_layer(m, p);
+    if (k == MD_ARCH_GPT2)
+        return gpt2_layer(m, p, o);
+    md_act_cost at = o->eager ? eager_attention(m, p) : attention(m, p, o->masked);
+    md_act_cost c = {0, at.quad, at.mask};
     if (o->lora) {
-        c.quad = at.quad, c.mask = at.mask;
         c.tok = lora_layer(m, p, o, &at);
         return c;
     }
-    c.quad = at.quad, c.mask = at.mask;
     int gemma = k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2;
     c.tok = at.tok + 2 * rmsnorm(h, p, gemma) + 4 * a * i; /* gate, act, up, product */
-    if (autocast)
+    if (is_autocast(p))
         c.tok += (k == MD_ARCH_PHI3 ? 2 : 5) * 2 * h; /* bf16 casts of the norm outputs */
     if (k == MD_ARCH_GEMMA2) /* post-attention and post-feedforward norms: an fp32
                                 input (a matmul's output or its copy), normalized

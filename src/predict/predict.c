@@ -225,20 +225,15 @@ static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
     return MD_OK;
 }
 
-int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out, md_err *err)
+/* What lives across steps: weights, gradients (or LoRA's), optimizer
+ * state, DDP's buckets, workspaces, inputs. */
+static int static_memory(const md_model *m, const md_step_config *cfg, const md_calibration *cal,
+                         md_prediction *out, md_err *err)
 {
-    int rc = check_args(m, cfg, err);
-    if (rc)
-        return rc;
-    md_calibration dflt;
-    const md_calibration *cal = cfg->calibration;
-    if (!cal)
-        md_calibration_default(&dflt), cal = &dflt;
     md_optimizer opt = cfg->optimizer;
-    memset(out, 0, sizeof *out);
-    out->params = md_model_params(m);
     uint64_t pb = cfg->precision == MD_BF16_PURE ? 2 : 4; /* parameter (and state) dtype */
     int states = opt == MD_OPT_ADAM || opt == MD_OPT_ADAMW ? 2 : opt == MD_OPT_SGD_MOMENTUM;
+    out->params = md_model_params(m);
     out->weights = params_bytes(m, pb);
     out->gradients = out->weights;
     out->trainable = out->params;
@@ -269,6 +264,21 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
     /* DDP: NCCL's buffers, outside the allocator: 2210-2418 MiB in all in the
      * H200 DDP runs (tests/data/runs/ddp) against 1368 without */
     out->context = cal->context + (cfg->ddp ? 1050 * MIB : 0);
+    return MD_OK;
+}
+
+int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out, md_err *err)
+{
+    int rc = check_args(m, cfg, err);
+    if (rc)
+        return rc;
+    md_calibration dflt;
+    const md_calibration *cal = cfg->calibration;
+    if (!cal)
+        md_calibration_default(&dflt), cal = &dflt;
+    memset(out, 0, sizeof *out);
+    if ((rc = static_memory(m, cfg, cal, out, err)))
+        return rc;
     step_shape s;
     shape_of(m, cfg, cal, &s);
     md_breakdown c[6];
