@@ -43,7 +43,11 @@ def predict(r, tmp):
     with open(cfg, "w") as f:
         json.dump(r["config"], f)
     o = r.get("options") or {}
-    extra = (["--checkpointing"] if o.get("gc") else []) + \
+    par = o.get("parallel")
+    if par and par not in ("ddp", "ddp-bucket-view"):
+        return None  # ZeRO, FSDP: not modeled
+    extra = (["--ddp"] if par else []) + (["--gradient-as-bucket-view"] if par == "ddp-bucket-view" else []) + \
+        (["--checkpointing"] if o.get("gc") else []) + \
         (["--attention", o["attn"]] if o.get("attn") else []) + \
         (["--lora", f"{o['lora']}:{','.join(o['targets'])}"] if o.get("lora") else [])
     out = subprocess.run([MEMDIAG, "predict", "--model", cfg, "--batch", str(r["batch"]),

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Steady-state steps under data parallelism, per rank, for `memdiag predict`
+(issue 5: DDP with and without gradient_as_bucket_view, ZeRO-1 through
+torch's ZeroRedundancyOptimizer, FSDP2's fully_shard per decoder layer).
+Run on 2 GPUs:
+
+    torchrun --nproc-per-node 2 bench/predict_dist.py > dist.jsonl
+
+One JSON object per rank and case (rank 0 prints all): the same step as
+bench/predict_grid.py (third step, peak reset at its start, labels = ids,
+the output kept until after optimizer.step()).
+"""
+import gc
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import transformers
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import predict_grid as g  # noqa: E402
+
+MODES = ["ddp", "ddp-bucket-view", "zero1", "fsdp"]
+CASES = [(arch, b, s, opt, prec) for arch in ("llama", "qwen2", "gpt2")
+         for (b, s) in ((2, 1024), (8, 256))
+         for opt, prec in (("adamw", "fp32"), ("adamw", "bf16-autocast"), ("sgd", "bf16-pure"))]
+
+
+def wrap(model, mode, opt_name, dev):
+    params = lambda m: m.parameters()  # noqa: E731
+    make = {"adamw": lambda p: torch.optim.AdamW(p, lr=1e-5),
+            "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[opt_name]
+    if mode.startswith("ddp"):
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[dev.index], gradient_as_bucket_view=mode == "ddp-bucket-view")
+        return model, make(params(model))
+    if mode == "zero1":
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
+        cls = torch.optim.AdamW if opt_name == "adamw" else torch.optim.SGD
+        kw = {"lr": 1e-5} if opt_name == "adamw" else {"lr": 1e-3}
+        return model, ZeroRedundancyOptimizer(model.parameters(), optimizer_class=cls, **kw)
+    from torch.distributed.fsdp import fully_shard
+    for layer in model.model.layers if hasattr(model, "model") else model.transformer.h:
+        fully_shard(layer)
+    fully_shard(model)
+    return model, make(params(model))
+
+
+def one(arch, batch, seq, opt_name, prec, mode, dev):
+    cfg = g.build(arch)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    if prec == "bf16-pure":
+        model = model.to(torch.bfloat16)
+    model = model.to(dev).train()
+    params = sum(p.numel() for p in model.parameters())
+    model, opt = wrap(model, mode, opt_name, dev)
+    ids = torch.randint(cfg.vocab_size, (batch, seq), device=dev)
+    before = 0
+    for step in range(3):
+        if step == 2:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16-autocast"):
+            out = model(input_ids=ids, labels=ids)
+        assert out.logits.shape[:2] == (batch, seq)
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del out
+    torch.cuda.synchronize()
+    row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name, "precision": prec,
+           "options": {"parallel": mode, "world": dist.get_world_size()},
+           "rank": dist.get_rank(), "params": params,
+           "peak_allocated": torch.cuda.max_memory_allocated(),
+           "allocated_before_step": before, "max_reserved": torch.cuda.max_memory_reserved(),
+           "config": cfg.to_dict()}
+    del model, opt, ids
+    gc.collect()
+    torch.cuda.empty_cache()
+    return row
+
+
+def main():
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    torch.cuda.set_device(dev)
+    budget = float(os.environ.get("BUDGET", "400"))
+    t0 = time.time()
+    for case in CASES:
+        for mode in MODES:
+            # every rank stops together (a lone rank would hang the collectives)
+            late = torch.tensor([float(time.time() - t0 > budget)], device=dev)
+            dist.all_reduce(late, op=dist.ReduceOp.MAX)
+            if late.item():
+                break
+            try:
+                row = one(*case, mode, dev)
+            except Exception as e:  # a failing case is data too
+                row = {"case": list(case), "mode": mode, "rank": rank,
+                       "error": f"{type(e).__name__}: {e}"[:300]}
+                gc.collect()
+                torch.cuda.empty_cache()
+            rows = [None] * dist.get_world_size()
+            dist.all_gather_object(rows, row)
+            if rank == 0:
+                for r in rows:
+                    print(json.dumps(r), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
