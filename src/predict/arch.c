@@ -183,7 +183,7 @@ static md_act_cost eager_attention(const md_model *m, md_precision p)
     md_act_cost c = {4 * a * q, p == MD_FP32 ? H : 1.5 * H, 0};
     if (md_arch_of(m) == MD_ARCH_PHI3) /* v stays a view of the fused output */
         c.tok += a * 2 * kv;
-    if (md_arch_of(m) == MD_ARCH_GEMMA2)
+    if (m->attn_softcap)
         c.quad += H * a / 4;
     return c;
 }
@@ -350,5 +350,5 @@ uint64_t md_arch_weight_copies(const md_model *m, md_precision p)
 double md_arch_logit_bytes(const md_model *m, md_precision p)
 {
     double b = p == MD_FP32 ? 4 : 2;
-    return md_arch_of(m) == MD_ARCH_GEMMA2 ? 2 * b : b;
+    return m->final_softcap ? 2 * b : b;
 }

@@ -114,8 +114,12 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     int qwen = !strncmp(m->type, "qwen", 4);
     if (!qwen || getb(root, "use_sliding_window", 0))
         m->sliding_window = geti(root, "sliding_window", 0);
-    if (!strcmp(m->type, "gemma2"))
+    if (!strcmp(m->type, "gemma2")) {
         m->sliding_layers = sliding_layers(root, m->layers);
+        /* on unless the config sets them null (defaults 30 and 50) */
+        m->final_softcap = !json_is_null(json_object_get(root, "final_logit_softcapping"));
+        m->attn_softcap = !json_is_null(json_object_get(root, "attn_logit_softcapping"));
+    }
     int rc = check_ranges(m, err); /* before the defaults below multiply */
     if (rc)
         return rc;
