@@ -92,6 +92,11 @@ static double check_row(json_t *r, const char *file, double tolerance)
                  (long long)p.trainable, want, tr ? (long long)json_integer_value(tr) : -1LL);
     assert_true(p.peak_known);
     double ratio = (double)p.peak / real;
+    json_t *mr = json_object_get(r, "max_reserved"); /* the reserved envelope holds */
+    if (mr && (double)json_integer_value(mr) > (double)p.reserved_high)
+        fail_msg("%s %s %lldx%lld: reserved %.1f MiB above the predicted high end %.1f", file,
+                 arch, batch, seq, (double)json_integer_value(mr) / 1048576,
+                 (double)p.reserved_high / 1048576);
     double slack = fmax(64.0 * 1048576, 0.01 * before); /* allocator rounding */
     if (fabs(ratio - 1) > tolerance || fabs((double)p.floor - before) > slack)
         fail_msg("%s %s %lldx%lld %s %s: peak %.1f MiB measured %.1f (%.4f); start %.1f measured %.1f",
