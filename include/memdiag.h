@@ -472,7 +472,8 @@ typedef struct md_model {
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;
 
-/* Reads config.json (or "seed:small", "seed:medium"). */
+/* Reads config.json, a model directory holding one, or "seed:small",
+ * "seed:medium". */
 int md_model_load(const char *spec, md_model *m, md_err *err);
 /* The same from config.json bytes in memory (name is for messages). */
 int md_model_load_mem(const void *data, size_t n, const char *name, md_model *m, md_err *err);

@@ -56,6 +56,10 @@ static void get_text(json_t *root, const char *key, char *out, size_t n)
 static int from_root(json_t *root, const json_error_t *je, md_calibration *c, md_err *err)
 {
     md_calibration_default(c);
+    if (!root && je->line < 0) { /* jansson could not open or read it */
+        const char *why = strrchr(je->text, ':');
+        return md_err_set(err, MD_E_IO, -1, "cannot read it: %s", why ? why + 2 : je->text);
+    }
     if (!root)
         return md_err_set(err, MD_E_FORMAT, je->position, "not valid JSON (line %d): %s", je->line,
                           je->text);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "../util/util.h"
 
 static int64_t geti(json_t *root, const char *key, int64_t dflt)
@@ -137,6 +138,10 @@ static int from_json(json_t *root, md_model *m, md_err *err)
 /* A parsed config.json (root NULL: jansson's parse error in je). */
 static int from_root(json_t *root, const json_error_t *je, md_model *m, md_err *err)
 {
+    if (!root && je->line < 0) { /* jansson could not open or read it */
+        const char *why = strrchr(je->text, ':');
+        return md_err_set(err, MD_E_IO, -1, "cannot read it: %s", why ? why + 2 : je->text);
+    }
     if (!root)
         return md_err_set(err, MD_E_FORMAT, je->position, "not valid JSON (line %d): %s", je->line,
                           je->text);
@@ -155,6 +160,15 @@ int md_model_load_mem(const void *data, size_t n, const char *name, md_model *m,
 
 int md_model_load(const char *spec, md_model *m, md_err *err)
 {
+    struct stat st;
+    if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) { /* a model directory */
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/config.json", spec) >= sizeof path)
+            return md_err_set(err, MD_E_ARG, -1, "model directory path too long");
+        json_error_t je;
+        md_err_file(err, path);
+        return from_root(json_load_file(path, 0, &je), &je, m, err);
+    }
     if (!strncmp(spec, "seed:", 5)) {
         if (seed_preset(spec, m))
             return md_err_set(err, MD_E_ARG, -1, "unknown preset '%s' (seed:small, seed:medium)", spec);
