@@ -500,6 +500,8 @@ const char *md_step_phase_name(md_step_phase p);
 typedef struct md_breakdown {
     uint64_t weights, gradients, optimizer_state, activations, logits, transient, workspace,
         inputs, buckets;
+    uint64_t rounding;  /* the caching allocator's block rounding of the
+                           parameter-sized tensors (the others are exact) */
 } md_breakdown;
 
 /* What predict takes from the machine: measured by `memdiag probe` on a
@@ -567,6 +569,7 @@ typedef struct md_prediction {
     double loss_bytes_per_logit; /* logits + loss at the peak, per element */
     uint64_t reserved;         /* torch.cuda.max_memory_reserved(), typical */
     uint64_t reserved_high;    /* and its high end (fragmentation) */
+    uint64_t device_total;     /* reserved + context: what nvidia-smi shows */
 } md_prediction;
 
 int md_predict(const md_model *m, const md_step_config *step, md_prediction *out, md_err *err);

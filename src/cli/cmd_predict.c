@@ -81,7 +81,7 @@ static const char *const precision_notes[] = {
  * bytes, what it is. */
 typedef struct { const char *name, *json, *what; uint64_t bytes; } part;
 
-static int parts_of(const md_prediction *p, part out[9])
+static int parts_of(const md_prediction *p, part out[10])
 {
     const md_breakdown *b = &p->at_peak;
     part all[] = {
@@ -95,10 +95,11 @@ static int parts_of(const md_prediction *p, part out[9])
         {"workspaces", "library_workspaces", "cuBLAS, 2 x 32 MiB on Hopper", b->workspace},
         {"inputs", "inputs", "input ids (labels share them)", b->inputs},
         {"buckets", "ddp_buckets", "DDP's gradient buckets", b->buckets},
+        {"rounding", "allocator_rounding", "the caching allocator's block sizes", b->rounding},
     };
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
         out[i] = all[i];
-    return 9;
+    return 10;
 }
 
 /* fits: even the high end of reserved fits; tight: the peak fits but
@@ -155,7 +156,7 @@ static void text(const md_model *m, const md_prediction *p, const md_step_config
     } else {
         printf("peak          %10.1f MiB   max_memory_allocated of a steady-state step, at %s\n",
                md_mib(p->peak), md_step_phase_name(p->phase));
-        part parts[9];
+        part parts[10];
         int n = parts_of(p, parts);
         for (int i = 0; i < n; i++)
             if (parts[i].bytes)
@@ -166,6 +167,9 @@ static void text(const md_model *m, const md_prediction *p, const md_step_config
     }
     printf("context       %10.1f MiB   outside PyTorch (CUDA context, kernels; measured on an "
            "H200)\n", md_mib(p->context));
+    if (p->peak_known)
+        printf("device total  %10.1f MiB   reserved + context: what nvidia-smi will show\n",
+               md_mib(p->device_total));
     if (precision_notes[prec])
         printf("note          %s\n", precision_notes[prec]);
     if (p->caveat)
@@ -187,7 +191,7 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
            st->checkpointing ? "true" : "false", st->eager ? "eager" : "sdpa",
            (long long)st->lora_rank, st->drop_outputs ? "dropped" : "kept",
            st->ddp == 2 ? "bucket-view" : st->ddp ? "yes" : "no");
-    part parts[9];
+    part parts[10];
     int n = parts_of(p, parts);
     printf("\"breakdown\":{");
     for (int i = 0; i < n; i++)
@@ -203,10 +207,11 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
     if (p->peak_known) {
         printf("\"peak_allocated_bytes\":%llu,\"peak_phase\":\"%s\",\"saved_activations_bytes\":%llu,"
                "\"loss_bytes_per_logit\":%.3f,\"reserved_bytes\":%llu,\"reserved_high_bytes\":%llu,"
-               "\"unsupported\":null",
+               "\"device_total_bytes\":%llu,\"unsupported\":null",
                (unsigned long long)p->peak, md_step_phase_name(p->phase),
                (unsigned long long)p->activations, p->loss_bytes_per_logit,
-               (unsigned long long)p->reserved, (unsigned long long)p->reserved_high);
+               (unsigned long long)p->reserved, (unsigned long long)p->reserved_high,
+               (unsigned long long)p->device_total);
     } else {
         printf("\"peak_allocated_bytes\":null,\"peak_phase\":null,\"unsupported\":");
         cli_json_string(stdout, p->unsupported);

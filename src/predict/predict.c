@@ -75,7 +75,7 @@ const char *md_step_phase_name(md_step_phase p)
 static uint64_t sum(const md_breakdown *b)
 {
     return b->weights + b->gradients + b->optimizer_state + b->activations + b->logits +
-           b->transient + b->workspace + b->inputs + b->buckets;
+           b->transient + b->workspace + b->inputs + b->buckets + b->rounding;
 }
 
 /* The candidate moments; each starts from the step's starting memory. */
@@ -267,6 +267,28 @@ static int static_memory(const md_model *m, const md_step_config *cfg, const md_
     return MD_OK;
 }
 
+/* Moves the block rounding of the parameter-sized tensors into its own
+ * line: what the tensors hold is elements x bytes, the rest is the
+ * allocator's. */
+static void split_rounding(md_breakdown *b, const md_prediction *p, const md_step_config *cfg)
+{
+    uint64_t pb = cfg->precision == MD_BF16_PURE ? 2 : 4;
+    uint64_t trained = (uint64_t)p->trainable * (cfg->lora_rank ? 4 : pb);
+    uint64_t weights = (uint64_t)p->params * pb + (cfg->lora_rank ? trained : 0);
+    md_optimizer o = cfg->optimizer;
+    uint64_t states = o == MD_OPT_ADAM || o == MD_OPT_ADAMW ? 2 : o == MD_OPT_SGD_MOMENTUM;
+    uint64_t *field[] = {&b->weights, &b->optimizer_state, &b->gradients};
+    uint64_t raw[] = {weights, states * trained, p->gradients ? trained : 0};
+    for (int i = 0; i < 3; i++) {
+        if (i == 2 && b->gradients != p->gradients)
+            continue; /* part of the gradients: left whole */
+        if (*field[i] >= raw[i] && raw[i]) {
+            b->rounding += *field[i] - raw[i];
+            *field[i] = raw[i];
+        }
+    }
+}
+
 int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out, md_err *err)
 {
     int rc = check_args(m, cfg, err);
@@ -289,6 +311,7 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
             out->phase = (md_step_phase)i;
     out->at_peak = c[out->phase];
     out->peak = sum(&out->at_peak);
+    split_rounding(&out->at_peak, out, cfg);
     out->activations = s.acts;
     out->loss_bytes_per_logit = s.E ? (double)c[MD_PHASE_LOSS_BACKWARD].logits / (double)s.E : 0;
     /* max_memory_reserved over max_memory_allocated on the 411 measured H200
@@ -297,6 +320,7 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
      * -0.6 %, -7 % to +24 %), never above 1.35 (the envelope) */
     out->reserved = (uint64_t)((double)out->peak * 1.08);
     out->reserved_high = (uint64_t)((double)out->peak * 1.35);
+    out->device_total = out->reserved + out->context;
     out->peak_known = 1;
     return MD_OK;
 }

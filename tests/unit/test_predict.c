@@ -92,6 +92,10 @@ static double check_row(json_t *r, const char *file, double tolerance)
                  (long long)p.trainable, want, tr ? (long long)json_integer_value(tr) : -1LL);
     assert_true(p.peak_known);
     double ratio = (double)p.peak / real;
+    const md_breakdown *b = &p.at_peak; /* the breakdown is the peak, whole */
+    assert_int_equal(b->weights + b->gradients + b->optimizer_state + b->activations + b->logits +
+                         b->transient + b->workspace + b->inputs + b->buckets + b->rounding,
+                     p.peak);
     json_t *mr = json_object_get(r, "max_reserved"); /* the reserved envelope holds */
     if (mr && (double)json_integer_value(mr) > (double)p.reserved_high)
         fail_msg("%s %s %lldx%lld: reserved %.1f MiB above the predicted high end %.1f", file,
