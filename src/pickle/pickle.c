@@ -533,6 +533,22 @@ static void retire_taken(md_pkl *p, md_pv *slot, pv_obj *o, uint32_t ref)
     p->objfree = o;
 }
 
+/* A list of consecutive record references (a device trace: millions of
+ * them) keeps only their count: extends the list's run with the leading
+ * values that continue it and returns how many it took. */
+static size_t ref_run(pv_obj *o, const md_pv *v, size_t n)
+{
+    size_t k = 0;
+    for (; k < n && v[k].t == PV_REF && v[k].u <= UINT32_MAX && o->run_n < UINT32_MAX / 2; k++) {
+        if (o->run_n == 0)
+            o->run_first = (uint32_t)v[k].u;
+        else if (v[k].u != (uint64_t)o->run_first + o->run_n)
+            break;
+        o->run_n++;
+    }
+    return k;
+}
+
 /* Appends values [from, sp) to the list at `target`, offering dicts to the
  * hook first. */
 static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
@@ -569,7 +585,8 @@ static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
                 d->offered = 1;
         }
     }
-    int rc = obj_add(p, o, p->stack + from, p->sp - from, err);
+    size_t i = o->n ? from : ref_run(o, p->stack + from, p->sp - from) + from;
+    int rc = obj_add(p, o, p->stack + i, p->sp - i, err);
     p->sp = from;
     return rc;
 }

@@ -54,6 +54,9 @@ enum { PVO_TAKEN = 1, PVO_RELEASED = 2 }; /* pv_obj.taken */
 struct pv_obj {
     md_pv *items;     /* dict: key,value,key,value... */
     uint32_t n, cap;
+    uint32_t run_first, run_n; /* list: run_n references to records run_first,
+                                  run_first+1, ... the hook took, kept as a
+                                  count before items (a device trace) */
     uint32_t cache;   /* owner's cached conversion (frame id, stack id);
                          the PV_REF index once taken */
     uint32_t memo;    /* memo index + 1 of its first memo slot, 0 = none */

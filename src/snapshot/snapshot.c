@@ -178,6 +178,14 @@ static int frame_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_er
     return MD_OK;
 }
 
+/* Trace entries kept as a run of references belong in device_traces only. */
+static int no_records(const md_pv *list, const char *what, int64_t off, md_err *err)
+{
+    if ((list->t == PV_LIST || list->t == PV_TUPLE) && list->o->run_n)
+        return md_err_set(err, MD_E_SCHEMA, off, "%s holds trace entries", what);
+    return MD_OK;
+}
+
 /* Frames list -> stack id (cached on the shared list). */
 static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_err *err)
 {
@@ -190,6 +198,8 @@ static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_er
         *out = v->o->cache - 1;
         return MD_OK;
     }
+    if (no_records(v, "'frames'", off, err))
+        return MD_E_SCHEMA;
     uint32_t small[256], *ids = small;
     size_t n = v->o->n;
     if (n > 256 && !(ids = malloc(n * sizeof *ids)))
@@ -366,6 +376,8 @@ static int add_segment(loader *L, const md_pv *v, md_err *err)
     g.first_block = s->nblocks;
     const md_pv *blocks = md_pv_get(t, v, "blocks");
     uint64_t cursor = g.address;
+    if (blocks && no_records(blocks, "'blocks'", -1, err))
+        return MD_E_SCHEMA;
     if (blocks && blocks->t == PV_LIST)
         for (uint32_t i = 0; i < blocks->o->n && !rc; i++)
             rc = add_block(L, &blocks->o->items[i], &g, &cursor, err);
@@ -383,6 +395,8 @@ static int add_segments(loader *L, const md_pv *list, md_err *err)
         return MD_OK;
     if (list->t != PV_LIST)
         return md_err_set(err, MD_E_SCHEMA, -1, "'segments' is not a list");
+    if (no_records(list, "'segments'", -1, err))
+        return MD_E_SCHEMA;
     for (uint32_t i = 0; i < list->o->n; i++) {
         int rc = add_segment(L, &list->o->items[i], err);
         if (rc)
@@ -391,33 +405,34 @@ static int add_segments(loader *L, const md_pv *list, md_err *err)
     return MD_OK;
 }
 
-/* device_traces[d] holds PV_REFs into the events converted on the fly. They
- * are normally one contiguous run per device; otherwise they are gathered. */
+/* device_traces[d] holds references to the events converted on the fly: a
+ * run the reader counted, then any stored ones. They are normally one
+ * contiguous run per device; otherwise they are gathered. */
 static int add_device(loader *L, int d, const md_pv *list, md_err *err)
 {
     md_snapshot *s = L->s;
-    md_range r = {s->nevents, 0};
     if (list->t != PV_LIST)
         return md_err_set(err, MD_E_SCHEMA, -1, "device_traces[%d] is not a list", d);
     const pv_obj *o = list->o;
+    uint32_t run = o->run_n, n = run + o->n;
+    md_range r = {run ? o->run_first : s->nevents, n};
     int contiguous = 1;
     for (uint32_t i = 0; i < o->n; i++) {
         if (o->items[i].t != PV_REF)
             return md_err_set(err, MD_E_SCHEMA, -1,
-                              "device_traces[%d][%u] is not a trace entry", d, i);
-        if (i == 0)
+                              "device_traces[%d][%u] is not a trace entry", d, run + i);
+        if (i == 0 && !run)
             r.first = o->items[0].u;
-        else if (o->items[i].u != r.first + i)
+        else if (o->items[i].u != r.first + run + i)
             contiguous = 0;
     }
-    r.n = o->n;
     if (!contiguous) {
         size_t base = s->nevents;
-        if (md_grow((void **)&s->events, &s->evcap, base + o->n, sizeof *s->events))
+        if (md_grow((void **)&s->events, &s->evcap, base + n, sizeof *s->events))
             return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-        for (uint32_t i = 0; i < o->n; i++)
-            s->events[base + i] = s->events[o->items[i].u];
-        s->nevents += o->n;
+        for (uint32_t i = 0; i < n; i++)
+            s->events[base + i] = s->events[i < run ? o->run_first + i : o->items[i - run].u];
+        s->nevents += n;
         r.first = base;
     }
     s->dev[d] = r;

@@ -153,6 +153,21 @@ def two_devices():
     return d
 
 
+def interleaved():
+    """Two devices whose trace entries first appear, in file order, in an
+    unknown key's list: each device trace then references every other
+    entry (0, 2, 4, 6 and 1, 3, 5, 7), which the loader gathers."""
+    tr = base_trace()
+    return {"all": tr, "device_traces": [tr[0::2], tr[1::2]], "segments": []}
+
+
+def records_as_segments():
+    """The device trace's list again as 'segments': refused, not read as
+    an empty segment list."""
+    tr = base_trace()
+    return {"device_traces": [tr], "segments": tr}
+
+
 def overflow():
     """Ring buffer kept only the tail: the trace starts with the free of a
     2000-byte block (block 2048) allocated before recording; the final
@@ -273,6 +288,8 @@ def main():
         "newer.pickle": (newer(), 5), "legacy_list.pickle": (legacy_list(), 4),
         "two_devices.pickle": (two_devices(), 4), "overflow.pickle": (overflow(), 4),
         "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
+        "interleaved.pickle": (interleaved(), 4),
+        "records_as_segments.pickle": (records_as_segments(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
         "proto2.pickle": (v2_3(), 2), "proto3.pickle": (v2_3(), 3), "proto5.pickle": (v2_3(), 5),
     }

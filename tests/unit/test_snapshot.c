@@ -203,6 +203,31 @@ static void test_legacy_list_and_devices(void **st)
     md_snapshot_free(s);
 }
 
+/* Device traces that reference every other entry of a list read earlier:
+ * each device gets its own events, in its list's order (the reader keeps a
+ * run of consecutive references as a count; these are not consecutive). A
+ * trace's list reused as 'segments' is refused, not read as empty. */
+static void test_interleaved_devices(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("synthetic/interleaved.pickle");
+    static const uint64_t sizes[2][4] = {{2 * MIB, 512, 5 * MIB, 1000},
+                                         {1000, 20 * MIB, 15128640, 1000}};
+    for (int d = 0; d < 2; d++) {
+        size_t n;
+        const md_event *ev = md_snapshot_events(s, d, &n);
+        assert_int_equal(n, 4);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(ev[i].size, sizes[d][i]);
+    }
+    md_snapshot_free(s);
+    char p[1024];
+    md_err e;
+    assert_int_equal(md_snapshot_load(data_path("synthetic/records_as_segments.pickle", p, sizeof p),
+                                      &s, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "'segments' holds trace entries"));
+}
+
 static void test_overflow_reconstruction(void **st)
 {
     (void)st;
@@ -276,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_v2_0_history_blocks),
         cmocka_unit_test(test_legacy_list_and_devices),
+        cmocka_unit_test(test_interleaved_devices),
         cmocka_unit_test(test_overflow_reconstruction),
         cmocka_unit_test(test_expandable_and_oom),
         cmocka_unit_test(test_round_size),
