@@ -289,7 +289,7 @@ def main():
         "two_devices.pickle": (two_devices(), 4), "overflow.pickle": (overflow(), 4),
         "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
         "interleaved.pickle": (interleaved(), 4),
-        "records_as_segments.pickle": (records_as_segments(), 4),
+        "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
         "proto2.pickle": (v2_3(), 2), "proto3.pickle": (v2_3(), 3), "proto5.pickle": (v2_3(), 5),
     }

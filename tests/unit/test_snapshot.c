@@ -223,7 +223,7 @@ static void test_interleaved_devices(void **st)
     md_snapshot_free(s);
     char p[1024];
     md_err e;
-    assert_int_equal(md_snapshot_load(data_path("synthetic/records_as_segments.pickle", p, sizeof p),
+    assert_int_equal(md_snapshot_load(data_path("synthetic/records_as_segments.refused", p, sizeof p),
                                       &s, &e), MD_E_SCHEMA);
     assert_non_null(strstr(e.msg, "'segments' holds trace entries"));
 }
