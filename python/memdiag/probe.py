@@ -169,9 +169,27 @@ def main(argv=None):
     except ImportError:
         print("memdiag probe: torch is not importable by this python", file=sys.stderr)
         return 2
-    if not torch.cuda.is_available():
-        print("memdiag probe: no CUDA device visible to torch", file=sys.stderr)
+    try:
+        if not torch.cuda.is_available():
+            print("memdiag probe: no CUDA device visible to torch", file=sys.stderr)
+            return 2
+        cal = measure(torch)
+        with open(args.out, "w") as f:
+            json.dump(cal, f, indent=2)
+            f.write("\n")
+    except Exception as e:  # noqa: BLE001 - one line, not a traceback
+        print(f"memdiag probe: {type(e).__name__}: {e}".splitlines()[0], file=sys.stderr)
         return 2
+    print(f"memdiag probe: {cal['gpu']}, torch {cal['torch']}: context "
+          f"{cal['cuda_context_bytes'] / MIB:.0f} MiB, cuBLAS workspaces "
+          f"{cal['cublas_workspace_bytes'] / MIB:.0f} MiB, loss "
+          f"{cal['loss_bytes_per_logit']} bytes per logit element, math attention "
+          f"{cal['sdpa_math_bytes_per_score']} bytes per score -> {args.out}")
+    return 0
+
+
+def measure(torch):
+    """Every figure of the calibration file, measured on device 0."""
     torch.cuda.init()
     cal = {"memdiag_calibration": 1,
            "gpu": torch.cuda.get_device_name(0),
@@ -189,15 +207,7 @@ def main(argv=None):
     cal["sdpa"] = sdpa_table(torch)
     warm_up(torch)
     cal["cuda_context_bytes"] = context_bytes(torch)
-    with open(args.out, "w") as f:
-        json.dump(cal, f, indent=2)
-        f.write("\n")
-    print(f"memdiag probe: {cal['gpu']}, torch {cal['torch']}: context "
-          f"{cal['cuda_context_bytes'] / MIB:.0f} MiB, cuBLAS workspaces "
-          f"{cal['cublas_workspace_bytes'] / MIB:.0f} MiB, loss "
-          f"{cal['loss_bytes_per_logit']} bytes per logit element, math attention "
-          f"{cal['sdpa_math_bytes_per_score']} bytes per score -> {args.out}")
-    return 0
+    return cal
 
 
 if __name__ == "__main__":

@@ -82,5 +82,13 @@ ok sh -c "$M run -o $T/h -- python3 -c 'print(1)' | grep -q 'nothing recorded'"
 DESC="explicit API (memdiag.start/dump/stop) and the callbacks' window"
 ok sh -c "PYTHONPATH=$FAKE:$(pwd)/python MEMDIAG_LIB=$(dirname $M)/libmemdiag_capture.so python3 tests/python/explicit_api.py $T/x"
 
+DESC="probe with a torch that sees no GPU: one line, exit 2, no file"
+ok sh -c "PYTHONPATH=$FAKE FAKE_TORCH_NO_CUDA=1 $M probe -o $T/cal.json 2>$T/p.err; test \$? -eq 2 &&
+  test \$(wc -l < $T/p.err) -eq 1 && grep -q 'no CUDA device' $T/p.err && test ! -e $T/cal.json"
+
+DESC="probe with a torch whose CUDA fails mid-measurement: one line, exit 2"
+ok sh -c "PYTHONPATH=$FAKE $M probe -o $T/cal2.json 2>$T/p2.err; test \$? -eq 2 &&
+  test \$(wc -l < $T/p2.err) -eq 1 && grep -q 'memdiag probe: ' $T/p2.err && test ! -e $T/cal2.json"
+
 echo "run: $((n - bad)) passed, $bad failed"
 [ "$bad" -eq 0 ]

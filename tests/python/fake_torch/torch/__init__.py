@@ -2,6 +2,7 @@
 to run in CI without a GPU (tests/python/test_run.sh). Counters follow a
 fake allocator driven by the test script; _dump_snapshot writes a small
 valid allocator snapshot. Never installed; only on PYTHONPATH in tests."""
+import os
 import pickle
 import types
 
@@ -62,6 +63,9 @@ class _Cuda(types.ModuleType):
 
     def _lazy_init(self):
         _state["init"] = True
+
+    def is_available(self):  # `memdiag probe` asks; FAKE_TORCH_NO_CUDA says no
+        return not os.environ.get("FAKE_TORCH_NO_CUDA")
 
     def is_initialized(self):
         return _state["init"]
