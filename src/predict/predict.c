@@ -5,13 +5,18 @@
  *   loss backward  start + every saved activation + the logits the output
  *                  keeps + the loss's fp32 log-softmax and its two
  *                  logits-sized gradients (12 bytes per logit element);
- *   top layer      the activations, the lm_head gradient and the last
- *                  layer's backward temporaries;
+ *   last layer     the activations (with checkpointing: the layers'
+ *                  inputs and one rebuilt layer), the lm_head gradient and
+ *                  the layer's backward temporaries;
+ *   first layer    the other layers' gradients, that layer's activations
+ *                  and backward temporaries;
  *   end            start + all gradients (+ the dense embedding gradient
  *                  accumulated into a tied lm_head);
  *   optimizer      start + all gradients + the foreach temporaries (Adam,
  *                  AdamW: one parameter-sized sqrt of the second moment).
- * Every tensor is counted at the size PyTorch's caching allocator gives it. */
+ * Every tensor is counted at the size PyTorch's caching allocator gives it.
+ * LoRA freezes the base (only adapter gradients and state); DDP adds its
+ * gradient buckets from construction on. */
 #include <string.h>
 #include "../util/util.h"
 #include "arch.h"
