@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 #include "../util/util.h"
+#include "json_error.h"
 
 #define MIB (1ULL << 20)
 
@@ -56,13 +57,8 @@ static void get_text(json_t *root, const char *key, char *out, size_t n)
 static int from_root(json_t *root, const json_error_t *je, md_calibration *c, md_err *err)
 {
     md_calibration_default(c);
-    if (!root && je->line < 0) { /* jansson could not open or read it */
-        const char *why = strrchr(je->text, ':');
-        return md_err_set(err, MD_E_IO, -1, "cannot read it: %s", why ? why + 2 : je->text);
-    }
     if (!root)
-        return md_err_set(err, MD_E_FORMAT, je->position, "not valid JSON (line %d): %s", je->line,
-                          je->text);
+        return md_json_load_error(je, err);
     int rc = MD_OK;
     if (!json_is_object(root) || !json_is_integer(json_object_get(root, "memdiag_calibration")))
         rc = md_err_set(err, MD_E_SCHEMA, -1, "not a memdiag calibration file (no "

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "../util/util.h"
+#include "json_error.h"
 
 static int64_t geti(json_t *root, const char *key, int64_t dflt)
 {
@@ -138,13 +139,8 @@ static int from_json(json_t *root, md_model *m, md_err *err)
 /* A parsed config.json (root NULL: jansson's parse error in je). */
 static int from_root(json_t *root, const json_error_t *je, md_model *m, md_err *err)
 {
-    if (!root && je->line < 0) { /* jansson could not open or read it */
-        const char *why = strrchr(je->text, ':');
-        return md_err_set(err, MD_E_IO, -1, "cannot read it: %s", why ? why + 2 : je->text);
-    }
     if (!root)
-        return md_err_set(err, MD_E_FORMAT, je->position, "not valid JSON (line %d): %s", je->line,
-                          je->text);
+        return md_json_load_error(je, err);
     int rc = json_is_object(root) ? from_json(root, m, err)
                                   : md_err_set(err, MD_E_SCHEMA, -1, "config is not a JSON object");
     json_decref(root);
