@@ -589,9 +589,18 @@ typedef struct md_validation {
     uint64_t grads_at_start;          /* gradients kept across steps
                                          (zero_grad(set_to_none=False)) */
     uint64_t measured_peak;           /* highest allocated in the step */
+    int from_samples;                 /* phase samples: only floor and peak
+                                         were measured */
 } md_validation;
 
 const char *md_validation_name(int component); /* "weights", ... */
+/* The same against phase samples (a capture file, a seed-script report):
+ * only the floor (allocated when the step starts) and the peak are
+ * measured there; the rest stays 0 (unknown). */
+int md_predict_validate_samples(const md_prediction *p, const md_sample_rank *r,
+                                md_validation *out, md_err *err);
+/* Whether component c was measured in v. */
+int md_validation_measured(const md_validation *v, int c);
 int md_predict_validate(const md_prediction *p, const md_replay *r, const md_analysis *a,
                         md_validation *out, md_err *err);
 

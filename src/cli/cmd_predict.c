@@ -262,52 +262,75 @@ static int lora_targets(const char *list, const md_model *m, unsigned *out)
     return 0;
 }
 
-/* The snapshot of the run's first rank (captures and JSON reports carry no
- * history to attribute). */
-static int first_snapshot(const char *run, md_snapshot **s, char *path, size_t n)
+/* The run's first rank, as a snapshot (*s) or, where there is none, as
+ * phase samples from a capture file or a seed-script report (*r). */
+static int first_rank(const char *run, md_snapshot **s, md_sample_rank **r, size_t *nr,
+                      char *path, size_t n)
 {
     char *arg = (char *)run, **paths;
     size_t np;
+    *nr = 0;
     if (cli_expand_paths(&arg, 1, &paths, &np))
         return EXIT_USAGE;
-    int rc = EXIT_USAGE;
-    for (size_t i = 0; i < np && rc; i++) {
-        if (cli_is_capture(paths[i]) || cli_is_seed_report(paths[i]))
-            continue;
-        md_err err = {0};
-        if (md_snapshot_load(paths[i], s, &err)) {
-            cli_fail_err(&err);
-            cli_free_paths(paths, np);
-            return EXIT_USAGE;
+    md_err err = {0};
+    int rc = -1;
+    for (size_t i = 0; i < np && rc; i++)
+        if (!cli_is_capture(paths[i]) && !cli_is_seed_report(paths[i])) {
+            rc = md_snapshot_load(paths[i], s, &err) ? EXIT_USAGE : 0;
+            snprintf(path, n, "%s", paths[i]);
         }
+    for (size_t i = 0; i < np && rc == -1; i++) {
+        md_capture_info info;
+        *r = calloc(1, sizeof **r);
+        if (!*r)
+            break;
+        *nr = 1;
+        if (cli_is_capture(paths[i]))
+            rc = md_capture_load(paths[i], *r, &info, &err) ? EXIT_USAGE : 0;
+        else if (cli_is_seed_report(paths[i])) {
+            free(*r);
+            *r = NULL;
+            rc = md_seedjson_load(paths[i], r, nr, &err) ? EXIT_USAGE : 0;
+        }
+        if (rc)
+            md_sample_ranks_free(*r, *nr), *r = NULL;
         snprintf(path, n, "%s", paths[i]);
-        rc = 0;
     }
-    if (rc && np)
-        cli_fail("%s: no allocator snapshot to validate against (capture files and seed "
-                 "reports hold no allocation history)", run);
+    if (rc == EXIT_USAGE)
+        cli_fail_err(&err);
+    else if (rc == -1 && np)
+        cli_fail("%s: nothing to validate against (no snapshot, capture file or seed report)", run);
     cli_free_paths(paths, np);
-    return rc;
+    return rc ? EXIT_USAGE : 0;
 }
 
 static int validate(const char *run, const md_prediction *p, md_validation *v, char *path,
                     size_t n, int *device)
 {
     md_snapshot *s = NULL;
+    md_sample_rank *ranks = NULL;
+    size_t nranks = 0;
     md_replay *r = NULL;
     md_analysis *a = NULL;
     md_err err = {0};
-    if (first_snapshot(run, &s, path, n))
+    if (first_rank(run, &s, &ranks, &nranks, path, n))
         return EXIT_USAGE;
-    int d = 0, nd = md_snapshot_ndevices(s);
-    while (d < nd && !cli_device_has_data(s, d, 1))
-        d++;
-    *device = d < nd ? d : 0;
-    int rc = md_replay_run(s, *device, &r, &err);
-    if (!rc)
-        rc = md_analyze(s, r, &a, &err);
-    if (!rc)
-        rc = md_predict_validate(p, r, a, v, &err);
+    int rc;
+    if (ranks) { /* phase samples: the floor and the peak only */
+        *device = ranks->local_rank >= 0 ? ranks->local_rank : 0;
+        rc = md_predict_validate_samples(p, ranks, v, &err);
+        md_sample_ranks_free(ranks, nranks);
+    } else {
+        int d = 0, nd = md_snapshot_ndevices(s);
+        while (d < nd && !cli_device_has_data(s, d, 1))
+            d++;
+        *device = d < nd ? d : 0;
+        rc = md_replay_run(s, *device, &r, &err);
+        if (!rc)
+            rc = md_analyze(s, r, &a, &err);
+        if (!rc)
+            rc = md_predict_validate(p, r, a, v, &err);
+    }
     if (rc)
         cli_fail("%s: %s", path, err.msg);
     md_analysis_free(a);
@@ -330,13 +353,15 @@ static void validate_text(const md_validation *v, const char *path, int device)
     printf("\nvalidated against %s (cuda:%d), step %d\n", path, device, v->step);
     printf("  %-20s %12s %12s %9s\n", "component", "predicted", "measured", "pred/real");
     for (int c = 0; c < MD_VAL_COUNT; c++) {
-        char ratio[32] = "-", pred[32] = "           -";
+        char ratio[32] = "-", pred[32] = "           -", meas[32] = "           -";
         if (val_ratio(v, c) >= 0 && v->predicted[c])
             snprintf(ratio, sizeof ratio, "%.3f", val_ratio(v, c));
         if (v->predicted[c] || c != MD_VAL_PEAK)
             snprintf(pred, sizeof pred, "%8.1f MiB", md_mib(v->predicted[c]));
-        printf("  %-20s %s %8.1f MiB %9s%s%s\n", md_validation_name(c), pred,
-               md_mib(v->measured[c]), ratio, *note[c] ? "   " : "", note[c]);
+        if (md_validation_measured(v, c))
+            snprintf(meas, sizeof meas, "%8.1f MiB", md_mib(v->measured[c]));
+        printf("  %-20s %s %s %9s%s%s\n", md_validation_name(c), pred, meas, ratio,
+               *note[c] ? "   " : "", note[c]);
     }
     if (v->grads_at_start)
         printf("  note: %.1f MiB of gradients live at the step's start (zero_grad(set_to_none=False)\n"
@@ -355,7 +380,10 @@ static void validate_json(const md_validation *v, const char *path, int device)
             printf("null");
         else
             printf("%llu", (unsigned long long)v->predicted[c]);
-        printf(",\"measured_bytes\":%llu,\"ratio\":", (unsigned long long)v->measured[c]);
+        if (md_validation_measured(v, c))
+            printf(",\"measured_bytes\":%llu,\"ratio\":", (unsigned long long)v->measured[c]);
+        else
+            printf(",\"measured_bytes\":null,\"ratio\":");
         if (val_ratio(v, c) >= 0 && v->predicted[c])
             printf("%.4f}", val_ratio(v, c));
         else

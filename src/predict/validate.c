@@ -3,6 +3,7 @@
  * start of the last complete steady-state step, where weights, optimizer
  * state and workspaces are all that should be live. */
 #include <stdlib.h>
+#include <string.h>
 #include "../util/util.h"
 
 const char *md_validation_name(int c)
@@ -63,4 +64,44 @@ int md_predict_validate(const md_prediction *p, const md_replay *r, const md_ana
     out->predicted[MD_VAL_PEAK] = p->peak_known ? p->peak : 0;
     out->measured[MD_VAL_PEAK] = s->peak;
     return MD_OK;
+}
+
+/* The last step after the first with a complete set of samples: its start
+ * (the previous step's after_clear_gradients) and its peak. */
+int md_predict_validate_samples(const md_prediction *p, const md_sample_rank *r,
+                                md_validation *out, md_err *err)
+{
+    int last = -1;
+    for (size_t i = 0; i < r->nsamples; i++)
+        if (r->samples[i].phase == MD_SP_AFTER_CLEAR_GRADIENTS && r->samples[i].step >= 1)
+            last = r->samples[i].step > last ? r->samples[i].step : last;
+    if (last < 1)
+        return md_err_set(err, MD_E_SCHEMA, -1, "no complete training step after the first in "
+                                                "the samples (the first creates the optimizer state)");
+    double start = -1, peak = 0;
+    for (size_t i = 0; i < r->nsamples; i++) {
+        const md_sample *x = &r->samples[i];
+        if (x->step == last - 1 && x->phase == MD_SP_AFTER_CLEAR_GRADIENTS)
+            start = x->allocated_mib;
+        if (x->step == last && x->peak_allocated_mib > peak)
+            peak = x->peak_allocated_mib;
+    }
+    memset(out, 0, sizeof *out);
+    out->step = last;
+    out->predicted[MD_VAL_WEIGHTS] = p->weights;
+    out->predicted[MD_VAL_OPTIMIZER_STATE] = p->optimizer_state;
+    out->predicted[MD_VAL_WORKSPACE] = p->workspace;
+    out->predicted[MD_VAL_FLOOR] = p->floor;
+    out->predicted[MD_VAL_GRADIENTS] = p->gradients;
+    out->predicted[MD_VAL_PEAK] = p->peak_known ? p->peak : 0;
+    out->measured[MD_VAL_FLOOR] = start > 0 ? (uint64_t)(start * 1048576.0) : 0;
+    out->measured[MD_VAL_PEAK] = (uint64_t)(peak * 1048576.0);
+    out->measured_peak = out->measured[MD_VAL_PEAK];
+    out->from_samples = 1;
+    return MD_OK;
+}
+
+int md_validation_measured(const md_validation *v, int c)
+{
+    return !v->from_samples || c == MD_VAL_FLOOR || c == MD_VAL_PEAK;
 }

@@ -97,7 +97,9 @@ expect_fail "predict --lora of an unknown module" "unknown module 'foo'" $M pred
 expect_fail "predict --lora of a module gpt2 lacks" "LoRA targets not modeled for gpt2" $M predict --model $D/predict/gpt2.json --batch 1 --seq 8 --lora 8:gate_proj
 expect_fail "predict --validate needs a later step than the first" "only the first training step" $M predict --model seed:small --batch 1 --seq 8 --validate bench/data/step-snapshots/gpt2-4x512-sgd-bf16-pure.pickle.xz
 check "predict --validate of a truncated snapshot: one error line" sh -c "head -c 5000 $D/seed-exercise/snap-alpha-small-rank0.pickle > $T/cut5k.pickle; $M predict --model seed:small --batch 1 --seq 8 --validate $T/cut5k.pickle 2>$T/v.err; test \$? -eq 2 && test \$(wc -l < $T/v.err) -eq 1 && grep -q 'byte 4861: truncated' $T/v.err"
-expect_fail "predict --validate of a capture file" "no allocator snapshot to validate against" $M predict --model seed:small --batch 1 --seq 8 --validate $R/hf/rank0.mdcap
+check "predict --validate of a capture file: the floor and the peak from its samples" sh -c "$M predict --model seed:small --batch 8 --seq 256 --ddp --gradient-as-bucket-view --validate $R/ddp/rank0.mdcap --json | python3 -c 'import json,sys; c={x[\"name\"]:x for x in json.load(sys.stdin)[\"validation\"][\"components\"]}; assert 0.98<c[\"peak\"][\"ratio\"]<1.02 and 0.99<c[\"floor\"][\"ratio\"]<1.01 and c[\"weights\"][\"measured_bytes\"] is None'"
+check "predict --validate of a seed report: the seed's own measurements" sh -c "$M predict --model seed:medium --batch 2 --seq 512 --optimizer sgd --validate $D/seed-exercise/alpha-medium.json | grep -q 'peak .*457.5 MiB .*1.000'"
+expect_fail "predict --validate of a directory without runs" "no snapshot or capture files" $M predict --model seed:small --batch 1 --seq 8 --validate $D/predict
 mkdir "$T/nodata"
 expect_fail "directory without snapshots" "no snapshot or capture files" $M summary "$T/nodata"
 

@@ -292,6 +292,37 @@ static void test_validate_hf_run(void **st)
     md_snapshot_free(s);
 }
 
+/* Against a seed report's phase samples: only the floor and the peak are
+ * measured there; the steady step is the last, its start the previous
+ * step's after_clear_gradients. */
+static void test_validate_samples(void **st)
+{
+    (void)st;
+    char p[1024];
+    md_model m;
+    md_prediction pr;
+    md_validation v;
+    md_sample_rank *ranks;
+    size_t n;
+    md_err e;
+    assert_int_equal(md_model_load("seed:small", &m, &e), MD_OK);
+    md_step_config step = {.batch = 2, .seq = 256, .optimizer = MD_OPT_ADAMW,
+                           .precision = MD_FP32};
+    assert_int_equal(md_predict(&m, &step, &pr, &e), MD_OK);
+    assert_int_equal(md_seedjson_load(data_path("seed-exercise/beta-small.json", p, sizeof p),
+                                      &ranks, &n, &e), MD_OK);
+    assert_int_equal(md_predict_validate_samples(&pr, &ranks[0], &v, &e), MD_OK);
+    assert_int_equal(v.step, 5);
+    assert_true(fabs(md_mib(v.measured[MD_VAL_PEAK]) - 239.50) < 0.01);
+    assert_true(fabs(md_mib(v.measured[MD_VAL_FLOOR]) - 164.8) < 0.1);
+    assert_false(md_validation_measured(&v, MD_VAL_WEIGHTS));
+    assert_true(md_validation_measured(&v, MD_VAL_PEAK));
+    /* no step after the first: said, not guessed */
+    ranks[0].nsamples = 7; /* the model, optimizer, input and step 0 only */
+    assert_int_equal(md_predict_validate_samples(&pr, &ranks[0], &v, &e), MD_E_SCHEMA);
+    md_sample_ranks_free(ranks, n);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -395,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_seed_peaks),
         cmocka_unit_test(test_ddp_peaks),
         cmocka_unit_test(test_validate_hf_run),
+        cmocka_unit_test(test_validate_samples),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
