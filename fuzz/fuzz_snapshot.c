@@ -1,8 +1,9 @@
 /* fuzz_snapshot.c - libFuzzer target: any bytes through every reader and
  * the analysis behind it: snapshots (decompression sniffing, pickle VM,
  * schema conversion, replay, steps, sites, findings), capture files and
- * seed JSON reports (samples, indicators, findings), and model configs
- * (parameter count, floor). Must never crash, hang or leak. */
+ * seed JSON reports (samples, indicators, findings, validation), model
+ * configs and calibration files (parameter count, the step's peak). Must
+ * never crash, hang or leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include "memdiag.h"
@@ -14,10 +15,14 @@ static void samples(md_sample_rank *r, size_t n)
     md_finding *f;
     size_t nf;
     md_err e;
+    md_prediction p = {0};
+    md_validation v;
+    p.peak = 1 << 30, p.peak_known = 1, p.floor = 1 << 28;
     for (size_t i = 0; i < n; i++) {
         md_samples_indicators(&r[i]);
         if (md_diagnose_samples(&r[i], &f, &nf, &e) == MD_OK)
             free(f);
+        (void)md_predict_validate_samples(&p, &r[i], &v, &e);
     }
     if (md_diagnose_sample_ranks(r, n, &f, &nf, &e) == MD_OK)
         free(f);
