@@ -2,6 +2,7 @@
  * comes from the replay's categories (docs/diagnosis.md), taken at the
  * start of the last complete steady-state step, where weights, optimizer
  * state and workspaces are all that should be live. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../util/util.h"
@@ -66,6 +67,12 @@ int md_predict_validate(const md_prediction *p, const md_replay *r, const md_ana
     return MD_OK;
 }
 
+/* MiB from a report as bytes; 0 (unknown) for what no device can hold. */
+static uint64_t mib_bytes(double mib)
+{
+    return isfinite(mib) && mib > 0 && mib < 1e12 ? (uint64_t)(mib * 1048576.0) : 0;
+}
+
 /* The last step after the first with a complete set of samples: its start
  * (the previous step's after_clear_gradients) and its peak. */
 int md_predict_validate_samples(const md_prediction *p, const md_sample_rank *r,
@@ -94,8 +101,8 @@ int md_predict_validate_samples(const md_prediction *p, const md_sample_rank *r,
     out->predicted[MD_VAL_FLOOR] = p->floor;
     out->predicted[MD_VAL_GRADIENTS] = p->gradients;
     out->predicted[MD_VAL_PEAK] = p->peak_known ? p->peak : 0;
-    out->measured[MD_VAL_FLOOR] = start > 0 ? (uint64_t)(start * 1048576.0) : 0;
-    out->measured[MD_VAL_PEAK] = (uint64_t)(peak * 1048576.0);
+    out->measured[MD_VAL_FLOOR] = mib_bytes(start);
+    out->measured[MD_VAL_PEAK] = mib_bytes(peak);
     out->measured_peak = out->measured[MD_VAL_PEAK];
     out->from_samples = 1;
     return MD_OK;
