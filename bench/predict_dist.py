@@ -30,13 +30,10 @@ CASES = [(arch, b, s, opt, prec) for arch in ("llama", "qwen2", "gpt2")
 
 
 def wrap(model, mode, opt_name, dev):
-    params = lambda m: m.parameters()  # noqa: E731
-    make = {"adamw": lambda p: torch.optim.AdamW(p, lr=1e-5),
-            "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[opt_name]
     if mode.startswith("ddp"):
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[dev.index], gradient_as_bucket_view=mode == "ddp-bucket-view")
-        return model, make(params(model))
+        return model, g.make_optimizer(opt_name, model.parameters())
     if mode == "zero1":
         from torch.distributed.optim import ZeroRedundancyOptimizer
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
@@ -47,7 +44,7 @@ def wrap(model, mode, opt_name, dev):
     for layer in model.model.layers if hasattr(model, "model") else model.transformer.h:
         fully_shard(layer)
     fully_shard(model)
-    return model, make(params(model))
+    return model, g.make_optimizer(opt_name, model.parameters())
 
 
 def one(arch, batch, seq, opt_name, prec, mode, dev):
@@ -60,24 +57,11 @@ def one(arch, batch, seq, opt_name, prec, mode, dev):
     params = sum(p.numel() for p in model.parameters())
     model, opt = wrap(model, mode, opt_name, dev)
     ids = torch.randint(cfg.vocab_size, (batch, seq), device=dev)
-    before = 0
-    for step in range(3):
-        if step == 2:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16-autocast"):
-            out = model(input_ids=ids, labels=ids)
-        assert out.logits.shape[:2] == (batch, seq)
-        out.loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        del out
-    torch.cuda.synchronize()
+    before, _, peak = g.steady_steps(model, opt, ids, prec)
     row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name, "precision": prec,
            "options": {"parallel": mode, "world": dist.get_world_size()},
            "rank": dist.get_rank(), "params": params,
-           "peak_allocated": torch.cuda.max_memory_allocated(),
+           "peak_allocated": peak,
            "allocated_before_step": before, "max_reserved": torch.cuda.max_memory_reserved(),
            "config": cfg.to_dict()}
     del model, opt, ids

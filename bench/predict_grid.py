@@ -247,33 +247,22 @@ def with_options(model, options):
     return model
 
 
-def one(arch, batch, seq, opt_name, prec, table=None, options=None):
-    options = options or {}
-    cfg = build(arch, table)
-    torch.manual_seed(0)
-    kw = {"attn_implementation": options["attn"]} if options.get("attn") else {}
-    if table is REAL or table is FINAL:  # billions of parameters: initialise on the GPU
-        with torch.device("cuda"):
-            model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
-    else:
-        model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
-    if prec == "bf16-pure":
-        model = model.to(torch.bfloat16)
-    model = with_options(model.cuda().train(), options)
-    params = sum(p.numel() for p in model.parameters())
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    attn = getattr(model.config, "_attn_implementation", None)
-    to_backward = 0
-    opt = {"adamw": lambda p: torch.optim.AdamW(p, lr=1e-5),
-           "adam": lambda p: torch.optim.Adam(p, lr=1e-5),
-           "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
-           "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[opt_name](trainable)
-    ids = torch.randint(cfg.vocab_size, (batch, seq), device="cuda")
-    assert tuple(ids.shape) == (batch, seq)
+def make_optimizer(name, params):
+    return {"adamw": lambda p: torch.optim.AdamW(p, lr=1e-5),
+            "adam": lambda p: torch.optim.Adam(p, lr=1e-5),
+            "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
+            "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[name](params)
+
+
+def steady_steps(model, opt, ids, prec):
+    """Three steps; the third is measured: (allocated at its start, peak
+    through its backward, its peak). The output lives until after
+    opt.step(); the realised shape is asserted (seed 001's guard)."""
+    batch, seq = ids.shape
     auto = prec in ("bf16-autocast", "fp16-autocast")
     adtype = torch.float16 if prec == "fp16-autocast" else torch.bfloat16
     scaler = torch.amp.GradScaler("cuda") if prec == "fp16-autocast" else None
-    before = 0
+    before = to_backward = 0
     for step in range(3):
         if step == 2:
             torch.cuda.synchronize()
@@ -294,7 +283,28 @@ def one(arch, batch, seq, opt_name, prec, table=None, options=None):
         opt.zero_grad(set_to_none=True)
         del out
     torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
+    return before, to_backward, torch.cuda.max_memory_allocated()
+
+
+def one(arch, batch, seq, opt_name, prec, table=None, options=None):
+    options = options or {}
+    cfg = build(arch, table)
+    torch.manual_seed(0)
+    kw = {"attn_implementation": options["attn"]} if options.get("attn") else {}
+    if table is REAL or table is FINAL:  # billions of parameters: initialise on the GPU
+        with torch.device("cuda"):
+            model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
+    else:
+        model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
+    if prec == "bf16-pure":
+        model = model.to(torch.bfloat16)
+    model = with_options(model.cuda().train(), options)
+    params = sum(p.numel() for p in model.parameters())
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    attn = getattr(model.config, "_attn_implementation", None)
+    opt = make_optimizer(opt_name, trainable)
+    ids = torch.randint(cfg.vocab_size, (batch, seq), device="cuda")
+    before, to_backward, peak = steady_steps(model, opt, ids, prec)
     row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name,
            "precision": prec, "params": params, "vocab": cfg.vocab_size,
            "peak_allocated": peak, "allocated_before_step": before,

@@ -527,6 +527,11 @@ int md_calibration_load_mem(const void *data, size_t n, const char *name, md_cal
 enum { MD_LORA_Q = 1, MD_LORA_K = 2, MD_LORA_V = 4, MD_LORA_O = 8, MD_LORA_GATE = 16,
        MD_LORA_UP = 32, MD_LORA_DOWN = 64 };
 
+/* "q_proj,v_proj" (peft's target_modules, comma-separated; also qkv_proj,
+ * gate_up_proj, c_attn, all-linear) -> MD_LORA_* bits for model m; NULL:
+ * peft's default for m. -1 with the unknown name's offset in *bad. */
+int md_lora_targets(const char *list, const md_model *m, unsigned *out, size_t *bad);
+
 /* The training step to predict. */
 typedef struct md_step_config {
     int64_t batch, seq;

@@ -104,26 +104,29 @@ static int parts_of(const md_prediction *p, part out[10])
 
 /* fits: even the high end of reserved fits; tight: the peak fits but
  * fragmentation may not; no: the peak itself does not */
-static const char *fit(const md_prediction *p, double gpu)
+typedef enum { FIT_YES, FIT_TIGHT, FIT_NO, FIT_UNKNOWN } fit_kind;
+static const char *const fit_names[] = {"yes", "tight", "no", "unknown"};
+
+static fit_kind fit(const md_prediction *p, double gpu)
 {
     double ctx = md_mib(p->context);
     if (!p->peak_known)
-        return md_mib(p->floor_with_grads) + ctx > gpu ? "no" : "unknown";
+        return md_mib(p->floor_with_grads) + ctx > gpu ? FIT_NO : FIT_UNKNOWN;
     if (md_mib(p->peak) + ctx > gpu)
-        return "no";
-    return md_mib(p->reserved_high) + ctx > gpu ? "tight" : "yes";
+        return FIT_NO;
+    return md_mib(p->reserved_high) + ctx > gpu ? FIT_TIGHT : FIT_YES;
 }
 
 static void verdict(const md_prediction *p, double gpu, const char *gname)
 {
-    const char *f = fit(p, gpu);
+    fit_kind f = fit(p, gpu);
     double ctx = md_mib(p->context);
-    if (!strcmp(f, "unknown"))
+    if (f == FIT_UNKNOWN)
         printf("verdict       the floor fits %s (%.0f MiB); the peak is not predicted\n", gname, gpu);
-    else if (!strcmp(f, "no"))
+    else if (f == FIT_NO)
         printf("verdict       does not fit %s (%.0f MiB): short by %.1f MiB\n", gname, gpu,
                md_mib(p->peak_known ? p->peak : p->floor_with_grads) + ctx - gpu);
-    else if (!strcmp(f, "tight"))
+    else if (f == FIT_TIGHT)
         printf("verdict       tight on %s (%.0f MiB): the peak fits with %.1f MiB to spare, but\n"
                "              fragmentation can reserve up to %.1f MiB\n", gname, gpu,
                gpu - md_mib(p->peak) - ctx, md_mib(p->reserved_high));
@@ -227,39 +230,7 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
     else
         printf("null");
     if (gpu > 0)
-        printf(",\"gpu_mib\":%.0f,\"fits\":\"%s\"", gpu, fit(p, gpu));
-}
-
-/* "q_proj,v_proj" -> MD_LORA_* bits; NULL: peft's default for the model
- * (q_proj,v_proj; phi3 qkv_proj; gpt2 c_attn). -1 names an unknown module. */
-static int lora_targets(const char *list, const md_model *m, unsigned *out)
-{
-    static const struct { const char *name; unsigned bits; } mods[] = {
-        {"q_proj", MD_LORA_Q}, {"k_proj", MD_LORA_K}, {"v_proj", MD_LORA_V},
-        {"o_proj", MD_LORA_O}, {"gate_proj", MD_LORA_GATE}, {"up_proj", MD_LORA_UP},
-        {"down_proj", MD_LORA_DOWN}, {"qkv_proj", MD_LORA_Q | MD_LORA_K | MD_LORA_V},
-        {"gate_up_proj", MD_LORA_GATE | MD_LORA_UP},
-        {"c_attn", MD_LORA_Q | MD_LORA_K | MD_LORA_V}, {"all-linear", 127}};
-    if (!list)
-        list = !strcmp(m->type, "gpt2") ? "c_attn" : !strcmp(m->type, "phi3") ? "qkv_proj"
-                                                                             : "q_proj,v_proj";
-    *out = 0;
-    while (*list) {
-        size_t n = strcspn(list, ","), k = 0;
-        for (; k < sizeof mods / sizeof mods[0]; k++)
-            if (strlen(mods[k].name) == n && !strncmp(list, mods[k].name, n))
-                break;
-        if (k == sizeof mods / sizeof mods[0]) {
-            cli_fail("--lora: unknown module '%.*s' (q_proj, k_proj, v_proj, o_proj, gate_proj, "
-                     "up_proj, down_proj, qkv_proj, gate_up_proj, c_attn, all-linear)", (int)n, list);
-            return -1;
-        }
-        *out |= mods[k].bits;
-        list += n + (list[n] == ',');
-    }
-    if (!strcmp(m->type, "gpt2") && *out == 127)
-        *out = MD_LORA_Q | MD_LORA_K | MD_LORA_V;
-    return 0;
+        printf(",\"gpu_mib\":%.0f,\"fits\":\"%s\"", gpu, fit_names[fit(p, gpu)]);
 }
 
 /* The run's first rank, as a snapshot (*s) or, where there is none, as
@@ -536,8 +507,13 @@ int cmd_predict(int argc, char **argv)
         cli_fail_err(&err);
         return EXIT_USAGE;
     }
-    if (a.step.lora_rank && lora_targets(a.lora_modules, &m, &a.step.lora_targets))
+    size_t bad;
+    if (a.step.lora_rank && md_lora_targets(a.lora_modules, &m, &a.step.lora_targets, &bad)) {
+        cli_fail("--lora: unknown module '%.*s' (q_proj, k_proj, v_proj, o_proj, gate_proj, "
+                 "up_proj, down_proj, qkv_proj, gate_up_proj, c_attn, all-linear)",
+                 (int)strcspn(a.lora_modules + bad, ","), a.lora_modules + bad);
         return EXIT_USAGE;
+    }
     if (md_predict(&m, &a.step, &p, &err)) {
         cli_fail_err(&err);
         return EXIT_USAGE;

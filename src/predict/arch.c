@@ -10,6 +10,8 @@
 
 static int is(const md_model *m, const char *t) { return !strcmp(m->type, t); }
 
+static int is_autocast(md_precision p) { return p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST; }
+
 md_arch_kind md_arch_of(const md_model *m)
 {
     if (is(m, "gpt2"))
@@ -89,6 +91,35 @@ int md_arch_lora_params(const md_model *m, int64_t rank, unsigned t,
     for (size_t j = 0; j < sizeof mod / sizeof mod[0]; j++)
         if (t & mod[j].bit)
             emit(ctx, L, rank * mod[j].in), emit(ctx, L, rank * mod[j].out);
+    return 0;
+}
+
+int md_lora_targets(const char *list, const md_model *m, unsigned *out, size_t *bad)
+{
+    static const struct { const char *name; unsigned bits; } mods[] = {
+        {"q_proj", MD_LORA_Q}, {"k_proj", MD_LORA_K}, {"v_proj", MD_LORA_V},
+        {"o_proj", MD_LORA_O}, {"gate_proj", MD_LORA_GATE}, {"up_proj", MD_LORA_UP},
+        {"down_proj", MD_LORA_DOWN}, {"qkv_proj", MD_LORA_Q | MD_LORA_K | MD_LORA_V},
+        {"gate_up_proj", MD_LORA_GATE | MD_LORA_UP},
+        {"c_attn", MD_LORA_Q | MD_LORA_K | MD_LORA_V}, {"all-linear", 127}};
+    md_arch_kind k = md_arch_of(m);
+    const char *at = list ? list : k == MD_ARCH_GPT2 ? "c_attn" : k == MD_ARCH_PHI3 ? "qkv_proj"
+                                                                                 : "q_proj,v_proj";
+    *out = 0;
+    while (*at) {
+        size_t n = strcspn(at, ","), j = 0;
+        for (; j < sizeof mods / sizeof mods[0]; j++)
+            if (strlen(mods[j].name) == n && !strncmp(at, mods[j].name, n))
+                break;
+        if (j == sizeof mods / sizeof mods[0]) {
+            *bad = list ? (size_t)(at - list) : 0;
+            return -1;
+        }
+        *out |= mods[j].bits;
+        at += n + (at[n] == ',');
+    }
+    if (k == MD_ARCH_GPT2 && *out == 127) /* all-linear: gpt2's adapters go on c_attn */
+        *out = MD_LORA_Q | MD_LORA_K | MD_LORA_V;
     return 0;
 }
 
@@ -240,8 +271,6 @@ static double lora_layer(const md_model *m, md_precision p, const md_layer_opts 
     return tok;
 }
 
-static int is_autocast(md_precision p) { return p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST; }
-
 /* The seed's pre-norm block: two LayerNorms (input, mean, rstd, and the
  * output the next matmul keeps), nn.MultiheadAttention's contiguous copy of
  * the packed q/k/v projection, SDPA's output and logsumexp, the output's
@@ -312,7 +341,7 @@ double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
         return md_arch_of(m) == MD_ARCH_GPT2 ? 8 : 4 * h + 4;
     if (md_arch_of(m) == MD_ARCH_SEED) /* the last block's output, whose token 0 is normed */
         return p == MD_BF16_PURE ? 2 * h : 4 * h;
-    int autocast = p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST;
+    int autocast = is_autocast(p);
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
         return p == MD_FP32 ? 9 * h + 8 : autocast ? 7 * h + 8 : 5 * h + 8;
@@ -332,14 +361,14 @@ int64_t md_arch_layer_params(const md_model *m)
 
 uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p)
 {
-    if (p != MD_BF16_AUTOCAST && p != MD_FP16_AUTOCAST)
+    if (!is_autocast(p))
         return 0;
     return 2 * (uint64_t)layer_linear_elems(m);
 }
 
 uint64_t md_arch_weight_copies(const md_model *m, md_precision p)
 {
-    if (p != MD_BF16_AUTOCAST && p != MD_FP16_AUTOCAST)
+    if (!is_autocast(p))
         return 0;
     int64_t head = md_arch_of(m) == MD_ARCH_SEED ? m->classes : m->vocab;
     return 2 * (uint64_t)(layer_linear_elems(m) * m->layers + head * m->hidden);

@@ -37,35 +37,21 @@ static uint64_t block(uint64_t n)
     return seg - r > MIB ? r : seg;
 }
 
-typedef struct { uint64_t bytes_per, total; } param_sum;
+typedef struct { uint64_t bytes_per, total; int64_t elems; } param_sum;
 
 static void add_params(void *ctx, int64_t count, int64_t elems)
 {
     param_sum *s = ctx;
     s->total += (uint64_t)count * block((uint64_t)elems * s->bytes_per);
+    s->elems += count * elems;
 }
 
 /* One tensor per parameter (weights, gradients, each optimizer state, the
  * foreach temporaries), each the block the allocator gives it. */
 static uint64_t params_bytes(const md_model *m, uint64_t bytes_per)
 {
-    param_sum s = {bytes_per, 0};
+    param_sum s = {bytes_per, 0, 0};
     md_arch_params(m, add_params, &s);
-    return s.total;
-}
-
-static void count_params(void *ctx, int64_t count, int64_t elems)
-{
-    *(int64_t *)ctx += count * elems;
-}
-
-/* LoRA adapters: peft keeps them in fp32 (it upcasts them over a bf16 base) */
-static uint64_t lora_bytes(const md_model *m, const md_step_config *cfg, int64_t *count)
-{
-    param_sum s = {4, 0};
-    *count = 0;
-    md_arch_lora_params(m, cfg->lora_rank, cfg->lora_targets, add_params, &s);
-    md_arch_lora_params(m, cfg->lora_rank, cfg->lora_targets, count_params, count);
     return s.total;
 }
 
@@ -147,8 +133,10 @@ static uint64_t layer_temporaries(const md_model *m, const md_act_cost *layer, u
     return 3 * attn + grads > traded + mlp ? 3 * attn + grads - traded : mlp;
 }
 
+/* trained: the bytes of what the optimizer updates (one foreach
+ * temporary each for Adam/AdamW) */
 static void shape_of(const md_model *m, const md_step_config *cfg, const md_calibration *cal,
-                     step_shape *s)
+                     uint64_t trained, step_shape *s)
 {
     int64_t batch = cfg->batch, seq = cfg->seq;
     md_precision prec = cfg->precision;
@@ -205,8 +193,7 @@ static void shape_of(const md_model *m, const md_step_config *cfg, const md_cali
      * qwen2/qwen3/gemma/gpt2 at 512 tokens), under autocast not */
     s->tied_tmp = m->tied ? (autocast ? 1 : 2) * s->head_grad : 0;
     int adam = cfg->optimizer == MD_OPT_ADAM || cfg->optimizer == MD_OPT_ADAMW;
-    int64_t n;
-    s->opt_tmp = !adam ? 0 : lora ? lora_bytes(m, cfg, &n) : params_bytes(m, pb);
+    s->opt_tmp = adam ? trained : 0;
 }
 
 static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
@@ -231,9 +218,10 @@ static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
 }
 
 /* What lives across steps: weights, gradients (or LoRA's), optimizer
- * state, DDP's buckets, workspaces, inputs. */
+ * state, DDP's buckets, workspaces, inputs; *trained: the bytes of what the
+ * optimizer updates. */
 static int static_memory(const md_model *m, const md_step_config *cfg, const md_calibration *cal,
-                         md_prediction *out, md_err *err)
+                         md_prediction *out, uint64_t *trained, md_err *err)
 {
     md_optimizer opt = cfg->optimizer;
     uint64_t pb = cfg->precision == MD_BF16_PURE ? 2 : 4; /* parameter (and state) dtype */
@@ -243,15 +231,17 @@ static int static_memory(const md_model *m, const md_step_config *cfg, const md_
     out->gradients = out->weights;
     out->trainable = out->params;
     if (cfg->lora_rank > 0) { /* the base is frozen: only the adapters learn */
-        int64_t n = 0;
-        if (md_arch_lora_params(m, cfg->lora_rank, cfg->lora_targets, count_params, &n) ||
-            !cfg->lora_targets)
+        param_sum lora = {4, 0, 0}; /* peft keeps them fp32, even over a bf16 base */
+        if (!cfg->lora_targets ||
+            md_arch_lora_params(m, cfg->lora_rank, cfg->lora_targets, add_params, &lora))
             return md_err_set(err, MD_E_ARG, -1, "LoRA targets not modeled for %s (llama "
                               "family: q/k/v/o/gate/up/down_proj; phi3: qkv_proj, gate_up_proj, "
                               "o_proj, down_proj; gpt2: c_attn)", m->type);
-        out->gradients = lora_bytes(m, cfg, &out->trainable);
+        out->gradients = lora.total;
+        out->trainable = lora.elems;
         out->weights += out->gradients;
     }
+    *trained = out->gradients; /* before DDP's bucket views take them over */
     out->optimizer_state = (uint64_t)states * out->gradients;
     if (cfg->ddp == 1)
         out->caveat = "DDP without gradient_as_bucket_view is modeled from how DDP allocates "
@@ -304,10 +294,11 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
     if (!cal)
         md_calibration_default(&dflt), cal = &dflt;
     memset(out, 0, sizeof *out);
-    if ((rc = static_memory(m, cfg, cal, out, err)))
+    uint64_t trained = 0;
+    if ((rc = static_memory(m, cfg, cal, out, &trained, err)))
         return rc;
     step_shape s;
-    shape_of(m, cfg, cal, &s);
+    shape_of(m, cfg, cal, trained, &s);
     md_breakdown c[6];
     candidates(out, &s, c);
     out->phase = MD_PHASE_LOSS_BACKWARD;
