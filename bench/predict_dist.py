@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Steady-state steps under data parallelism, per rank, for `memdiag predict`
 (issue 5: DDP with and without gradient_as_bucket_view, ZeRO-1 through
-torch's ZeroRedundancyOptimizer, FSDP2's fully_shard per decoder layer).
-Run on 2 GPUs:
+torch's ZeroRedundancyOptimizer, FSDP2's fully_shard per decoder layer with
+and without resharding after forward: ZeRO-3 and ZeRO-2). Run on 2 GPUs:
 
-    torchrun --nproc-per-node 2 bench/predict_dist.py > dist.jsonl
+    SNAPSHOTS=dir torchrun --nproc-per-node 2 bench/predict_dist.py > dist.jsonl
+
+Rows carry "set": "fit" (the cases the model is built from) or "final"
+(other architectures, shapes, optimizers: compared only once the model is
+done). With SNAPSHOTS set, the first fit case of each mode also writes an
+allocator snapshot per rank there (history of its three steps).
 
 One JSON object per rank and case (rank 0 prints all): the same step as
 bench/predict_grid.py (third step, peak reset at its start, labels = ids,
@@ -23,10 +28,15 @@ import transformers
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import predict_grid as g  # noqa: E402
 
-MODES = ["ddp", "ddp-bucket-view", "zero1", "fsdp"]
-CASES = [(arch, b, s, opt, prec) for arch in ("llama", "qwen2", "gpt2")
+MODES = ["ddp", "ddp-bucket-view", "zero1", "fsdp", "fsdp-no-reshard"]
+CASES = [("fit", arch, b, s, opt, prec) for arch in ("llama", "qwen2", "gpt2")
          for (b, s) in ((2, 1024), (8, 256))
          for opt, prec in (("adamw", "fp32"), ("adamw", "bf16-autocast"), ("sgd", "bf16-pure"))]
+FINAL_COMBOS = [("adam", "fp32"), ("sgd-momentum", "bf16-autocast"), ("adamw", "bf16-pure"),
+                ("adamw", "bf16-autocast")]
+CASES += [("final", arch, b, s) + FINAL_COMBOS[(i + j) % 4]
+          for i, arch in enumerate(("mistral", "qwen3", "phi3", "gemma"))
+          for j, (b, s) in enumerate(((4, 512), (1, 2048)))]
 
 
 def wrap(model, mode, opt_name, dev):
@@ -41,14 +51,15 @@ def wrap(model, mode, opt_name, dev):
         kw = {"lr": 1e-5} if opt_name == "adamw" else {"lr": 1e-3}
         return model, ZeroRedundancyOptimizer(model.parameters(), optimizer_class=cls, **kw)
     from torch.distributed.fsdp import fully_shard
+    reshard = mode == "fsdp"
     for layer in model.model.layers if hasattr(model, "model") else model.transformer.h:
-        fully_shard(layer)
-    fully_shard(model)
+        fully_shard(layer, reshard_after_forward=reshard)
+    fully_shard(model, reshard_after_forward=reshard)
     return model, g.make_optimizer(opt_name, model.parameters())
 
 
-def one(arch, batch, seq, opt_name, prec, mode, dev):
-    cfg = g.build(arch)
+def one(which, arch, batch, seq, opt_name, prec, mode, dev, snapshot=None):
+    cfg = g.build(arch, g.ARCHS if which == "fit" else g.HELDOUT)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg)
     if prec == "bf16-pure":
@@ -57,12 +68,17 @@ def one(arch, batch, seq, opt_name, prec, mode, dev):
     params = sum(p.numel() for p in model.parameters())
     model, opt = wrap(model, mode, opt_name, dev)
     ids = torch.randint(cfg.vocab_size, (batch, seq), device=dev)
-    before, _, peak = g.steady_steps(model, opt, ids, prec)
-    row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name, "precision": prec,
+    if snapshot:
+        torch.cuda.memory._record_memory_history(max_entries=200000)
+    before, to_backward, peak = g.steady_steps(model, opt, ids, prec)
+    if snapshot:
+        torch.cuda.memory._dump_snapshot(snapshot)
+        torch.cuda.memory._record_memory_history(enabled=None)
+    row = {"set": which, "arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name, "precision": prec,
            "options": {"parallel": mode, "world": dist.get_world_size()},
            "rank": dist.get_rank(), "params": params,
            "peak_allocated": peak,
-           "allocated_before_step": before, "max_reserved": torch.cuda.max_memory_reserved(),
+           "allocated_before_step": before, "peak_to_backward": to_backward, "max_reserved": torch.cuda.max_memory_reserved(),
            "config": cfg.to_dict()}
     del model, opt, ids
     gc.collect()
@@ -76,8 +92,9 @@ def main():
     dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
     torch.cuda.set_device(dev)
     budget = float(os.environ.get("BUDGET", "400"))
+    snapdir = os.environ.get("SNAPSHOTS")
     t0 = time.time()
-    for case in CASES:
+    for k, case in enumerate(CASES):
         for mode in MODES:
             # every rank stops together (a lone rank would hang the collectives)
             late = torch.tensor([float(time.time() - t0 > budget)], device=dev)
@@ -85,7 +102,9 @@ def main():
             if late.item():
                 break
             try:
-                row = one(*case, mode, dev)
+                snap = (f"{snapdir}/{mode}-{case[1]}-r{rank}.pickle"
+                        if snapdir and k == 0 else None)
+                row = one(*case, mode, dev, snap)
             except Exception as e:  # a failing case is data too
                 row = {"case": list(case), "mode": mode, "rank": rank,
                        "error": f"{type(e).__name__}: {e}"[:300]}
