@@ -61,10 +61,11 @@ def wrap(model, mode, opt_name, dev):
 def one(which, arch, batch, seq, opt_name, prec, mode, dev, snapshot=None):
     cfg = g.build(arch, g.ARCHS if which == "fit" else g.HELDOUT)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    with dev:  # initialised on the GPU: seconds saved per case
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
     if prec == "bf16-pure":
         model = model.to(torch.bfloat16)
-    model = model.to(dev).train()
+    model = model.train()
     params = sum(p.numel() for p in model.parameters())
     model, opt = wrap(model, mode, opt_name, dev)
     ids = torch.randint(cfg.vocab_size, (batch, seq), device=dev)
