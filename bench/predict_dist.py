@@ -8,7 +8,7 @@ and without resharding after forward: ZeRO-3 and ZeRO-2). Run on 2 GPUs:
 
 Rows carry "set": "fit" (the cases the model is built from) or "final"
 (other architectures, shapes, optimizers: compared only once the model is
-done). With SNAPSHOTS set, the first fit case of each mode also writes an
+done). With SNAPSHOTS set, the first two fit cases of each mode also write an
 allocator snapshot per rank there (history of its three steps).
 
 One JSON object per rank and case (rank 0 prints all): the same step as
@@ -28,6 +28,10 @@ import transformers
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import predict_grid as g  # noqa: E402
 
+# The measured step: the eighth. At the third, about half of the DDP and
+# ZeRO-1 ranks still held a second gradient-sized buffer (2026-11-29,
+# 2 x H200); every step's (start, peak to backward, peak) is kept.
+STEPS = int(os.environ.get("STEPS", "8"))
 MODES = ["ddp", "ddp-bucket-view", "zero1", "fsdp", "fsdp-no-reshard"]
 CASES = [("fit", arch, b, s, opt, prec) for arch in ("llama", "qwen2", "gpt2")
          for (b, s) in ((2, 1024), (8, 256))
@@ -71,14 +75,15 @@ def one(which, arch, batch, seq, opt_name, prec, mode, dev, snapshot=None):
     ids = torch.randint(cfg.vocab_size, (batch, seq), device=dev)
     if snapshot:
         torch.cuda.memory._record_memory_history(max_entries=200000)
-    before, to_backward, peak = g.steady_steps(model, opt, ids, prec)
+    trace = []
+    before, to_backward, peak = g.steady_steps(model, opt, ids, prec, STEPS, trace)
     if snapshot:
         torch.cuda.memory._dump_snapshot(snapshot)
         torch.cuda.memory._record_memory_history(enabled=None)
     row = {"set": which, "arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name, "precision": prec,
-           "options": {"parallel": mode, "world": dist.get_world_size()},
+           "options": {"parallel": mode, "world": dist.get_world_size()}, "steps_run": STEPS,
            "rank": dist.get_rank(), "params": params,
-           "peak_allocated": peak,
+           "peak_allocated": peak, "steps": trace,
            "allocated_before_step": before, "peak_to_backward": to_backward, "max_reserved": torch.cuda.max_memory_reserved(),
            "config": cfg.to_dict()}
     del model, opt, ids
@@ -103,8 +108,8 @@ def main():
             if late.item():
                 break
             try:
-                snap = (f"{snapdir}/{mode}-{case[1]}-r{rank}.pickle"
-                        if snapdir and k == 0 else None)
+                snap = (f"{snapdir}/{mode}-{k}-{case[1]}-r{rank}.pickle"
+                        if snapdir and k < 2 else None)
                 row = one(*case, mode, dev, snap)
             except Exception as e:  # a failing case is data too
                 row = {"case": list(case), "mode": mode, "rank": rank,

@@ -254,27 +254,25 @@ def make_optimizer(name, params):
             "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[name](params)
 
 
-def steady_steps(model, opt, ids, prec):
-    """Three steps; the third is measured: (allocated at its start, peak
+def steady_steps(model, opt, ids, prec, steps=3, trace=None):
+    """`steps` steps; the last is measured: (allocated at its start, peak
     through its backward, its peak). The output lives until after
-    opt.step(); the realised shape is asserted (seed 001's guard)."""
+    opt.step(); the realised shape is asserted (seed 001's guard). With a
+    list as `trace`, every step's triple is appended to it."""
     batch, seq = ids.shape
     auto = prec in ("bf16-autocast", "fp16-autocast")
     adtype = torch.float16 if prec == "fp16-autocast" else torch.bfloat16
     scaler = torch.amp.GradScaler("cuda") if prec == "fp16-autocast" else None
-    before = to_backward = 0
-    for step in range(3):
-        if step == 2:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
+    for step in range(steps):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
         with torch.autocast("cuda", dtype=adtype, enabled=auto):
             out = model(input_ids=ids, labels=ids)
         assert out.logits.shape[:2] == (batch, seq), out.logits.shape
         (scaler.scale(out.loss) if scaler else out.loss).backward()
-        if step == 2:
-            torch.cuda.synchronize()
-            to_backward = torch.cuda.max_memory_allocated()
+        torch.cuda.synchronize()
+        to_backward = torch.cuda.max_memory_allocated()
         if scaler:
             scaler.step(opt)
             scaler.update()
@@ -282,7 +280,9 @@ def steady_steps(model, opt, ids, prec):
             opt.step()
         opt.zero_grad(set_to_none=True)
         del out
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        if trace is not None:
+            trace.append([before, to_backward, torch.cuda.max_memory_allocated()])
     return before, to_backward, torch.cuda.max_memory_allocated()
 
 

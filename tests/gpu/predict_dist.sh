@@ -11,4 +11,5 @@ python3 -c 'import torch; print(torch.__version__, torch.cuda.device_count(), to
 SNAPSHOTS="$OUT/snap" BUDGET=${BUDGET:-470} PYTHONUNBUFFERED=1 timeout 570 \
     python3 -m torch.distributed.run --nproc-per-node 2 bench/predict_dist.py \
     >"$OUT/dist.jsonl" 2>"$OUT/dist.log"
-tail -n 5 "$OUT/dist.log"; wc -l "$OUT/dist.jsonl"; ls -la "$OUT/snap"
+tail -n 5 "$OUT/dist.log"; wc -l "$OUT/dist.jsonl"
+tar czf "$OUT/snap.tgz" -C "$OUT" snap && rm -r "$OUT/snap"; ls -la "$OUT"
