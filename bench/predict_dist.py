@@ -51,8 +51,7 @@ def wrap(model, mode, opt_name, dev):
     if mode == "zero1":
         from torch.distributed.optim import ZeroRedundancyOptimizer
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
-        cls = torch.optim.AdamW if opt_name == "adamw" else torch.optim.SGD
-        kw = {"lr": 1e-5} if opt_name == "adamw" else {"lr": 1e-3}
+        cls, kw = g.OPTIMIZERS[opt_name]
         return model, ZeroRedundancyOptimizer(model.parameters(), optimizer_class=cls, **kw)
     from torch.distributed.fsdp import fully_shard
     reshard = mode == "fsdp"

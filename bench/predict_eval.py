@@ -13,7 +13,11 @@ Defaults to the measured grids in tests/data/predict/measured/ (H200, torch
 while building the model), heldout and real (measured before the model was
 finished; they showed the sliding-window masks and the math path's backward,
 no constant was fitted to them), final (measured once, after the model was
-frozen: models, shapes, optimizers and precisions of no other grid).
+frozen: models, shapes, optimizers and precisions of no other grid),
+options and options_final (checkpointing, eager attention, LoRA), dist and
+dist_final (one row per rank of 2-GPU DDP, ZeRO-1 and FSDP steps,
+bench/predict_dist.py; dist_final's architectures, shapes and optimizers
+were compared only once the data-parallel model was written).
 """
 import json
 import os
@@ -27,7 +31,8 @@ MEMDIAG = os.environ.get("MEMDIAG", os.path.join(HERE, "..", "build", "memdiag")
 DATA = os.path.join(HERE, "..", "tests", "data", "predict", "measured")
 SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.jsonl"]),
         ("real", ["real.jsonl"]), ("final", ["final.jsonl"]), ("options", ["options.jsonl"]),
-        ("options_final", ["options_final.jsonl"])]
+        ("options_final", ["options_final.jsonl"]), ("dist", ["dist.jsonl"]),
+        ("dist_final", ["dist_final.jsonl"])]
 
 
 def rows(path):
@@ -44,9 +49,8 @@ def predict(r, tmp):
         json.dump(r["config"], f)
     o = r.get("options") or {}
     par = o.get("parallel")
-    if par and par not in ("ddp", "ddp-bucket-view"):
-        return None  # ZeRO, FSDP: not modeled
-    extra = (["--ddp"] if par else []) + (["--gradient-as-bucket-view"] if par == "ddp-bucket-view" else []) + \
+    extra = (["--parallel", par, "--world", str(o["world"])] if par else []) + \
+        (["--rank", str(r["rank"])] if par == "zero1" else []) + \
         (["--checkpointing"] if o.get("gc") else []) + \
         (["--attention", o["attn"]] if o.get("attn") else []) + \
         (["--lora", f"{o['lora']}:{','.join(o['targets'])}"] if o.get("lora") else [])
@@ -67,6 +71,8 @@ def md_table(name, errs):
     for _, ratio, r, p, _ in errs:
         o = r.get("options") or {}
         tag = " ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in o.items())
+        if "rank" in r:
+            tag += f" rank={r['rank']}"
         out.append(f"| {r['arch']}{' (' + tag + ')' if tag else ''} | {r['batch']}x{r['seq']} | {r['optimizer']} | {r['precision']} "
                    f"| {p['peak_allocated_bytes'] / 2**20:.1f} | {r['peak_allocated'] / 2**20:.1f} "
                    f"| {ratio:.4f} | {p['peak_phase']} | {p['floor_bytes'] / 2**20:.1f} "
@@ -127,7 +133,7 @@ HEADER = """# memdiag predict: validation table
 
 `python3 bench/predict_eval.py --markdown docs/predict-validation.md` (this file),
 `memdiag predict` against `torch.cuda.max_memory_allocated()` of a steady-state
-training step (the third; reset at its start) measured on an NVIDIA H200 with torch
+training step (the third, the eighth for dist; reset at its start) measured on NVIDIA H200s with torch
 2.11.0+cu130 and transformers 5.17.0 by `bench/predict_grid.py`
 (tests/data/predict/measured/). How each grid relates to the model:
 
@@ -149,6 +155,21 @@ training step (the third; reset at its start) measured on an NVIDIA H200 with to
   (eager with checkpointing). One change followed it: the first layer's backward had
   counted that layer's weight gradients twice (worst row 8.98 % over before, 5.27 %
   after; both over-predictions).
+- dist: one row per rank of 2-GPU steps (nvidia-h200-x2; bench/predict_dist.py via
+  tests/gpu/predict_dist.sh): DDP with and without gradient_as_bucket_view,
+  ZeRO-1 (ZeroRedundancyOptimizer over DDP), FSDP2 fully_shard per decoder layer
+  with and without reshard_after_forward, on llama, qwen2 and gpt2, the eighth step
+  measured (at the third, half the DDP and ZeRO-1 ranks still held a second
+  gradient-sized buffer; gone by the sixth). Read while ZeRO-1 and FSDP were
+  modeled, with allocator snapshots of one case per mode.
+- dist_final: measured in the same run, compared only once that model was written:
+  mistral, qwen3, phi3, gemma, other shapes, Adam, SGD with momentum. Eight ZeRO-1
+  rows are relabeled SGD: the harness gave ZeroRedundancyOptimizer torch.optim.SGD
+  for every optimizer but AdamW (each row carries a note; the harness is fixed).
+
+After these, one change to every grid: the optimizer state is counted split to
+size from cached blocks rather than as whole fresh segments (snapshots show the
+state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
 
 """
 

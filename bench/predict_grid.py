@@ -247,11 +247,16 @@ def with_options(model, options):
     return model
 
 
+# optimizer name -> (class, keyword arguments)
+OPTIMIZERS = {"adamw": (torch.optim.AdamW, {"lr": 1e-5}),
+              "adam": (torch.optim.Adam, {"lr": 1e-5}),
+              "sgd-momentum": (torch.optim.SGD, {"lr": 1e-3, "momentum": 0.9}),
+              "sgd": (torch.optim.SGD, {"lr": 1e-3})}
+
+
 def make_optimizer(name, params):
-    return {"adamw": lambda p: torch.optim.AdamW(p, lr=1e-5),
-            "adam": lambda p: torch.optim.Adam(p, lr=1e-5),
-            "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
-            "sgd": lambda p: torch.optim.SGD(p, lr=1e-3)}[name](params)
+    cls, kw = OPTIMIZERS[name]
+    return cls(params, **kw)
 
 
 def steady_steps(model, opt, ids, prec, steps=3, trace=None):

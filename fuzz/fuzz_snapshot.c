@@ -50,12 +50,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    md_calibration_load_mem(data, size, "fuzz", &cal, &e) == MD_OK;
     if (size && data[0] == '{' && md_model_load_mem(data, size, "fuzz", &m, &e) == MD_OK) {
         (void)md_model_params(&m);
-        for (int prec = MD_FP32; prec <= MD_BF16_PURE; prec++) {
+        for (int prec = MD_FP32; prec <= MD_BF16_PURE; prec++)
+            for (int par = MD_PAR_NONE; par <= MD_PAR_FSDP_NO_RESHARD; par++) {
             md_step_config st = {.batch = 8, .seq = 4096, .optimizer = MD_OPT_ADAMW,
                                  .precision = (md_precision)prec,
                                  .calibration = have_cal ? &cal : NULL, .drop_outputs = prec & 1,
                                  .checkpointing = prec == MD_BF16_PURE, .eager = prec == MD_FP32,
-                                 .ddp = prec % 3, .lora_rank = 8 * (prec & 1), .lora_targets = 127};
+                                 .parallel = (md_parallel)par, .world = 2 + prec,
+                                 .rank = prec - 1, .lora_rank = 8 * (prec & 1 && par < 3),
+                                 .lora_targets = 127};
             (void)md_predict(&m, &st, &p, &e);
         }
     }

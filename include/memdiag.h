@@ -532,6 +532,20 @@ enum { MD_LORA_Q = 1, MD_LORA_K = 2, MD_LORA_V = 4, MD_LORA_O = 8, MD_LORA_GATE 
  * peft's default for m. -1 with the unknown name's offset in *bad. */
 int md_lora_targets(const char *list, const md_model *m, unsigned *out, size_t *bad);
 
+/* Data parallelism, per rank (the batch is the rank's). */
+typedef enum md_parallel {
+    MD_PAR_NONE,            /* one GPU */
+    MD_PAR_DDP,             /* DistributedDataParallel: gradient buckets from construction */
+    MD_PAR_DDP_VIEW,        /* ... gradient_as_bucket_view=True: gradients are the buckets */
+    MD_PAR_ZERO1,           /* ZeroRedundancyOptimizer over DDP: each rank keeps the
+                               optimizer state of its greedy share of the parameters */
+    MD_PAR_FSDP,            /* FSDP2 fully_shard per decoder layer and the model:
+                               parameters, gradients and state sharded; a layer's
+                               parameters gathered for its forward and backward */
+    MD_PAR_FSDP_NO_RESHARD  /* ... reshard_after_forward=False: gathered layers stay
+                               from their forward to their backward */
+} md_parallel;
+
 /* The training step to predict. */
 typedef struct md_step_config {
     int64_t batch, seq;
@@ -543,8 +557,10 @@ typedef struct md_step_config {
                            loss is kept (`loss = model(...).loss`, HF Trainer) */
     int checkpointing;  /* model.gradient_checkpointing_enable() */
     int eager;          /* attn_implementation="eager" instead of SDPA */
-    int ddp;            /* 1: DistributedDataParallel (its gradient buckets live
-                           from construction); 2: ... with gradient_as_bucket_view */
+    md_parallel parallel;
+    int world;          /* ranks (ZeRO-1 and FSDP; >= 2) */
+    int rank;           /* the rank predicted (ZeRO-1 shares the parameters
+                           unevenly); -1: the rank holding the most */
     int64_t lora_rank;  /* > 0: LoRA (peft, dropout 0) on lora_targets, base frozen */
     unsigned lora_targets;
 } md_step_config;
@@ -556,6 +572,8 @@ typedef struct md_prediction {
     int64_t params;
     uint64_t weights, gradients, optimizer_state, workspace, inputs;
     uint64_t buckets;          /* DDP's gradient buckets (0 without DDP) */
+    uint64_t gathered;         /* FSDP: parameters all-gathered at the peak
+                                  (counted in at_peak.transient) */
     uint64_t floor;            /* weights + optimizer_state + workspace + inputs
                                   (+ buckets): allocated when a step starts */
     uint64_t floor_with_grads; /* + gradients: the end of backward */

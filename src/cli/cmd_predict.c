@@ -11,8 +11,8 @@ static void help(void)
 {
     printf("usage: memdiag predict --model CONFIG|PRESET --batch B --seq S [--optimizer O]\n"
            "                       [--precision P] [--checkpointing] [--attention sdpa|eager]\n"
-           "                       [--lora RANK[:MODULES]] [--ddp [--gradient-as-bucket-view]]"
-           " [--outputs kept|dropped]\n"
+           "                       [--lora RANK[:MODULES]] [--outputs kept|dropped]\n"
+           "                       [--parallel STRATEGY [--world N] [--rank R]]\n"
            "                       [--gpu NAME|SIZE] [--calibration FILE]\n"
            "                       [--validate RUN] [--json]\n\n"
            "  --model      a Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3, gemma,\n"
@@ -23,8 +23,13 @@ static void help(void)
            "  --lora RANK[:MODULES]  LoRA adapters (peft, dropout 0) on a frozen base; MODULES\n"
            "               q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (phi3:\n"
            "               qkv_proj, gate_up_proj; gpt2: c_attn) or all-linear; default peft's\n"
-           "  --ddp        DistributedDataParallel (per rank; the batch is the rank's);\n"
-           "               --gradient-as-bucket-view for DDP(..., gradient_as_bucket_view=True)\n"
+           "  --parallel   one rank of data parallelism (the batch is the rank's): ddp,\n"
+           "               ddp-bucket-view (gradient_as_bucket_view=True), zero1\n"
+           "               (ZeroRedundancyOptimizer over DDP), fsdp (FSDP2 fully_shard per\n"
+           "               decoder layer and the model), fsdp-no-reshard\n"
+           "               (reshard_after_forward=False); --ddp is --parallel ddp\n"
+           "  --world N    ranks (zero1, fsdp); --rank R: which rank (zero1 shares the\n"
+           "               parameters unevenly; default the rank holding the most)\n"
            "  --checkpointing  gradient checkpointing of every decoder layer\n"
            "               (model.gradient_checkpointing_enable())\n"
            "  --attention  sdpa (default) or eager (attn_implementation=\"eager\")\n"
@@ -37,9 +42,8 @@ static void help(void)
            "the first: optimizer state exists) of a causal LM trained on its own labels with\n"
            "SDPA attention, when it happens, and what is allocated then. The step is\n"
            "`out = model(input_ids=x, labels=x); out.loss.backward(); opt.step();\n"
-           "opt.zero_grad()` (see --outputs), on one GPU or one DDP rank; ZeRO and FSDP\n"
-           "sharding are not modeled and not claimed. Checked against 633 measured H200 steps\n"
-           "(docs/predict-validation.md).\n");
+           "opt.zero_grad()` (see --outputs), on one GPU or one rank (--parallel). Checked\n"
+           "against measured H200 steps (docs/predict-validation.md).\n");
 }
 
 static const struct { const char *name; double mib; } gpus[] = {
@@ -136,6 +140,24 @@ static void verdict(const md_prediction *p, double gpu, const char *gname)
                100.0 * (gpu - md_mib(p->reserved_high) - ctx) / gpu);
 }
 
+static const char *const parallel_names[] = {"none", "ddp", "ddp-bucket-view", "zero1", "fsdp",
+                                             "fsdp-no-reshard"};
+
+static void text_parallel(const md_prediction *p, const md_step_config *st)
+{
+    printf("parallel      %s", parallel_names[st->parallel]);
+    if (st->parallel >= MD_PAR_ZERO1)
+        printf(" over %d ranks", st->world);
+    if (st->parallel == MD_PAR_ZERO1 && st->rank < 0)
+        printf(", the rank holding the most optimizer state");
+    else if (st->parallel == MD_PAR_ZERO1)
+        printf(", rank %d", st->rank);
+    if (p->gathered)
+        printf("\n              %.1f MiB of all-gathered parameters at the peak (in transient)",
+               md_mib(p->gathered));
+    printf("\n");
+}
+
 static void text(const md_model *m, const md_prediction *p, const md_step_config *st,
                  double gpu, const char *gname)
 {
@@ -146,6 +168,8 @@ static void text(const md_model *m, const md_prediction *p, const md_step_config
     if (st->checkpointing || st->eager)
         printf("training      %s%s%s\n", st->checkpointing ? "gradient checkpointing" : "",
                st->checkpointing && st->eager ? ", " : "", st->eager ? "eager attention" : "");
+    if (st->parallel)
+        text_parallel(p, st);
     if (st->lora_rank)
         printf("LoRA          rank %lld: %lld trainable parameters, the base frozen\n",
                (long long)st->lora_rank, (long long)p->trainable);
@@ -190,10 +214,12 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
            (long long)p->params, (long long)m->layers, (long long)m->hidden, (long long)m->vocab,
            m->tied ? "true" : "false");
     printf("\"training\":{\"trainable_parameters\":%lld,\"checkpointing\":%s,\"attention\":\"%s\","
-           "\"lora_rank\":%lld,\"outputs\":\"%s\",\"ddp\":\"%s\"},", (long long)p->trainable,
+           "\"lora_rank\":%lld,\"outputs\":\"%s\",\"parallel\":\"%s\",\"world\":%d,"
+           "\"rank\":%d,\"gathered_at_peak\":%llu},", (long long)p->trainable,
            st->checkpointing ? "true" : "false", st->eager ? "eager" : "sdpa",
            (long long)st->lora_rank, st->drop_outputs ? "dropped" : "kept",
-           st->ddp == 2 ? "bucket-view" : st->ddp ? "yes" : "no");
+           parallel_names[st->parallel], st->parallel >= MD_PAR_ZERO1 ? st->world : 0,
+           st->rank, (unsigned long long)p->gathered);
     part parts[10];
     int n = parts_of(p, parts);
     printf("\"breakdown\":{");
@@ -403,6 +429,8 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
     static const char *const opts[] = {"sgd", "sgd-momentum", "adam", "adamw"};
     static const char *const precs[] = {"fp32", "bf16-autocast", "fp16-autocast", "bf16-pure"};
     static const char *const outs[] = {"kept", "dropped"}, *const attns[] = {"sdpa", "eager"};
+    static const char *const pars[] = {"ddp", "ddp-bucket-view", "zero1", "fsdp",
+                                       "fsdp-no-reshard"};
     md_step_config *st = &a->step;
     int k = 0, rc = 0;
     if (!strcmp(o, "--model")) {
@@ -429,6 +457,16 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
         rc = choose(o, v, outs, 2, &st->drop_outputs);
     } else if (!strcmp(o, "--attention")) {
         rc = choose(o, v, attns, 2, &st->eager);
+    } else if (!strcmp(o, "--parallel")) {
+        rc = choose(o, v, pars, 5, &k), st->parallel = (md_parallel)(k + 1);
+    } else if (!strcmp(o, "--world") || !strcmp(o, "--rank")) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x < 0 || x > 1 << 20) {
+            cli_fail("%s wants a whole number, got '%s'", o, v);
+            return -1;
+        }
+        *(o[2] == 'w' ? &st->world : &st->rank) = (int)x;
     } else if (!strcmp(o, "--gpu")) {
         a->gpu_name = v;
         if ((a->gpu_mib = gpu_mib(v)) <= 0) {
@@ -444,7 +482,7 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
 /* 0 parsed, 1 help shown, -1 error reported. */
 static int parse(int argc, char **argv, predict_args *a)
 {
-    a->step.optimizer = MD_OPT_ADAMW, a->step.precision = MD_FP32;
+    a->step.optimizer = MD_OPT_ADAMW, a->step.precision = MD_FP32, a->step.rank = -1;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int rc = i + 1 < argc ? parse_valued(o, argv[i + 1], a) : 1;
@@ -458,9 +496,9 @@ static int parse(int argc, char **argv, predict_args *a)
         } else if (!strcmp(o, "--json")) {
             a->json = 1;
         } else if (!strcmp(o, "--ddp")) {
-            a->step.ddp = a->step.ddp ? a->step.ddp : 1;
+            a->step.parallel = a->step.parallel ? a->step.parallel : MD_PAR_DDP;
         } else if (!strcmp(o, "--gradient-as-bucket-view")) {
-            a->step.ddp = 2;
+            a->step.parallel = MD_PAR_DDP_VIEW;
         } else if (!strcmp(o, "--checkpointing")) {
             a->step.checkpointing = 1;
         } else {

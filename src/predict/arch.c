@@ -29,29 +29,40 @@ md_arch_kind md_arch_of(const md_model *m)
     return MD_ARCH_LLAMA; /* llama, mistral, qwen2: the same layer */
 }
 
-/* Parameter tensors as transformers creates them: emit(count, elements). */
-void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx)
+/* The parameters outside the decoder layers (embeddings, lm_head, final
+ * norm; the seed's classifier): what FSDP's root unit holds. */
+void md_arch_root_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx)
 {
-    int64_t h = m->hidden, i = m->intermediate, L = m->layers, V = m->vocab;
-    int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
+    int64_t h = m->hidden, V = m->vocab;
     md_arch_kind k = md_arch_of(m);
     emit(ctx, 1, V * h);
     if (!m->tied && k != MD_ARCH_SEED) /* the seed's head is its classifier */
         emit(ctx, 1, V * h);
+    if (k == MD_ARCH_GPT2 || k == MD_ARCH_SEED)
+        emit(ctx, 1, m->positions * h), emit(ctx, 2, h); /* positions, final LayerNorm */
+    else
+        emit(ctx, 1, h); /* final RMSNorm */
+    if (k == MD_ARCH_SEED)
+        emit(ctx, 1, h * m->classes);
+}
+
+/* n decoder layers' parameter tensors: emit(count, elements). */
+void md_arch_layer_tensors(const md_model *m, int64_t n,
+                           void (*emit)(void *, int64_t, int64_t), void *ctx)
+{
+    int64_t h = m->hidden, i = m->intermediate, L = n;
+    int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
+    md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2) {
-        emit(ctx, 1, m->positions * h);
         emit(ctx, L, 3 * h * h), emit(ctx, L, 3 * h);     /* c_attn */
         emit(ctx, L, h * h), emit(ctx, 5 * L, h);         /* c_proj, its bias, ln_1/ln_2 */
         emit(ctx, L, h * i), emit(ctx, L, i);             /* c_fc */
         emit(ctx, L, i * h), emit(ctx, L, h);             /* mlp c_proj */
-        emit(ctx, 2, h);                                  /* ln_f */
         return;
     }
     if (k == MD_ARCH_SEED) { /* no biases but the LayerNorms' */
-        emit(ctx, 1, m->positions * h);
         emit(ctx, L, 3 * h * h), emit(ctx, L, h * h), emit(ctx, L, h * i), emit(ctx, L, i * h);
-        emit(ctx, 4 * L, h), emit(ctx, 2, h);
-        emit(ctx, 1, h * m->classes);
+        emit(ctx, 4 * L, h);
         return;
     }
     if (k == MD_ARCH_PHI3) {
@@ -62,9 +73,16 @@ void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), v
             emit(ctx, L, q), emit(ctx, 2 * L, kv);
     }
     emit(ctx, L, q * h), emit(ctx, L, i * h);
-    emit(ctx, (k == MD_ARCH_GEMMA2 ? 4 : 2) * L + 1, h); /* norms and the final norm */
+    emit(ctx, (k == MD_ARCH_GEMMA2 ? 4 : 2) * L, h);     /* the layer's norms */
     if (k == MD_ARCH_QWEN3)
         emit(ctx, 2 * L, m->head_dim);                   /* q_norm, k_norm */
+}
+
+/* Parameter tensors as transformers creates them: emit(count, elements). */
+void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx)
+{
+    md_arch_root_params(m, emit, ctx);
+    md_arch_layer_tensors(m, m->layers, emit, ctx);
 }
 
 int md_arch_lora_params(const md_model *m, int64_t rank, unsigned t,

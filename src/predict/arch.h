@@ -16,7 +16,12 @@ typedef struct md_act_cost {
 } md_act_cost;
 
 md_arch_kind md_arch_of(const md_model *m);
+/* Parameter tensors: emit(count, elements); all of them, those outside the
+ * decoder layers (root), and n layers' worth. */
 void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx);
+void md_arch_root_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx);
+void md_arch_layer_tensors(const md_model *m, int64_t n,
+                           void (*emit)(void *, int64_t, int64_t), void *ctx);
 /* How a layer runs: a sliding-window mask, eager attention, LoRA targets
  * (0: full fine-tuning). */
 typedef struct md_layer_opts {

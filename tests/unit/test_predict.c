@@ -38,7 +38,8 @@ static int by_value(const void *a, const void *b)
 }
 
 /* The row's training options: gradient checkpointing, eager attention,
- * LoRA rank and targets (module names as peft takes them). */
+ * LoRA rank and targets (module names as peft takes them), data
+ * parallelism and its world size. */
 static void options_of(json_t *o, const md_model *m, md_step_config *st)
 {
     if (!json_is_object(o))
@@ -55,6 +56,14 @@ static void options_of(json_t *o, const md_model *m, md_step_config *st)
                  json_string_value(t));
     if (st->lora_rank)
         assert_int_equal(md_lora_targets(list, m, &st->lora_targets, &bad), 0);
+    static const char *const pars[] = {"none", "ddp", "ddp-bucket-view", "zero1", "fsdp",
+                                       "fsdp-no-reshard"};
+    const char *par = json_string_value(json_object_get(o, "parallel"));
+    for (int k = 0; par && k <= MD_PAR_FSDP_NO_RESHARD; k++)
+        if (!strcmp(par, pars[k]))
+            st->parallel = (md_parallel)k;
+    assert_true(!par || st->parallel != MD_PAR_NONE);
+    st->world = (int)json_integer_value(json_object_get(o, "world"));
 }
 
 /* One measured step (a line of tests/data/predict/measured/): the config's
@@ -79,6 +88,7 @@ static double check_row(json_t *r, const char *file, double tolerance)
     md_step_config step = {.batch = batch, .seq = seq, .optimizer = optimizer_of(opt),
                            .precision = precision_of(prec)};
     options_of(json_object_get(r, "options"), &m, &step);
+    step.rank = (int)json_integer_value(json_object_get(r, "rank")); /* 0 where absent */
     assert_int_equal(md_predict(&m, &step, &p, &e), MD_OK);
     /* transformers' (and peft's) counts: every parameter, and the trainable */
     long long want = json_integer_value(json_object_get(r, "params"));
@@ -108,13 +118,14 @@ static double check_row(json_t *r, const char *file, double tolerance)
 
 /* Every measured grid: each row within its tolerance (2 %; the options
  * grids 2.5 % and, held out, 6 %), each grid's median within 0.5 %
+ * (dist, dist_final: one row per rank of 2-GPU DDP, ZeRO-1 and FSDP)
  * (docs/predict-validation.md has the table). */
 static void test_measured_grids(void **st)
 {
     (void)st;
     static const char *const files[] = {"grid", "grid_extra", "heldout", "real", "final",
-                                        "options", "options_final"};
-    static const double tolerance[] = {0.02, 0.02, 0.02, 0.02, 0.02, 0.025, 0.06};
+                                        "options", "options_final", "dist", "dist_final"};
+    static const double tolerance[] = {0.02, 0.02, 0.02, 0.02, 0.02, 0.025, 0.06, 0.02, 0.02};
     int total = 0;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         char rel[128], p[1024], line[16384];
@@ -138,7 +149,7 @@ static void test_measured_grids(void **st)
             fail_msg("%s: median |pred/real - 1| %.4f", files[k], err[n / 2]);
         total += n;
     }
-    assert_true(total >= 630);
+    assert_true(total >= 890);
 }
 
 /* Every architecture, including gemma and phi3 that the grid lacks. */
@@ -215,7 +226,7 @@ static void test_ddp_peaks(void **st)
     assert_int_equal(md_model_load("seed:small", &m, &e), MD_OK);
     for (size_t k = 0; k < 2; k++) {
         md_step_config step = {.batch = ranks[k].batch, .seq = 256, .optimizer = MD_OPT_ADAMW,
-                               .precision = MD_FP32, .ddp = 2};
+                               .precision = MD_FP32, .parallel = MD_PAR_DDP_VIEW};
         assert_int_equal(md_predict(&m, &step, &p, &e), MD_OK);
         double ratio = md_mib(p.peak) / ranks[k].mib;
         if (ratio < 0.98 || ratio > 1.02)
@@ -223,9 +234,40 @@ static void test_ddp_peaks(void **st)
         assert_true(p.buckets > 33ULL << 20 && p.gradients == 0 && p.caveat == NULL);
     }
     md_step_config plain = {.batch = 2, .seq = 256, .optimizer = MD_OPT_ADAMW,
-                            .precision = MD_FP32, .ddp = 1};
+                            .precision = MD_FP32, .parallel = MD_PAR_DDP};
     assert_int_equal(md_predict(&m, &plain, &p, &e), MD_OK);
-    assert_non_null(p.caveat); /* not measured: said so */
+    /* measured since (dist.jsonl): buckets beside the gradients */
+    assert_true(p.caveat == NULL && p.buckets == p.gradients && p.gradients > 0);
+}
+
+/* ZeRO-1 and FSDP: what is refused, and what no measurement covers is
+ * said (the measured rows are in test_measured_grids). */
+static void test_parallel_settings(void **st)
+{
+    (void)st;
+    md_model m;
+    md_prediction p;
+    md_err e;
+    char path[1024];
+    assert_int_equal(md_model_load(data_path("predict/qwen2.json", path, sizeof path), &m, &e),
+                     MD_OK);
+    md_step_config c = {.batch = 2, .seq = 512, .optimizer = MD_OPT_ADAMW, .precision = MD_FP32,
+                        .parallel = MD_PAR_FSDP, .world = 1};
+    assert_int_equal(md_predict(&m, &c, &p, &e), MD_E_ARG); /* one rank shards nothing */
+    c.parallel = MD_PAR_ZERO1, c.world = 2, c.rank = 2;
+    assert_int_equal(md_predict(&m, &c, &p, &e), MD_E_ARG); /* no such rank */
+    c.rank = -1, c.lora_rank = 8, c.lora_targets = MD_LORA_Q;
+    assert_int_equal(md_predict(&m, &c, &p, &e), MD_E_ARG); /* not modeled */
+    c.lora_rank = 0;
+    assert_int_equal(md_predict(&m, &c, &p, &e), MD_OK);
+    uint64_t most = p.optimizer_state;
+    c.rank = 1; /* the embedding alone went to rank 0 (largest first) */
+    assert_int_equal(md_predict(&m, &c, &p, &e), MD_OK);
+    assert_true(p.optimizer_state < most && p.caveat == NULL);
+    c.parallel = MD_PAR_FSDP, c.world = 8;
+    assert_int_equal(md_predict(&m, &c, &p, &e), MD_OK);
+    assert_non_null(p.caveat); /* measured on 2 ranks only */
+    assert_true(p.gathered > 0 && p.weights < (uint64_t)md_model_params(&m) * 4 / 7);
 }
 
 /* The seed presets' peaks against the seed exercise's own measurements
@@ -422,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_param_tensors),
         cmocka_unit_test(test_seed_peaks),
         cmocka_unit_test(test_ddp_peaks),
+        cmocka_unit_test(test_parallel_settings),
         cmocka_unit_test(test_validate_hf_run),
         cmocka_unit_test(test_validate_samples),
         cmocka_unit_test(test_refusals),
