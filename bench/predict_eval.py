@@ -32,7 +32,7 @@ DATA = os.path.join(HERE, "..", "tests", "data", "predict", "measured")
 SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.jsonl"]),
         ("real", ["real.jsonl"]), ("final", ["final.jsonl"]), ("options", ["options.jsonl"]),
         ("options_final", ["options_final.jsonl"]), ("dist", ["dist.jsonl"]),
-        ("dist_final", ["dist_final.jsonl"])]
+        ("dist_final", ["dist_final.jsonl"]), ("stream", ["stream.jsonl"])]
 
 
 def rows(path):
@@ -51,6 +51,7 @@ def predict(r, tmp):
     par = o.get("parallel")
     extra = (["--parallel", par, "--world", str(o["world"])] if par else []) + \
         (["--rank", str(r["rank"])] if par == "zero1" else []) + \
+        (["--stream-layers", str(o["stream"])] if o.get("stream") else []) + \
         (["--checkpointing"] if o.get("gc") else []) + \
         (["--attention", o["attn"]] if o.get("attn") else []) + \
         (["--lora", f"{o['lora']}:{','.join(o['targets'])}"] if o.get("lora") else [])
@@ -166,6 +167,14 @@ training step (the third, the eighth for dist; reset at its start) measured on N
   mistral, qwen3, phi3, gemma, other shapes, Adam, SGD with momentum. Eight ZeRO-1
   rows are relabeled SGD: the harness gave ZeroRedundancyOptimizer torch.optim.SGD
   for every optimizer but AdamW (each row carries a note; the harness is fixed).
+
+- stream: layer streaming (bench/predict_stream.py via tests/gpu/predict_stream.sh):
+  LoRA r8 on q_proj and v_proj over a frozen base whose decoder layers' weights sit in
+  pinned host memory, 2 or 3 one-layer GPU buffers, batch 1 at 2048-6144 tokens, as
+  seed 001 runs it; measured after `--stream-layers` was written, compared once.
+  TinyLlama's rows past its 2048 positions were dropped (predict refuses them); the
+  harness had counted parameters before peft wrapped the model, so each row's
+  adapters (its `trainable`) were added to `params` (it now counts after wrapping).
 
 After these, one change to every grid: the optimizer state is counted split to
 size from cached blocks rather than as whole fresh segments (snapshots show the

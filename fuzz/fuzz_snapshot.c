@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  .checkpointing = prec == MD_BF16_PURE, .eager = prec == MD_FP32,
                                  .parallel = (md_parallel)par, .world = 2 + prec,
                                  .rank = prec - 1, .lora_rank = 8 * (prec & 1 && par < 3),
-                                 .lora_targets = 127};
+                                 .lora_targets = 127, .stream_buffers = par == 0 ? prec : 0};
             (void)md_predict(&m, &st, &p, &e);
         }
     }

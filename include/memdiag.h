@@ -563,6 +563,10 @@ typedef struct md_step_config {
                            unevenly); -1: the rank holding the most */
     int64_t lora_rank;  /* > 0: LoRA (peft, dropout 0) on lora_targets, base frozen */
     unsigned lora_targets;
+    int stream_buffers; /* > 0: layer streaming (seed 001): the decoder layers'
+                           frozen weights in host memory, this many one-layer
+                           GPU buffers filled before each layer's forward and
+                           backward; LoRA only */
 } md_step_config;
 
 /* A steady-state training step (optimizer state exists; gradients set to

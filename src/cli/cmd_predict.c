@@ -13,6 +13,7 @@ static void help(void)
            "                       [--precision P] [--checkpointing] [--attention sdpa|eager]\n"
            "                       [--lora RANK[:MODULES]] [--outputs kept|dropped]\n"
            "                       [--parallel STRATEGY [--world N] [--rank R]]\n"
+           "                       [--stream-layers K]\n"
            "                       [--gpu NAME|SIZE] [--calibration FILE]\n"
            "                       [--validate RUN] [--json]\n\n"
            "  --model      a Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3, gemma,\n"
@@ -30,6 +31,8 @@ static void help(void)
            "               (reshard_after_forward=False); --ddp is --parallel ddp\n"
            "  --world N    ranks (zero1, fsdp); --rank R: which rank (zero1 shares the\n"
            "               parameters unevenly; default the rank holding the most)\n"
+           "  --stream-layers K  layer streaming (seed 001): the decoder layers' frozen\n"
+           "               weights in host memory, K one-layer GPU buffers; with --lora\n"
            "  --checkpointing  gradient checkpointing of every decoder layer\n"
            "               (model.gradient_checkpointing_enable())\n"
            "  --attention  sdpa (default) or eager (attn_implementation=\"eager\")\n"
@@ -170,6 +173,9 @@ static void text(const md_model *m, const md_prediction *p, const md_step_config
                st->checkpointing && st->eager ? ", " : "", st->eager ? "eager attention" : "");
     if (st->parallel)
         text_parallel(p, st);
+    if (st->stream_buffers)
+        printf("streaming     %d one-layer buffers on the GPU; the decoder layers' frozen "
+               "weights in host memory\n", st->stream_buffers);
     if (st->lora_rank)
         printf("LoRA          rank %lld: %lld trainable parameters, the base frozen\n",
                (long long)st->lora_rank, (long long)p->trainable);
@@ -215,11 +221,11 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
            m->tied ? "true" : "false");
     printf("\"training\":{\"trainable_parameters\":%lld,\"checkpointing\":%s,\"attention\":\"%s\","
            "\"lora_rank\":%lld,\"outputs\":\"%s\",\"parallel\":\"%s\",\"world\":%d,"
-           "\"rank\":%d,\"gathered_at_peak\":%llu},", (long long)p->trainable,
+           "\"rank\":%d,\"gathered_at_peak\":%llu,\"stream_buffers\":%d},", (long long)p->trainable,
            st->checkpointing ? "true" : "false", st->eager ? "eager" : "sdpa",
            (long long)st->lora_rank, st->drop_outputs ? "dropped" : "kept",
            parallel_names[st->parallel], st->parallel >= MD_PAR_ZERO1 ? st->world : 0,
-           st->rank, (unsigned long long)p->gathered);
+           st->rank, (unsigned long long)p->gathered, st->stream_buffers);
     part parts[10];
     int n = parts_of(p, parts);
     printf("\"breakdown\":{");
@@ -459,6 +465,14 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
         rc = choose(o, v, attns, 2, &st->eager);
     } else if (!strcmp(o, "--parallel")) {
         rc = choose(o, v, pars, 5, &k), st->parallel = (md_parallel)(k + 1);
+    } else if (!strcmp(o, "--stream-layers")) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x <= 0 || x > 1024) {
+            cli_fail("--stream-layers wants a number of buffers from 1 to 1024, got '%s'", v);
+            return -1;
+        }
+        st->stream_buffers = (int)x;
     } else if (!strcmp(o, "--world") || !strcmp(o, "--rank")) {
         char *end;
         long x = strtol(v, &end, 10);

@@ -369,6 +369,22 @@ static int parallel_memory(const md_model *m, const md_step_config *cfg, uint64_
     return MD_OK;
 }
 
+/* Layer streaming: on the GPU only the parameters outside the decoder
+ * layers, the adapters and the buffers (one allocation each, as large as a
+ * layer's frozen weights). */
+static int streamed_weights(const md_model *m, const md_step_config *cfg, uint64_t pb,
+                            md_prediction *out, md_err *err)
+{
+    if (cfg->lora_rank <= 0 || cfg->parallel != MD_PAR_NONE || cfg->stream_buffers > 1024)
+        return md_err_set(err, MD_E_ARG, -1, "layer streaming is modeled for LoRA on one GPU "
+                          "(seed 001), with 1 to 1024 buffers");
+    param_sum root = {pb, 0, 0, 0};
+    md_arch_root_params(m, add_params, &root);
+    uint64_t buffer = block((uint64_t)md_arch_layer_params(m) * pb);
+    out->weights = root.total + (uint64_t)cfg->stream_buffers * buffer + out->gradients;
+    return MD_OK;
+}
+
 /* What lives across steps: weights, gradients (or LoRA's), optimizer
  * state, DDP's buckets, workspaces, inputs; *trained: the bytes of what the
  * optimizer updates. */
@@ -392,6 +408,11 @@ static int static_memory(const md_model *m, const md_step_config *cfg, const md_
         out->gradients = lora.total;
         out->trainable = lora.elems;
         out->weights += out->gradients;
+    }
+    if (cfg->stream_buffers > 0) {
+        int rc = streamed_weights(m, cfg, pb, out, err);
+        if (rc)
+            return rc;
     }
     *trained = out->gradients; /* before DDP's bucket views take them over */
     /* the state is made at the first optimizer step, from blocks the first
@@ -464,7 +485,7 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
     out->at_peak = c[out->phase];
     out->peak = sum(&out->at_peak);
     out->gathered = gathered[out->phase];
-    if (!is_sharded(cfg->parallel)) /* shards: the blocks are left whole */
+    if (!is_sharded(cfg->parallel) && !cfg->stream_buffers) /* left whole there */
         split_rounding(&out->at_peak, out, cfg);
     out->activations = s.acts;
     out->loss_bytes_per_logit = s.E ? (double)c[MD_PHASE_LOSS_BACKWARD].logits / (double)s.E : 0;

@@ -135,6 +135,13 @@ void md_map_free(md_map *m)
     memset(m, 0, sizeof *m);
 }
 
+void md_map_clear(md_map *m)
+{
+    if (m->cap)
+        memset(m->keys, 0, m->cap * sizeof *m->keys);
+    m->n = m->used = 0;
+}
+
 static size_t map_slot(uint64_t k, size_t cap)
 {
     k ^= k >> 33;
