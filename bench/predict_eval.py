@@ -52,6 +52,7 @@ def predict(r, tmp):
     extra = (["--parallel", par, "--world", str(o["world"])] if par else []) + \
         (["--rank", str(r["rank"])] if par == "zero1" else []) + \
         (["--stream-layers", str(o["stream"])] if o.get("stream") else []) + \
+        (["--bucket-mb", str(o["bucket_mb"])] if o.get("bucket_mb") else []) + \
         (["--checkpointing"] if o.get("gc") else []) + \
         (["--attention", o["attn"]] if o.get("attn") else []) + \
         (["--lora", f"{o['lora']}:{','.join(o['targets'])}"] if o.get("lora") else [])

@@ -561,6 +561,7 @@ typedef struct md_step_config {
     int world;          /* ranks (ZeRO-1 and FSDP; >= 2) */
     int rank;           /* the rank predicted (ZeRO-1 shares the parameters
                            unevenly); -1: the rank holding the most */
+    int bucket_mb;      /* DDP's bucket_cap_mb (0: torch's 25) */
     int64_t lora_rank;  /* > 0: LoRA (peft, dropout 0) on lora_targets, base frozen */
     unsigned lora_targets;
     int stream_buffers; /* > 0: layer streaming (seed 001): the decoder layers'

@@ -12,7 +12,7 @@ static void help(void)
     printf("usage: memdiag predict --model CONFIG|PRESET --batch B --seq S [--optimizer O]\n"
            "                       [--precision P] [--checkpointing] [--attention sdpa|eager]\n"
            "                       [--lora RANK[:MODULES]] [--outputs kept|dropped]\n"
-           "                       [--parallel STRATEGY [--world N] [--rank R]]\n"
+           "                       [--parallel STRATEGY [--world N] [--rank R] [--bucket-mb M]]\n"
            "                       [--stream-layers K]\n"
            "                       [--gpu NAME|SIZE] [--calibration FILE]\n"
            "                       [--validate RUN] [--json]\n\n"
@@ -28,7 +28,9 @@ static void help(void)
            "               ddp-bucket-view (gradient_as_bucket_view=True), zero1\n"
            "               (ZeroRedundancyOptimizer over DDP), fsdp (FSDP2 fully_shard per\n"
            "               decoder layer and the model), fsdp-no-reshard\n"
-           "               (reshard_after_forward=False); --ddp is --parallel ddp\n"
+           "               (reshard_after_forward=False); zero3 and zero2 are fsdp and\n"
+           "               fsdp-no-reshard (torch's); --ddp is --parallel ddp\n"
+           "  --bucket-mb M  DDP's bucket_cap_mb (default 25)\n"
            "  --world N    ranks (zero1, fsdp); --rank R: which rank (zero1 shares the\n"
            "               parameters unevenly; default the rank holding the most)\n"
            "  --stream-layers K  layer streaming (seed 001): the decoder layers' frozen\n"
@@ -436,7 +438,7 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
     static const char *const precs[] = {"fp32", "bf16-autocast", "fp16-autocast", "bf16-pure"};
     static const char *const outs[] = {"kept", "dropped"}, *const attns[] = {"sdpa", "eager"};
     static const char *const pars[] = {"ddp", "ddp-bucket-view", "zero1", "fsdp",
-                                       "fsdp-no-reshard"};
+                                       "fsdp-no-reshard", "zero3", "zero2"};
     md_step_config *st = &a->step;
     int k = 0, rc = 0;
     if (!strcmp(o, "--model")) {
@@ -464,7 +466,9 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
     } else if (!strcmp(o, "--attention")) {
         rc = choose(o, v, attns, 2, &st->eager);
     } else if (!strcmp(o, "--parallel")) {
-        rc = choose(o, v, pars, 5, &k), st->parallel = (md_parallel)(k + 1);
+        rc = choose(o, v, pars, 7, &k);
+        /* zero3, zero2: torch's own, FSDP2 with and without resharding */
+        st->parallel = k == 5 ? MD_PAR_FSDP : k == 6 ? MD_PAR_FSDP_NO_RESHARD : (md_parallel)(k + 1);
     } else if (!strcmp(o, "--stream-layers")) {
         char *end;
         long x = strtol(v, &end, 10);
@@ -473,6 +477,14 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
             return -1;
         }
         st->stream_buffers = (int)x;
+    } else if (!strcmp(o, "--bucket-mb")) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x <= 0 || x > 1 << 20) {
+            cli_fail("--bucket-mb wants a positive whole number of MiB, got '%s'", v);
+            return -1;
+        }
+        st->bucket_mb = (int)x;
     } else if (!strcmp(o, "--world") || !strcmp(o, "--rank")) {
         char *end;
         long x = strtol(v, &end, 10);

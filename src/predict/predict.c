@@ -333,6 +333,34 @@ static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
     return MD_OK;
 }
 
+/* DDP's buckets: the parameters in reverse order (the last layer's first),
+ * a bucket closed once it holds at least its limit (1 MiB for the first,
+ * bucket_cap_mb after), one flat gradient tensor per bucket. */
+typedef struct bucket_fill {
+    uint64_t pb, cap, limit, open, total;
+} bucket_fill;
+
+static void fill_bucket(void *ctx, int64_t count, int64_t elems)
+{
+    bucket_fill *b = ctx;
+    for (int64_t c = 0; c < count; c++) {
+        b->open += (uint64_t)elems * b->pb;
+        if (b->open >= b->limit) {
+            b->total += block(b->open);
+            b->open = 0, b->limit = b->cap;
+        }
+    }
+}
+
+static uint64_t ddp_buckets(const md_model *m, uint64_t pb, uint64_t cap)
+{
+    bucket_fill b = {pb, cap, MIB, 0, 0};
+    for (int64_t l = 0; l < m->layers; l++)
+        md_arch_layer_tensors(m, 1, fill_bucket, &b);
+    md_arch_root_params(m, fill_bucket, &b);
+    return b.total + block(b.open);
+}
+
 /* Each rank's share under data parallelism: DDP's buckets as large as the
  * gradients from construction on (the gradients themselves with bucket
  * views); ZeRO-1's optimizer state for its share; FSDP's shards. */
@@ -358,7 +386,8 @@ static int parallel_memory(const md_model *m, const md_step_config *cfg, uint64_
         out->optimizer_state = states * out->weights;
         return MD_OK;
     }
-    out->buckets = out->gradients;
+    uint64_t cap = (uint64_t)(cfg->bucket_mb > 0 ? cfg->bucket_mb : 25) * MIB;
+    out->buckets = cfg->lora_rank > 0 ? out->gradients : ddp_buckets(m, pb, cap);
     if (par == MD_PAR_DDP_VIEW)
         out->gradients = 0;
     if (par == MD_PAR_ZERO1) {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Data-parallel steps for predict (device machine with 2 GPUs: nvidia-h200-x2).
-#   OUT=/some/dir sh tests/gpu/predict_dist.sh
+#   OUT=/some/dir [CASESET=more] sh tests/gpu/predict_dist.sh
 # $OUT/dist.jsonl: one row per rank and case (bench/predict_dist.py), "set"
 # fit or final; $OUT/snap/: allocator snapshots of each mode's first case.
 # Compare: `python3 bench/predict_eval.py --rows dist.jsonl`.

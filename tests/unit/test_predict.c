@@ -65,6 +65,7 @@ static void options_of(json_t *o, const md_model *m, md_step_config *st)
     assert_true(!par || st->parallel != MD_PAR_NONE);
     st->world = (int)json_integer_value(json_object_get(o, "world"));
     st->stream_buffers = (int)json_integer_value(json_object_get(o, "stream"));
+    st->bucket_mb = (int)json_integer_value(json_object_get(o, "bucket_mb"));
 }
 
 /* One measured step (a line of tests/data/predict/measured/): the config's
