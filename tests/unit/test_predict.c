@@ -241,7 +241,8 @@ static void test_ddp_peaks(void **st)
                             .precision = MD_FP32, .parallel = MD_PAR_DDP};
     assert_int_equal(md_predict(&m, &plain, &p, &e), MD_OK);
     /* measured since (dist.jsonl): buckets beside the gradients */
-    assert_true(p.caveat == NULL && p.buckets == p.gradients && p.gradients > 0);
+    double gap = fabs((double)p.buckets - (double)p.gradients); /* rounded per bucket */
+    assert_true(p.caveat == NULL && p.gradients > 0 && gap < 0.02 * (double)p.gradients + 2e6);
 }
 
 /* ZeRO-1, FSDP and layer streaming: what is refused, and what no
