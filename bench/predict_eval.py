@@ -32,7 +32,8 @@ DATA = os.path.join(HERE, "..", "tests", "data", "predict", "measured")
 SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.jsonl"]),
         ("real", ["real.jsonl"]), ("final", ["final.jsonl"]), ("options", ["options.jsonl"]),
         ("options_final", ["options_final.jsonl"]), ("dist", ["dist.jsonl"]),
-        ("dist_final", ["dist_final.jsonl"]), ("stream", ["stream.jsonl"])]
+        ("dist_final", ["dist_final.jsonl"]), ("dist_more", ["dist_more.jsonl"]),
+        ("stream", ["stream.jsonl"])]
 
 
 def rows(path):
@@ -169,6 +170,10 @@ training step (the third, the eighth for dist; reset at its start) measured on N
   rows are relabeled SGD: the harness gave ZeroRedundancyOptimizer torch.optim.SGD
   for every optimizer but AdamW (each row carries a note; the harness is fixed).
 
+- dist_more: measured once after `--bucket-mb` and the zero2/zero3 names were added
+  (CASESET=more): DDP with 5 and 100 MiB buckets, ZeRO-1 with Adam and SGD with
+  momentum (which the first run's harness had replaced by SGD), FSDP with gradient
+  checkpointing, on llama, qwen2, mistral and gemma.
 - stream: layer streaming (bench/predict_stream.py via tests/gpu/predict_stream.sh):
   LoRA r8 on q_proj and v_proj over a frozen base whose decoder layers' weights sit in
   pinned host memory, 2 or 3 one-layer GPU buffers, batch 1 at 2048-6144 tokens, as
