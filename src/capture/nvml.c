@@ -11,6 +11,13 @@
 
 typedef void *nvml_device;
 typedef struct { unsigned long long total, free, used; } nvml_memory;
+/* v2 reports the driver's own reservation apart (615 MiB on an H200 with
+ * driver 580): v1's used counts it, nvidia-smi's used does not. */
+typedef struct {
+    unsigned version;
+    unsigned long long total, reserved, free, used;
+} nvml_memory_v2;
+#define NVML_MEMORY_V2 ((unsigned)(sizeof(nvml_memory_v2) | (2u << 24)))
 typedef struct {
     unsigned pid;
     unsigned long long used_gpu_memory;
@@ -22,6 +29,7 @@ static struct {
     int (*init)(void);
     int (*by_pci)(const char *, nvml_device *);
     int (*memory)(nvml_device, nvml_memory *);
+    int (*memory_v2)(nvml_device, nvml_memory_v2 *);
     int (*procs)(nvml_device, unsigned *, nvml_process_v3 *);
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
@@ -34,6 +42,7 @@ static void nv_load(void)
     *(void **)&nv.init = dlsym(h, "nvmlInit_v2");
     *(void **)&nv.by_pci = dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
     *(void **)&nv.memory = dlsym(h, "nvmlDeviceGetMemoryInfo");
+    *(void **)&nv.memory_v2 = dlsym(h, "nvmlDeviceGetMemoryInfo_v2");
     *(void **)&nv.procs = dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
     nv.ok = nv.init && nv.by_pci && nv.memory && nv.init() == 0;
 }
@@ -43,12 +52,20 @@ int md_nvml_memory(const char *pci_bus_id, uint64_t *used, uint64_t *total,
 {
     nvml_device dev;
     nvml_memory m;
+    nvml_memory_v2 m2 = {.version = NVML_MEMORY_V2};
     pthread_once(&nv_once, nv_load);
     *used = *total = *process_used = UINT64_MAX;
-    if (!nv.ok || !pci_bus_id || nv.by_pci(pci_bus_id, &dev) != 0 || nv.memory(dev, &m) != 0)
+    if (!nv.ok || !pci_bus_id || nv.by_pci(pci_bus_id, &dev) != 0)
         return -1;
-    *used = m.used;
-    *total = m.total;
+    if (nv.memory_v2 && nv.memory_v2(dev, &m2) == 0 && m2.total >= m2.reserved) {
+        *used = m2.used; /* what nvidia-smi shows as used */
+        *total = m2.total - m2.reserved;
+    } else if (nv.memory(dev, &m) == 0) {
+        *used = m.used;
+        *total = m.total;
+    } else {
+        return -1;
+    }
     if (nv.procs) {
         nvml_process_v3 p[64];
         unsigned n = 64;

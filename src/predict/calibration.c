@@ -1,9 +1,11 @@
 /* calibration.c - the machine-dependent constants of predict, from a file
  * `memdiag probe` wrote or the shipped defaults. The defaults are the
- * probe's own figures on the H200 (tests/data/predict/calibration-h200.json),
- * except the context: a whole training process loads more kernels than the
- * probe's warm-up (1368 MiB in every single-process `memdiag run` on the
- * H200 against the probe's 769), so the shipped figure is the runs'. */
+ * probe's own figures on the H200 (tests/data/predict/calibration-h200.json).
+ * The context, 769 MiB, is also what a process running every grid model in
+ * four precisions held outside the allocator (bench/context_growth.py:
+ * 773 MiB, cudaMemGetInfo and NVML's per-process figure agree); what
+ * `memdiag run` recorded as 1368 MiB counted the driver's 615 MiB
+ * reservation, which nvidia-smi leaves out of "used". */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -17,7 +19,7 @@ void md_calibration_default(md_calibration *c)
     memset(c, 0, sizeof *c);
     snprintf(c->gpu, sizeof c->gpu, "NVIDIA H200");
     snprintf(c->torch, sizeof c->torch, "2.11.0+cu130");
-    c->context = 1368 * MIB;
+    c->context = 806158336; /* 768.8 MiB */
     c->workspace = 64 * MIB;
     c->loss_per_logit = 12.0;
     c->math_per_score = 4.0;

@@ -456,7 +456,8 @@ static int static_memory(const md_model *m, const md_step_config *cfg, const md_
                  out->buckets;
     out->floor_with_grads = out->floor + out->gradients;
     /* NCCL's buffers, outside the allocator: 2210-2418 MiB in all in the
-     * H200 DDP runs (tests/data/runs/ddp) against 1368 without */
+     * H200 DDP runs (tests/data/runs/ddp) against 1368 without, both
+     * counting the driver's reservation */
     out->context = cal->context + (cfg->parallel != MD_PAR_NONE ? 1050 * MIB : 0);
     return MD_OK;
 }
