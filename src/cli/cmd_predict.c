@@ -82,7 +82,7 @@ static int pick(const char *v, const char *const *names, int n)
     return -1;
 }
 
-static const char *const precision_notes[] = {
+static const char *const precision_notes[MD_BF16_PURE + 1] = {
     [MD_FP16_AUTOCAST] = "fp16 autocast is counted as bf16 autocast (same sizes; GradScaler's "
                          "few small buffers not counted)"};
 
