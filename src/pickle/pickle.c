@@ -34,8 +34,10 @@ struct md_pkl {
     size_t sp, scap;
     size_t *marks;
     size_t nmarks, mcap;
-    md_pv *memo;
+    uint64_t *memo;         /* 8 bytes a slot (memo_encode) */
     size_t nmemo, memocap;
+    md_pv *memo_full;       /* memo values too wide for a slot */
+    size_t nfull, fullcap;
     struct slab *objslab;   /* pv_obj storage, freed all at once */
     struct slab *itemslab;  /* small item arrays */
     md_pv *freelist[SMALL_CLASSES]; /* released small item arrays by class */
@@ -456,6 +458,66 @@ static int op_text_str(md_pkl *p, int quoted, md_err *err)
 
 /* ---- memo ---------------------------------------------------------------- */
 
+/* A memo slot is 8 bytes, not a 16-byte md_pv: snapshots memoize hundreds
+ * of thousands of values, and each page of memo is a page fault. The low 3
+ * bits tag it: a container is its pointer (slab objects are 16-aligned)
+ * tagged with its type, so a get never touches the object; strings,
+ * references and small ints are inline; constants and anything wider
+ * (floats, 64-bit and big ints) are tag 7, inline or an index into
+ * memo_full. 0 = never stored. */
+enum { MT_LIST, MT_TUPLE, MT_DICT, MT_STR, MT_BYTES, MT_REF, MT_INT, MT_OTHER };
+
+static inline int memo_encode(md_pkl *p, const md_pv *v, uint64_t *out, md_err *err)
+{
+    int plain = !v->big && !v->uns;
+    if ((v->t == PV_DICT || v->t == PV_LIST || v->t == PV_TUPLE) && plain && !v->s &&
+        v->o && ((uintptr_t)v->o & 7) == 0) {
+        *out = (uint64_t)(uintptr_t)v->o | (uint64_t)(v->t - PV_LIST);
+        return MD_OK;
+    }
+    if ((v->t == PV_STR || v->t == PV_BYTES) && plain && !v->i) {
+        *out = (uint64_t)v->s << 3 | (v->t == PV_STR ? MT_STR : MT_BYTES);
+        return MD_OK;
+    }
+    if (v->t == PV_REF && plain && !v->s && v->u < (1ULL << 60)) {
+        *out = v->u << 3 | MT_REF;
+        return MD_OK;
+    }
+    if (v->t == PV_INT && plain && !v->s && v->i >= -(1LL << 59) && v->i < (1LL << 59)) {
+        *out = (uint64_t)v->i << 3 | MT_INT;
+        return MD_OK;
+    }
+    if ((v->t == PV_NONE || v->t == PV_BOOL) && plain && !v->s && (v->i == 0 || v->i == 1)) {
+        *out = (uint64_t)v->i << 9 | (uint64_t)v->t << 4 | MT_OTHER; /* bit 3 clear */
+        return MD_OK;
+    }
+    if (md_grow((void **)&p->memo_full, &p->fullcap, p->nfull + 1, sizeof *p->memo_full))
+        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    p->memo_full[p->nfull] = *v;
+    *out = (uint64_t)p->nfull++ << 4 | 8 | MT_OTHER;
+    return MD_OK;
+}
+
+/* Writes slot m (stored, not 0) as a value into *d. */
+static inline void memo_decode(const md_pkl *p, uint64_t m, md_pv *d)
+{
+    unsigned tag = (unsigned)(m & 7);
+    d->big = d->uns = 0, d->s = 0;
+    if (tag <= MT_DICT) {
+        d->t = (uint8_t)(PV_LIST + tag), d->o = (pv_obj *)(uintptr_t)(m & ~7ULL);
+    } else if (tag <= MT_BYTES) {
+        d->t = tag == MT_STR ? PV_STR : PV_BYTES, d->s = (uint32_t)(m >> 3), d->i = 0;
+    } else if (tag == MT_REF) {
+        d->t = PV_REF, d->u = m >> 3;
+    } else if (tag == MT_INT) {
+        d->t = PV_INT, d->i = (int64_t)m >> 3;
+    } else if (m & 8) {
+        *d = p->memo_full[m >> 4];
+    } else {
+        d->t = (uint8_t)(m >> 4 & 31), d->i = (int64_t)(m >> 9);
+    }
+}
+
 static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
 {
     if (!p->sp)
@@ -473,9 +535,11 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
     /* slots past nmemo are uninitialized: mark only the gap as unset, so
      * the untouched capacity costs no page faults */
     for (size_t i = p->nmemo; i < idx; i++)
-        p->memo[i].t = PV_UNSET;
-    p->memo[idx] = p->stack[p->sp - 1];
-    md_pv *v = &p->memo[idx];
+        p->memo[i] = 0;
+    const md_pv *v = &p->stack[p->sp - 1];
+    int rc = memo_encode(p, v, &p->memo[idx], err);
+    if (rc)
+        return rc;
     if ((v->t == PV_DICT || v->t == PV_LIST || v->t == PV_TUPLE) && !v->o->memo)
         v->o->memo = (uint32_t)idx + 1;
     if (idx >= p->nmemo)
@@ -485,10 +549,12 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
 
 static inline int memo_get(md_pkl *p, uint64_t idx, md_err *err)
 {
-    if (idx >= p->nmemo || p->memo[idx].t == PV_UNSET)
+    if (idx >= p->nmemo || !p->memo[idx])
         return md_err_set(err, MD_E_FORMAT, p->op_off,
                           "memo index %llu was never stored", (unsigned long long)idx);
-    return push(p, p->memo[idx], err);
+    md_pv v;
+    memo_decode(p, p->memo[idx], &v);
+    return push(p, v, err);
 }
 
 static int op_text_memo(md_pkl *p, int put, md_err *err)
@@ -517,12 +583,9 @@ static int op_text_memo(md_pkl *p, int put, md_err *err)
 static void retire_taken(md_pkl *p, md_pv *slot, pv_obj *o, uint32_t ref)
 {
     if (o->memo && o->memo - 1 < p->nmemo) {
-        md_pv *m = &p->memo[o->memo - 1];
-        if (m->t == PV_DICT && m->o == o) {
-            memset(m, 0, sizeof *m);
-            m->t = PV_REF;
-            m->u = ref;
-        }
+        uint64_t *m = &p->memo[o->memo - 1];
+        if (*m == ((uint64_t)(uintptr_t)o | MT_DICT))
+            *m = (uint64_t)ref << 3 | MT_REF;
     }
     memset(slot, 0, sizeof *slot);
     slot->t = PV_REF;
@@ -925,32 +988,41 @@ static size_t run_fast(md_pkl *p)
     const unsigned char *buf = p->buf;
     size_t pos = p->pos, len = p->len, sp = p->sp, done = 0;
     size_t scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
-    md_pv *stack = p->stack, *memo = p->memo;
+    md_pv *stack = p->stack;
+    uint64_t *memo = p->memo;
     size_t nmemo = p->nmemo, memocap = p->memocap;
     while (len - pos >= 16 && sp + 1 < scap) {
         const unsigned char *b = buf + pos;
         switch (b[0]) {
         case 'h': /* BINGET */
-            if (b[1] >= nmemo || memo[b[1]].t == PV_UNSET)
+            if (b[1] >= nmemo || !memo[b[1]])
                 goto out;
-            stack[sp++] = memo[b[1]];
+            memo_decode(p, memo[b[1]], &stack[sp++]);
             pos += 2;
             break;
         case 'j': { /* LONG_BINGET */
             uint32_t idx = le32(b + 1);
-            if (idx >= nmemo || memo[idx].t == PV_UNSET)
+            if (idx >= nmemo || !memo[idx])
                 goto out;
-            stack[sp++] = memo[idx];
+            memo_decode(p, memo[idx], &stack[sp++]);
             pos += 5;
             break;
         }
         case 0x94: /* MEMOIZE */
             if (!sp || nmemo >= memocap)
                 goto out;
-            memo[nmemo] = stack[sp - 1];
-            if ((memo[nmemo].t == PV_DICT || memo[nmemo].t == PV_LIST ||
-                 memo[nmemo].t == PV_TUPLE) && !memo[nmemo].o->memo)
-                memo[nmemo].o->memo = (uint32_t)nmemo + 1;
+            const md_pv *top = &stack[sp - 1];
+            if (top->t == PV_DICT || top->t == PV_LIST || top->t == PV_TUPLE) {
+                if (top->big || top->uns || top->s || ((uintptr_t)top->o & 7))
+                    goto out; /* not a plain container: the general path */
+                memo[nmemo] = (uint64_t)(uintptr_t)top->o | (uint64_t)(top->t - PV_LIST);
+                if (!top->o->memo)
+                    top->o->memo = (uint32_t)nmemo + 1;
+            } else if (top->t == PV_STR && !top->big && !top->uns && !top->i) {
+                memo[nmemo] = (uint64_t)top->s << 3 | MT_STR;
+            } else {
+                goto out;
+            }
             nmemo++;
             pos += 1;
             break;
@@ -1102,6 +1174,7 @@ void md_pkl_free(md_pkl *p)
     free(p->stack);
     free(p->marks);
     free(p->memo);
+    free(p->memo_full);
     free(p->buf);
     free(p);
 }
