@@ -458,6 +458,11 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
         }
         *(o[2] == 'b' ? &st->batch : &st->seq) = x;
     } else if (!strcmp(o, "--optimizer")) {
+        if (strstr(v, "8bit") || strstr(v, "8-bit")) { /* bitsandbytes' */
+            cli_fail("--optimizer %s: 8-bit optimizers are not modeled (no bitsandbytes on "
+                     "the machines that calibrate predict)", v);
+            return -1;
+        }
         rc = choose(o, v, opts, 4, &k), st->optimizer = (md_optimizer)k;
     } else if (!strcmp(o, "--precision")) {
         rc = choose(o, v, precs, 4, &k), st->precision = (md_precision)k;
