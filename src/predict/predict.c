@@ -77,8 +77,9 @@ static int is_fsdp(md_parallel p) { return p == MD_PAR_FSDP || p == MD_PAR_FSDP_
 
 /* ZeroRedundancyOptimizer's partition: parameters largest first, each to
  * the rank with the fewest elements so far (torch's greedy rule). The
- * blocks of rank's share (-1: the largest share); *elems its elements. */
-static uint64_t zero1_share(const md_model *m, int world, int rank, uint64_t pb, int64_t *elems)
+ * bytes of one state tensor per parameter of rank's share (-1: the largest
+ * share), made from cached blocks as the single-GPU state is. */
+static uint64_t zero1_share(const md_model *m, int world, int rank, uint64_t pb)
 {
     tensor_list t = {.n = 0};
     md_arch_params(m, collect, &t);
@@ -97,14 +98,13 @@ static uint64_t zero1_share(const md_model *m, int world, int rank, uint64_t pb,
                 if (have[k] < have[r])
                     r = k;
             have[r] += t.elems[g];
-            bytes[r] += block((uint64_t)t.elems[g] * pb);
+            bytes[r] += ((uint64_t)t.elems[g] * pb + 511) & ~511ULL;
         }
     int pick = rank;
     if (pick < 0)
         for (int k = pick = 0; k < world; k++)
             if (bytes[k] > bytes[pick])
                 pick = k;
-    *elems = have[pick];
     return bytes[pick];
 }
 
@@ -390,8 +390,7 @@ static int parallel_memory(const md_model *m, const md_step_config *cfg, uint64_
     if (par == MD_PAR_DDP_VIEW)
         out->gradients = 0;
     if (par == MD_PAR_ZERO1) {
-        int64_t elems;
-        *trained = zero1_share(m, cfg->world, cfg->rank, pb, &elems);
+        *trained = zero1_share(m, cfg->world, cfg->rank, pb);
         out->optimizer_state = states * *trained;
     }
     return MD_OK;
