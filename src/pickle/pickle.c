@@ -164,7 +164,7 @@ static inline int push(md_pkl *p, md_pv v, md_err *err)
 
 static void *slab_alloc(struct slab **head, size_t size)
 {
-    size = (size + 15) & ~(size_t)15;
+    size = (size + 7) & ~(size_t)7; /* pv_obj: 40 bytes, not 48 */
     struct slab *sl = *head;
     if (!sl || sl->cap - sl->used < size) {
         size_t cap = size > SLAB_BYTES ? size : SLAB_BYTES;
@@ -1164,7 +1164,7 @@ void md_pkl_free(md_pkl *p)
     if (!p)
         return;
     for (struct slab *sl = p->objslab; sl; sl = sl->next)
-        for (size_t off = 0; off + sizeof(pv_obj) <= sl->used; off += (sizeof(pv_obj) + 15) & ~(size_t)15) {
+        for (size_t off = 0; off + sizeof(pv_obj) <= sl->used; off += (sizeof(pv_obj) + 7) & ~(size_t)7) {
             pv_obj *o = (pv_obj *)(void *)(sl->data + off);
             if (o->cap > ((size_t)1 << (SMALL_CLASSES - 1)))
                 free(o->items);
