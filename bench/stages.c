@@ -23,6 +23,13 @@ static long faults(void)
     return u.ru_minflt;
 }
 
+static long max_rss_kb(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+}
+
 static void keep_min(double *best, double v)
 {
     if (*best < 0 || v < *best)
@@ -37,7 +44,7 @@ int main(int argc, char **argv)
     }
     int runs = argc > 2 ? atoi(argv[2]) : 5;
     double best[4] = {-1, -1, -1, -1};
-    long pf[5] = {0};
+    long pf[5] = {0}, rss[4] = {0};
     for (int i = 0; i < runs; i++) {
         md_err e = {0};
         md_snapshot *s = NULL;
@@ -48,12 +55,18 @@ int main(int argc, char **argv)
         f[0] = faults(), t[0] = now();
         int rc = md_snapshot_load(argv[1], &s, &e);
         f[1] = faults(), t[1] = now();
+        if (i == 0)
+            rss[0] = max_rss_kb();
         if (!rc)
             rc = md_replay_run(s, 0, &r, &e);
         f[2] = faults(), t[2] = now();
+        if (i == 0)
+            rss[1] = max_rss_kb();
         if (!rc)
             rc = md_analyze(s, r, &a, &e);
         f[3] = faults(), t[3] = now();
+        if (i == 0)
+            rss[2] = max_rss_kb();
         if (rc) {
             char buf[512];
             fprintf(stderr, "stages: %s\n", md_err_format(&e, buf, sizeof buf));
@@ -67,10 +80,14 @@ int main(int argc, char **argv)
             keep_min(&best[k], t[k + 1] - t[k]);
         for (int k = 0; i == 0 && k < 4; k++)
             pf[k] = f[k + 1] - f[k];
+        if (i == 0) /* the peak so far after each stage (stages run in order) */
+            rss[3] = max_rss_kb();
     }
     printf("read %.1f ms, replay %.1f ms, analysis %.1f ms, free %.1f ms (best of %d)\n",
            best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, best[3] * 1e3, runs);
     printf("page faults (first run): read %ld, replay %ld, analysis %ld, free %ld\n", pf[0],
            pf[1], pf[2], pf[3]);
+    printf("peak RSS after each stage (first run): read %ld KB, replay %ld, analysis %ld\n",
+           rss[0], rss[1], rss[2]);
     return 0;
 }

@@ -18,6 +18,9 @@ enum {
     K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME_US, K_FRAMES, K_DEVICE_FREE,
     K_POOL_ID, K_NAME, K_FILENAME, K_LINE, K_BLOCKS, K_COUNT
 };
+/* A taken segment's reference; lower values are trace entries. */
+#define SEG_REF 0x80000000u
+
 static const char *const key_names[K_COUNT] = {
     "action", "addr", "size", "stream", "time_us", "frames", "device_free",
     "pool_id", "name", "filename", "line", "blocks"};
@@ -254,12 +257,39 @@ static void entry_field(const loader *L, md_event *e, int k, const md_pv *x)
  * 'device_free', and no 'blocks' (segments have those) is a trace entry;
  * it becomes an md_event and the reader drops the dict. Anything else is
  * left alone. */
+static int add_segment(loader *L, const md_pv *v, md_err *err);
+
+/* A segment dict, with its blocks, converted as soon as it is complete:
+ * the reader then frees its blocks' dicts for the next segment's (a
+ * snapshot's segments come before its traces, so otherwise every block
+ * dict stays in memory through them). */
+static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
+{
+    md_snapshot *s = L->s;
+    if (s->nsegs >= SEG_REF - 1)
+        return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 segments");
+    const md_pv *blocks = md_pv_get(&s->strs, item, "blocks");
+    if (blocks && (blocks->t != PV_LIST || blocks->o->run_n))
+        return 0; /* not a plain list of block dicts: the final walk will say so */
+    int rc = add_segment(L, item, err);
+    if (rc)
+        return rc;
+    if (blocks && L->p) {
+        for (uint32_t i = 0; i < blocks->o->n; i++)
+            if (blocks->o->items[i].t == PV_DICT)
+                md_pkl_release(L->p, blocks->o->items[i].o);
+        md_pkl_release(L->p, blocks->o);
+    }
+    *ref = SEG_REF | (uint32_t)(s->nsegs - 1);
+    return 1;
+}
+
 static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     loader *L = ctx;
     md_snapshot *s = L->s;
-    if (s->nevents >= UINT32_MAX - 1)
-        return md_err_set(err, MD_E_LIMIT, off, "more than 2^32 trace entries");
+    if (s->nevents >= SEG_REF - 1)
+        return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 trace entries");
     if (s->nevents == s->evcap &&
         md_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
@@ -275,7 +305,9 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
         int kk = k->t == PV_STR ? (int)k->s - (int)L->key[0] : -1;
         if (kk < 0 || kk >= K_COUNT)
             continue;
-        if (kk == K_BLOCKS || (kk == K_ACTION && x->t != PV_STR))
+        if (kk == K_BLOCKS)
+            return take_segment(L, item, ref, off, err);
+        if (kk == K_ACTION && x->t != PV_STR)
             return 0;
         if (kk == K_FRAMES)
             frames = x;
@@ -389,16 +421,22 @@ static int add_segment(loader *L, const md_pv *v, md_err *err)
     return MD_OK;
 }
 
+/* The segments list: the segments converted while reading (references:
+ * a counted run, then any stored ones) and any left as dicts. */
 static int add_segments(loader *L, const md_pv *list, md_err *err)
 {
     if (!list)
         return MD_OK;
     if (list->t != PV_LIST)
         return md_err_set(err, MD_E_SCHEMA, -1, "'segments' is not a list");
-    if (no_records(list, "'segments'", -1, err))
-        return MD_E_SCHEMA;
-    for (uint32_t i = 0; i < list->o->n; i++) {
-        int rc = add_segment(L, &list->o->items[i], err);
+    const pv_obj *o = list->o;
+    if (o->run_n && !(o->run_first & SEG_REF))
+        return md_err_set(err, MD_E_SCHEMA, -1, "'segments' holds trace entries");
+    for (uint32_t i = 0; i < o->n; i++) {
+        const md_pv *v = &o->items[i];
+        if (v->t == PV_REF && !(v->u & SEG_REF))
+            return md_err_set(err, MD_E_SCHEMA, -1, "'segments' holds trace entries");
+        int rc = v->t == PV_REF ? MD_OK : add_segment(L, v, err);
         if (rc)
             return rc;
     }
@@ -417,8 +455,10 @@ static int add_device(loader *L, int d, const md_pv *list, md_err *err)
     uint32_t run = o->run_n, n = run + o->n;
     md_range r = {run ? o->run_first : s->nevents, n};
     int contiguous = 1;
+    if (run && (o->run_first & SEG_REF))
+        return md_err_set(err, MD_E_SCHEMA, -1, "device_traces[%d] holds segments", d);
     for (uint32_t i = 0; i < o->n; i++) {
-        if (o->items[i].t != PV_REF)
+        if (o->items[i].t != PV_REF || (o->items[i].u & SEG_REF))
             return md_err_set(err, MD_E_SCHEMA, -1,
                               "device_traces[%d][%u] is not a trace entry", d, run + i);
         if (i == 0 && !run)

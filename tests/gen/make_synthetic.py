@@ -168,6 +168,13 @@ def records_as_segments():
     return {"device_traces": [tr], "segments": tr}
 
 
+def segments_as_traces():
+    """The segment list again as a device trace: the segments the reader
+    converted while reading are refused as trace entries."""
+    segs = overflow()["segments"]
+    return {"segments": segs, "device_traces": [segs]}
+
+
 def overflow():
     """Ring buffer kept only the tail: the trace starts with the free of a
     2000-byte block (block 2048) allocated before recording; the final
@@ -290,6 +297,7 @@ def main():
         "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
         "interleaved.pickle": (interleaved(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
+        "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
         "proto2.pickle": (v2_3(), 2), "proto3.pickle": (v2_3(), 3), "proto5.pickle": (v2_3(), 5),
     }

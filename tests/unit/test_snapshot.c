@@ -226,6 +226,9 @@ static void test_interleaved_devices(void **st)
     assert_int_equal(md_snapshot_load(data_path("synthetic/records_as_segments.refused", p, sizeof p),
                                       &s, &e), MD_E_SCHEMA);
     assert_non_null(strstr(e.msg, "'segments' holds trace entries"));
+    assert_int_equal(md_snapshot_load(data_path("synthetic/segments_as_traces.refused", p, sizeof p),
+                                      &s, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "device_traces[0] holds segments"));
 }
 
 static void test_overflow_reconstruction(void **st)
