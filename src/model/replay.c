@@ -425,7 +425,7 @@ static int reconstruct(md_replay *r)
 {
     const md_snapshot *s = r->s;
     md_map seen, segseen;
-    if (md_map_init(&seen, r->n / 2 + 16) || md_map_init(&segseen, 64))
+    if (md_map_init(&seen, 1024) || md_map_init(&segseen, 64)) /* grows with the addresses seen, not the events */
         return -1;
     int rc = 0;
     for (size_t i = 0; i < r->n && !rc; i++) {
