@@ -269,12 +269,14 @@ static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off
     if (s->nsegs >= SEG_REF - 1)
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 segments");
     const md_pv *blocks = md_pv_get(&s->strs, item, "blocks");
-    if (blocks && (blocks->t != PV_LIST || blocks->o->run_n))
-        return 0; /* not a plain list of block dicts: the final walk will say so */
+    const md_strtab *t = &s->strs;
+    if (!blocks || !md_pv_get(t, item, "address") || !md_pv_get(t, item, "total_size") ||
+        blocks->t != PV_LIST || blocks->o->run_n)
+        return 0; /* not a segment as torch writes one: the final walk will say */
     int rc = add_segment(L, item, err);
     if (rc)
         return rc;
-    if (blocks && L->p) {
+    if (L->p) {
         for (uint32_t i = 0; i < blocks->o->n; i++)
             if (blocks->o->items[i].t == PV_DICT)
                 md_pkl_release(L->p, blocks->o->items[i].o);
