@@ -76,6 +76,11 @@ struct md_replay {
     size_t npre, precap;
     rseg *preseg;
     size_t npreseg, presegcap;
+    /* the state after the last event, from the main pass: probes at the
+     * trace's end need not replay it again */
+    md_live *final_live;
+    size_t nfinal;
+    md_cache_state final_cache;
 };
 
 /* ---- torch's size rules --------------------------------------------------- */
@@ -596,6 +601,8 @@ static void run_pass(md_replay *r, rstate *st)
     r->anomalies = st->anomalies;
 }
 
+static int snapshot_state(const rstate *st, md_live **live, size_t *nlive, md_cache_state *cs);
+
 int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err)
 {
     md_replay *r = calloc(1, sizeof *r);
@@ -625,6 +632,8 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
             goto nomem;
         run_pass(r, &st);
     }
+    if (snapshot_state(&st, &r->final_live, &r->nfinal, &r->final_cache))
+        goto nomem;
     state_free(&st);
     *out = r;
     return MD_OK;
@@ -642,6 +651,7 @@ void md_replay_free(md_replay *r)
     free(r->free_at);
     free(r->pre);
     free(r->preseg);
+    free(r->final_live);
     free(r);
 }
 
@@ -720,6 +730,28 @@ static int snapshot_state(const rstate *st, md_live **live, size_t *nlive, md_ca
     return 0;
 }
 
+static int copy_final(const md_replay *r, md_live **live, size_t *nlive, md_cache_state *cache)
+{
+    *nlive = r->nfinal;
+    if (cache)
+        *cache = r->final_cache;
+    if (!r->nfinal)
+        return 0;
+    if (!(*live = malloc(r->nfinal * sizeof **live)))
+        return -1;
+    memcpy(*live, r->final_live, r->nfinal * sizeof **live);
+    return 0;
+}
+
+static int probe_nomem(md_live **live, size_t k, md_err *err)
+{
+    for (size_t j = 0; j < k; j++) {
+        free(live[j]);
+        live[j] = NULL;
+    }
+    return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+}
+
 int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **live,
                     size_t *nlive, md_cache_state *cache, md_err *err)
 {
@@ -730,21 +762,31 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
         if (j && idx[j] < idx[j - 1])
             return md_err_set(err, MD_E_ARG, -1, "md_replay_probe: indices must ascend");
     }
+    /* the trace's end is the main pass's final state; replay up to the
+     * last index before it */
+    size_t kk = k;
+    while (kk > 0 && idx[kk - 1] >= (long)r->n - 1)
+        kk--;
+    for (size_t j = kk; j < k; j++)
+        if (copy_final(r, &live[j], &nlive[j], cache ? &cache[j] : NULL))
+            return probe_nomem(live, k, err);
+    if (kk == 0)
+        return MD_OK;
     if (state_init(&st, r->s) || seed_state(r, &st)) {
         state_free(&st);
-        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+        return probe_nomem(live, k, err);
     }
     size_t j = 0;
     long i = -1;
     for (;;) {
-        while (j < k && (idx[j] <= i || (idx[j] >= (long)r->n && i == (long)r->n - 1))) {
+        while (j < kk && idx[j] <= i) {
             if (snapshot_state(&st, &live[j], &nlive[j], cache ? &cache[j] : NULL)) {
                 state_free(&st);
-                return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+                return probe_nomem(live, k, err);
             }
             j++;
         }
-        if (j == k || i + 1 >= (long)r->n)
+        if (j == kk || i + 1 >= (long)r->n)
             break;
         i++;
         apply(&st, &r->ev[i], i);
