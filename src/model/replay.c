@@ -60,6 +60,15 @@ typedef struct rstate {
     int32_t *free_at; /* alloc index -> free index; NULL when not wanted */
 } rstate;
 
+/* A copy of the state after event `index`, taken by the final pass so a
+ * probe can start near the point it wants instead of at the beginning. */
+typedef struct rcheck {
+    long index;
+    rstate st;
+} rcheck;
+#define NCHECKS 4
+#define CHECK_MIN_EVENTS 16384
+
 struct md_replay {
     const md_snapshot *s;
     int device;
@@ -81,6 +90,8 @@ struct md_replay {
     md_live *final_live;
     size_t nfinal;
     md_cache_state final_cache;
+    rcheck checks[NCHECKS];
+    int nchecks;
 };
 
 /* ---- torch's size rules --------------------------------------------------- */
@@ -240,6 +251,39 @@ static void state_free(rstate *st)
     free(st->g);
     md_map_free(&st->by_addr);
     md_map_free(&st->seg_by_addr);
+}
+
+/* dst (uninitialised) = a copy of src, without src's free_at. */
+static int state_copy(rstate *dst, const rstate *src)
+{
+    *dst = *src;
+    dst->free_at = NULL;
+    dst->bcap = src->nb ? src->nb : 1;
+    dst->gcap = src->ng ? src->ng : 1;
+    dst->b = malloc(dst->bcap * sizeof *dst->b);
+    dst->g = malloc(dst->gcap * sizeof *dst->g);
+    int mb = md_map_copy(&dst->by_addr, &src->by_addr);
+    int mg = md_map_copy(&dst->seg_by_addr, &src->seg_by_addr);
+    if (!dst->b || !dst->g || mb || mg) {
+        free(dst->b);
+        free(dst->g);
+        if (!mb)
+            md_map_free(&dst->by_addr);
+        if (!mg)
+            md_map_free(&dst->seg_by_addr);
+        memset(dst, 0, sizeof *dst);
+        return -1;
+    }
+    memcpy(dst->b, src->b, src->nb * sizeof *src->b);
+    memcpy(dst->g, src->g, src->ng * sizeof *src->g);
+    return 0;
+}
+
+static void drop_checks(md_replay *r)
+{
+    for (int c = 0; c < r->nchecks; c++)
+        state_free(&r->checks[c].st);
+    r->nchecks = 0;
 }
 
 /* ---- events ------------------------------------------------------------------ */
@@ -588,9 +632,14 @@ static void run_pass(md_replay *r, rstate *st)
     r->peak_alloc = st->allocated;
     r->peak_reserved = st->reserved;
     r->peak_index = -1;
+    drop_checks(r); /* an earlier pass's are not this one's */
+    size_t every = r->n >= CHECK_MIN_EVENTS ? r->n / (NCHECKS + 1) : 0;
     for (size_t i = 0; i < r->n; i++) {
         apply(st, &r->ev[i], (long)i);
         r->pts[i] = (md_point){st->allocated, st->reserved, st->requested};
+        if (every && (i + 1) % every == 0 && r->nchecks < NCHECKS &&
+            !state_copy(&r->checks[r->nchecks].st, st)) /* none on failure: only slower */
+            r->checks[r->nchecks++].index = (long)i;
         if (st->allocated > r->peak_alloc) {
             r->peak_alloc = st->allocated;
             r->peak_index = (long)i;
@@ -652,6 +701,7 @@ void md_replay_free(md_replay *r)
     free(r->pre);
     free(r->preseg);
     free(r->final_live);
+    drop_checks(r);
     free(r);
 }
 
@@ -772,24 +822,31 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
             return probe_nomem(live, k, err);
     if (kk == 0)
         return MD_OK;
-    if (state_init(&st, r->s) || seed_state(r, &st)) {
-        state_free(&st);
-        return probe_nomem(live, k, err);
-    }
-    size_t j = 0;
     long i = -1;
-    for (;;) {
-        while (j < kk && idx[j] <= i) {
-            if (snapshot_state(&st, &live[j], &nlive[j], cache ? &cache[j] : NULL)) {
+    int have = 0;
+    for (size_t j = 0; j < kk; j++) {
+        int c = r->nchecks - 1; /* the latest kept state at or before idx[j] */
+        while (c >= 0 && r->checks[c].index > idx[j])
+            c--;
+        int bad = 0;
+        if (c >= 0 && (!have || r->checks[c].index > i)) { /* jump ahead */
+            if (have)
                 state_free(&st);
-                return probe_nomem(live, k, err);
-            }
-            j++;
+            have = !(bad = state_copy(&st, &r->checks[c].st));
+            i = r->checks[c].index;
+        } else if (!have) {
+            have = 1;
+            bad = state_init(&st, r->s) || seed_state(r, &st);
         }
-        if (j == kk || i + 1 >= (long)r->n)
-            break;
-        i++;
-        apply(&st, &r->ev[i], i);
+        while (!bad && i < idx[j] && i + 1 < (long)r->n) {
+            i++;
+            apply(&st, &r->ev[i], i);
+        }
+        if (bad || snapshot_state(&st, &live[j], &nlive[j], cache ? &cache[j] : NULL)) {
+            if (have)
+                state_free(&st);
+            return probe_nomem(live, k, err);
+        }
     }
     state_free(&st);
     return MD_OK;

@@ -142,6 +142,20 @@ void md_map_clear(md_map *m)
     m->n = m->used = 0;
 }
 
+int md_map_copy(md_map *dst, const md_map *src)
+{
+    *dst = *src;
+    dst->keys = malloc(src->cap * sizeof *dst->keys);
+    dst->vals = malloc(src->cap * sizeof *dst->vals);
+    if (!dst->keys || !dst->vals) {
+        md_map_free(dst);
+        return -1;
+    }
+    memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
+    memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
+    return 0;
+}
+
 static size_t map_slot(uint64_t k, size_t cap)
 {
     k ^= k >> 33;

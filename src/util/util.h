@@ -70,6 +70,8 @@ int md_map_init(md_map *m, size_t hint);
 void md_map_free(md_map *m);
 /* Empties m, keeping its capacity (and the pages already touched). */
 void md_map_clear(md_map *m);
+/* dst = a copy of src (dst uninitialised); -1 on allocation failure. */
+int md_map_copy(md_map *dst, const md_map *src);
 int md_map_put(md_map *m, uint64_t key, uint64_t val);
 int md_map_get(const md_map *m, uint64_t key, uint64_t *val); /* 1 found */
 int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
