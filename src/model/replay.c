@@ -67,7 +67,7 @@ typedef struct rcheck {
     rstate st;
 } rcheck;
 #define NCHECKS 4
-#define CHECK_MIN_EVENTS 16384
+#define CHECK_MIN_EVENTS 8192
 
 struct md_replay {
     const md_snapshot *s;

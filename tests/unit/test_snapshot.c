@@ -231,6 +231,40 @@ static void test_interleaved_devices(void **st)
     assert_non_null(strstr(e.msg, "device_traces[0] holds segments"));
 }
 
+/* Probes start from the states the final pass kept (traces of 8192
+ * events and more): at every probed index the live blocks add up to what
+ * the pass recorded as allocated, and live + cached free + pending blocks
+ * to what it recorded as reserved. A probe that started from the wrong
+ * state, or replayed from it wrongly, breaks both. */
+static void test_probe_from_kept_states(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("seed-exercise/snap-beta-medium-rank0.pickle");
+    md_replay *r;
+    md_err e;
+    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    long n = (long)md_replay_nevents(r);
+    assert_true(n >= 8192);
+    long idx[24];
+    for (int k = 0; k < 24; k++) /* spread out, with pairs across each fifth */
+        idx[k] = k % 2 ? idx[k - 1] + 1 + k : (long)((double)n * (k / 2 + 1) / 13.0);
+    md_live *live[24];
+    size_t nlive[24];
+    md_cache_state cs[24];
+    assert_int_equal(md_replay_probe(r, idx, 24, live, nlive, cs, &e), MD_OK);
+    for (int k = 0; k < 24; k++) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < nlive[k]; i++)
+            sum += live[k][i].block_size;
+        md_point pt = md_replay_at(r, idx[k]);
+        assert_int_equal(sum, pt.allocated);
+        assert_int_equal(sum + cs[k].free_total + cs[k].pending_free, pt.reserved);
+        free(live[k]);
+    }
+    md_replay_free(r);
+    md_snapshot_free(s);
+}
+
 static void test_overflow_reconstruction(void **st)
 {
     (void)st;
@@ -306,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_legacy_list_and_devices),
         cmocka_unit_test(test_interleaved_devices),
         cmocka_unit_test(test_overflow_reconstruction),
+        cmocka_unit_test(test_probe_from_kept_states),
         cmocka_unit_test(test_expandable_and_oom),
         cmocka_unit_test(test_round_size),
     };
