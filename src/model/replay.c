@@ -624,7 +624,11 @@ static int matches_final_state(const md_replay *r, const rstate *st)
 }
 
 /* One pass over the events from the state in st, recording the timeline. */
-static void run_pass(md_replay *r, rstate *st)
+/* One pass over the trace from st. first: a pass from an empty state,
+ * which stops at the first anomaly (a free of nothing, an alloc inside a
+ * live block): the trace then began after allocations that must be
+ * reconstructed, and another pass follows anyway. */
+static void run_pass(md_replay *r, rstate *st, int first)
 {
     st->free_at = r->free_at;
     memset(r->free_at, 0xff, (r->n ? r->n : 1) * sizeof *r->free_at); /* all -1 */
@@ -636,6 +640,8 @@ static void run_pass(md_replay *r, rstate *st)
     size_t every = r->n >= CHECK_MIN_EVENTS ? r->n / (NCHECKS + 1) : 0;
     for (size_t i = 0; i < r->n; i++) {
         apply(st, &r->ev[i], (long)i);
+        if (first && st->anomalies)
+            break;
         r->pts[i] = (md_point){st->allocated, st->reserved, st->requested};
         if (every && (i + 1) % every == 0 && r->nchecks < NCHECKS &&
             !state_copy(&r->checks[r->nchecks].st, st)) /* none on failure: only slower */
@@ -674,12 +680,12 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
     /* Usually recording started before the first allocation: one pass from
      * an empty state, checked against the final state. Only if they
      * disagree is the pre-recording state reconstructed and replayed. */
-    run_pass(r, &st);
+    run_pass(r, &st, 1);
     if (st.anomalies || !matches_final_state(r, &st)) {
         state_reset(&st);
         if (reconstruct(r) || seed_state(r, &st))
             goto nomem;
-        run_pass(r, &st);
+        run_pass(r, &st, 0);
     }
     if (snapshot_state(&st, &r->final_live, &r->nfinal, &r->final_cache))
         goto nomem;
