@@ -474,7 +474,8 @@ static int reconstruct(md_replay *r)
 {
     const md_snapshot *s = r->s;
     md_map seen, segseen;
-    if (md_map_init(&seen, 1024) || md_map_init(&segseen, 64)) /* grows with the addresses seen, not the events */
+    /* sized for a start: it grows with the addresses seen, not the events */
+    if (md_map_init(&seen, 1024) || md_map_init(&segseen, 64))
         return -1;
     int rc = 0;
     for (size_t i = 0; i < r->n && !rc; i++) {
@@ -623,8 +624,8 @@ static int matches_final_state(const md_replay *r, const rstate *st)
     return 1;
 }
 
-/* One pass over the events from the state in st, recording the timeline. */
-/* One pass over the trace from st. first: a pass from an empty state,
+/* One pass over the trace from st, recording the timeline and keeping
+ * NCHECKS copies of the state for probes. first: a pass from an empty state,
  * which stops at the first anomaly (a free of nothing, an alloc inside a
  * live block): the trace then began after allocations that must be
  * reconstructed, and another pass follows anyway. */
@@ -808,6 +809,33 @@ static int probe_nomem(md_live **live, size_t k, md_err *err)
     return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
 }
 
+/* Brings st (*have: initialised) to just after event target (*i: where
+ * it is): from the latest kept state at or before target when that is
+ * ahead of st, else from st or the start, replaying forward. */
+static int probe_seek(const md_replay *r, rstate *st, int *have, long *i, long target)
+{
+    int c = r->nchecks - 1;
+    while (c >= 0 && r->checks[c].index > target)
+        c--;
+    if (c >= 0 && (!*have || r->checks[c].index > *i)) { /* jump ahead */
+        if (*have)
+            state_free(st);
+        *have = !state_copy(st, &r->checks[c].st);
+        if (!*have)
+            return -1;
+        *i = r->checks[c].index;
+    } else if (!*have) {
+        *have = 1;
+        if (state_init(st, r->s) || seed_state(r, st))
+            return -1;
+    }
+    while (*i < target && *i + 1 < (long)r->n) {
+        ++*i;
+        apply(st, &r->ev[*i], *i);
+    }
+    return 0;
+}
+
 int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **live,
                     size_t *nlive, md_cache_state *cache, md_err *err)
 {
@@ -830,30 +858,13 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
         return MD_OK;
     long i = -1;
     int have = 0;
-    for (size_t j = 0; j < kk; j++) {
-        int c = r->nchecks - 1; /* the latest kept state at or before idx[j] */
-        while (c >= 0 && r->checks[c].index > idx[j])
-            c--;
-        int bad = 0;
-        if (c >= 0 && (!have || r->checks[c].index > i)) { /* jump ahead */
-            if (have)
-                state_free(&st);
-            have = !(bad = state_copy(&st, &r->checks[c].st));
-            i = r->checks[c].index;
-        } else if (!have) {
-            have = 1;
-            bad = state_init(&st, r->s) || seed_state(r, &st);
-        }
-        while (!bad && i < idx[j] && i + 1 < (long)r->n) {
-            i++;
-            apply(&st, &r->ev[i], i);
-        }
-        if (bad || snapshot_state(&st, &live[j], &nlive[j], cache ? &cache[j] : NULL)) {
+    for (size_t j = 0; j < kk; j++)
+        if (probe_seek(r, &st, &have, &i, idx[j]) ||
+            snapshot_state(&st, &live[j], &nlive[j], cache ? &cache[j] : NULL)) {
             if (have)
                 state_free(&st);
             return probe_nomem(live, k, err);
         }
-    }
     state_free(&st);
     return MD_OK;
 }
