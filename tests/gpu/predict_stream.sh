@@ -1,6 +1,6 @@
 #!/bin/sh
 # Layer streaming steps for predict (bench/predict_stream.py, one GPU).
-#   OUT=/some/dir sh tests/gpu/predict_stream.sh
+#   OUT=/some/dir [STREAM_GC=1] sh tests/gpu/predict_stream.sh
 # $OUT/stream.jsonl; compare: `python3 bench/predict_eval.py --rows stream.jsonl`.
 set -u
 OUT=${OUT:?set OUT to a directory}
