@@ -181,6 +181,8 @@ training step (the third, the eighth for dist; reset at its start) measured on N
   TinyLlama's rows past its 2048 positions were dropped (predict refuses them); the
   harness had counted parameters before peft wrapped the model, so each row's
   adapters (its `trainable`) were added to `params` (it now counts after wrapping).
+  Its last 18 rows (STREAM_GC=1: with gradient checkpointing, 2 buffers, pure bf16
+  and bf16 autocast) were measured later, once, with no change to the model after.
 
 After these, one change to every grid: the optimizer state is counted split to
 size from cached blocks rather than as whole fresh segments (snapshots show the
