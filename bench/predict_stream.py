@@ -95,7 +95,6 @@ SEQS = [2048, 4096, 6144]
 
 
 def one(table, arch, batch, seq, k, prec, opt_name="adamw", gc_mode=None):
-    from peft import LoraConfig, get_peft_model
     cfg = g.build(arch, g.FINAL if table == "final" else g.REAL)
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -103,15 +102,12 @@ def one(table, arch, batch, seq, k, prec, opt_name="adamw", gc_mode=None):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
     if prec == "bf16-pure":
         model = model.to(torch.bfloat16)
-    targets = ["q_proj", "v_proj"]
-    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=targets,
-                                             lora_dropout=0.0, task_type="CAUSAL_LM"))
+    # peft's LoRA and checkpointing as the grid applies them; recomputation
+    # reloads each layer through its forward hook
+    options = dict({"lora": 8, "targets": ["q_proj", "v_proj"]},
+                   **({"gc": gc_mode} if gc_mode else {}))
+    model = g.with_options(model, options)
     params = sum(p.numel() for p in model.parameters())  # with the adapters, as the grid
-    if gc_mode:  # recomputation reloads each layer through its forward hook
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=None
-                                            if gc_mode == "default" else
-                                            {"use_reentrant": gc_mode == "reentrant"})
-        model.enable_input_require_grads()
     model.train()
     layers = decoder_layers(model)
     st = Streamer(layers, k, dev)
@@ -127,8 +123,7 @@ def one(table, arch, batch, seq, k, prec, opt_name="adamw", gc_mode=None):
     with torch.autograd.graph.saved_tensors_hooks(st.pack, st.unpack):
         before, to_backward, peak = g.steady_steps(model, opt, ids, prec)
     row = {"arch": arch, "batch": batch, "seq": seq, "optimizer": opt_name, "precision": prec,
-           "options": dict({"lora": 8, "targets": targets, "stream": k},
-                           **({"gc": gc_mode} if gc_mode else {})), "params": params,
+           "options": dict(options, stream=k), "params": params,
            "trainable": trainable, "peak_allocated": peak, "allocated_before_step": before,
            "peak_to_backward": to_backward, "max_reserved": torch.cuda.max_memory_reserved(),
            "config": cfg.to_dict()}

@@ -545,6 +545,7 @@ typedef enum md_parallel {
     MD_PAR_FSDP_NO_RESHARD  /* ... reshard_after_forward=False: gathered layers stay
                                from their forward to their backward */
 } md_parallel;
+const char *md_parallel_name(md_parallel p); /* "ddp", ... as --parallel takes them */
 
 /* The training step to predict. */
 typedef struct md_step_config {

@@ -1,6 +1,7 @@
 /* cmd_predict.c - `memdiag predict`: the peak memory of a training step
  * before running it, with its breakdown, a fits verdict for a GPU, and
  * --validate against a measured run. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -145,12 +146,9 @@ static void verdict(const md_prediction *p, double gpu, const char *gname)
                100.0 * (gpu - md_mib(p->reserved_high) - ctx) / gpu);
 }
 
-static const char *const parallel_names[] = {"none", "ddp", "ddp-bucket-view", "zero1", "fsdp",
-                                             "fsdp-no-reshard"};
-
 static void text_parallel(const md_prediction *p, const md_step_config *st)
 {
-    printf("parallel      %s", parallel_names[st->parallel]);
+    printf("parallel      %s", md_parallel_name(st->parallel));
     if (st->parallel >= MD_PAR_ZERO1)
         printf(" over %d ranks", st->world);
     if (st->parallel == MD_PAR_ZERO1 && st->rank < 0)
@@ -226,7 +224,7 @@ static void json(const md_model *m, const md_prediction *p, const md_step_config
            "\"rank\":%d,\"gathered_at_peak\":%llu,\"stream_buffers\":%d},", (long long)p->trainable,
            st->checkpointing ? "true" : "false", st->eager ? "eager" : "sdpa",
            (long long)st->lora_rank, st->drop_outputs ? "dropped" : "kept",
-           parallel_names[st->parallel], st->parallel >= MD_PAR_ZERO1 ? st->world : 0,
+           md_parallel_name(st->parallel), st->parallel >= MD_PAR_ZERO1 ? st->world : 0,
            st->rank, (unsigned long long)p->gathered, st->stream_buffers);
     part parts[10];
     int n = parts_of(p, parts);
@@ -417,6 +415,19 @@ static int choose(const char *opt, const char *v, const char *const *names, int 
     return -1;
 }
 
+/* A whole number in [lo, hi] into *out, or an error saying what o wants. */
+static int whole(const char *o, const char *v, long long lo, long long hi, const char *what,
+                 long long *out)
+{
+    char *end;
+    *out = strtoll(v, &end, 10);
+    if (end == v || *end || *out < lo || *out > hi) {
+        cli_fail("%s wants %s, got '%s'", o, what, v);
+        return -1;
+    }
+    return 0;
+}
+
 /* --lora RANK[:MODULES] */
 static int parse_lora(const char *v, predict_args *a)
 {
@@ -441,6 +452,7 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
                                        "fsdp-no-reshard", "zero3", "zero2"};
     md_step_config *st = &a->step;
     int k = 0, rc = 0;
+    long long x;
     if (!strcmp(o, "--model")) {
         a->model = v;
     } else if (!strcmp(o, "--validate")) {
@@ -450,12 +462,8 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
     } else if (!strcmp(o, "--lora")) {
         rc = parse_lora(v, a);
     } else if (!strcmp(o, "--batch") || !strcmp(o, "--seq")) {
-        char *end;
-        long long x = strtoll(v, &end, 10);
-        if (*end || x <= 0) {
-            cli_fail("%s wants a positive whole number, got '%s'", o, v);
+        if (whole(o, v, 1, LLONG_MAX, "a positive whole number", &x))
             return -1;
-        }
         *(o[2] == 'b' ? &st->batch : &st->seq) = x;
     } else if (!strcmp(o, "--optimizer")) {
         if (strstr(v, "8bit") || strstr(v, "8-bit")) { /* bitsandbytes' */
@@ -475,28 +483,16 @@ static int parse_valued(const char *o, const char *v, predict_args *a)
         /* zero3, zero2: torch's own, FSDP2 with and without resharding */
         st->parallel = k == 5 ? MD_PAR_FSDP : k == 6 ? MD_PAR_FSDP_NO_RESHARD : (md_parallel)(k + 1);
     } else if (!strcmp(o, "--stream-layers")) {
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (*end || x <= 0 || x > 1024) {
-            cli_fail("--stream-layers wants a number of buffers from 1 to 1024, got '%s'", v);
+        if (whole(o, v, 1, 1024, "a number of buffers from 1 to 1024", &x))
             return -1;
-        }
         st->stream_buffers = (int)x;
     } else if (!strcmp(o, "--bucket-mb")) {
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (*end || x <= 0 || x > 1 << 20) {
-            cli_fail("--bucket-mb wants a positive whole number of MiB, got '%s'", v);
+        if (whole(o, v, 1, 1 << 20, "a positive whole number of MiB", &x))
             return -1;
-        }
         st->bucket_mb = (int)x;
     } else if (!strcmp(o, "--world") || !strcmp(o, "--rank")) {
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (*end || x < 0 || x > 1 << 20) {
-            cli_fail("%s wants a whole number, got '%s'", o, v);
+        if (whole(o, v, 0, 1 << 20, "a whole number", &x))
             return -1;
-        }
         *(o[2] == 'w' ? &st->world : &st->rank) = (int)x;
     } else if (!strcmp(o, "--gpu")) {
         a->gpu_name = v;

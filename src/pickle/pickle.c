@@ -467,30 +467,38 @@ static int op_text_str(md_pkl *p, int quoted, md_err *err)
  * memo_full. 0 = never stored. */
 enum { MT_LIST, MT_TUPLE, MT_DICT, MT_STR, MT_BYTES, MT_REF, MT_INT, MT_OTHER };
 
-static inline int memo_encode(md_pkl *p, const md_pv *v, uint64_t *out, md_err *err)
+/* The inline encodings; 0 when v needs the side table. */
+static inline int memo_pack(const md_pv *v, uint64_t *out)
 {
     int plain = !v->big && !v->uns;
     if ((v->t == PV_DICT || v->t == PV_LIST || v->t == PV_TUPLE) && plain && !v->s &&
         v->o && ((uintptr_t)v->o & 7) == 0) {
         *out = (uint64_t)(uintptr_t)v->o | (uint64_t)(v->t - PV_LIST);
-        return MD_OK;
+        return 1;
     }
     if ((v->t == PV_STR || v->t == PV_BYTES) && plain && !v->i) {
         *out = (uint64_t)v->s << 3 | (v->t == PV_STR ? MT_STR : MT_BYTES);
-        return MD_OK;
+        return 1;
     }
     if (v->t == PV_REF && plain && !v->s && v->u < (1ULL << 60)) {
         *out = v->u << 3 | MT_REF;
-        return MD_OK;
+        return 1;
     }
     if (v->t == PV_INT && plain && !v->s && v->i >= -(1LL << 59) && v->i < (1LL << 59)) {
         *out = (uint64_t)v->i << 3 | MT_INT;
-        return MD_OK;
+        return 1;
     }
     if ((v->t == PV_NONE || v->t == PV_BOOL) && plain && !v->s && (v->i == 0 || v->i == 1)) {
         *out = (uint64_t)v->i << 9 | (uint64_t)v->t << 4 | MT_OTHER; /* bit 3 clear */
-        return MD_OK;
+        return 1;
     }
+    return 0;
+}
+
+static inline int memo_encode(md_pkl *p, const md_pv *v, uint64_t *out, md_err *err)
+{
+    if (memo_pack(v, out))
+        return MD_OK;
     if (md_grow((void **)&p->memo_full, &p->fullcap, p->nfull + 1, sizeof *p->memo_full))
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
     p->memo_full[p->nfull] = *v;
@@ -1012,17 +1020,10 @@ static size_t run_fast(md_pkl *p)
             if (!sp || nmemo >= memocap)
                 goto out;
             const md_pv *top = &stack[sp - 1];
-            if (top->t == PV_DICT || top->t == PV_LIST || top->t == PV_TUPLE) {
-                if (top->big || top->uns || top->s || ((uintptr_t)top->o & 7))
-                    goto out; /* not a plain container: the general path */
-                memo[nmemo] = (uint64_t)(uintptr_t)top->o | (uint64_t)(top->t - PV_LIST);
-                if (!top->o->memo)
-                    top->o->memo = (uint32_t)nmemo + 1;
-            } else if (top->t == PV_STR && !top->big && !top->uns && !top->i) {
-                memo[nmemo] = (uint64_t)top->s << 3 | MT_STR;
-            } else {
-                goto out;
-            }
+            if (!memo_pack(top, &memo[nmemo]))
+                goto out; /* the side table: the general path */
+            if ((memo[nmemo] & 7) <= MT_DICT && !top->o->memo)
+                top->o->memo = (uint32_t)nmemo + 1;
             nmemo++;
             pos += 1;
             break;

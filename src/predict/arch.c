@@ -14,18 +14,12 @@ static int is_autocast(md_precision p) { return p == MD_BF16_AUTOCAST || p == MD
 
 md_arch_kind md_arch_of(const md_model *m)
 {
-    if (is(m, "gpt2"))
-        return MD_ARCH_GPT2;
-    if (is(m, "seed"))
-        return MD_ARCH_SEED;
-    if (is(m, "phi3"))
-        return MD_ARCH_PHI3;
-    if (is(m, "qwen3"))
-        return MD_ARCH_QWEN3;
-    if (is(m, "gemma"))
-        return MD_ARCH_GEMMA;
-    if (is(m, "gemma2"))
-        return MD_ARCH_GEMMA2;
+    static const struct { const char *type; md_arch_kind kind; } kinds[] = {
+        {"gpt2", MD_ARCH_GPT2}, {"seed", MD_ARCH_SEED}, {"phi3", MD_ARCH_PHI3},
+        {"qwen3", MD_ARCH_QWEN3}, {"gemma", MD_ARCH_GEMMA}, {"gemma2", MD_ARCH_GEMMA2}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (is(m, kinds[i].type))
+            return kinds[i].kind;
     return MD_ARCH_LLAMA; /* llama, mistral, qwen2: the same layer */
 }
 

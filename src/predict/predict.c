@@ -144,6 +144,13 @@ static void fsdp_shape_of(const md_model *m, const md_step_config *cfg, uint64_t
     f->reshard = cfg->parallel == MD_PAR_FSDP;
 }
 
+const char *md_parallel_name(md_parallel p)
+{
+    static const char *const names[] = {"none", "ddp", "ddp-bucket-view", "zero1", "fsdp",
+                                        "fsdp-no-reshard"};
+    return p <= MD_PAR_FSDP_NO_RESHARD ? names[p] : "?";
+}
+
 const char *md_step_phase_name(md_step_phase p)
 {
     static const char *const names[] = {"none", "loss backward", "backward, last layer",
@@ -171,31 +178,27 @@ typedef struct step_shape {
     uint64_t logits_saved, logits_kept;
 } step_shape;
 
+static void moment(md_breakdown *b, uint64_t acts, uint64_t logits, uint64_t grads,
+                   uint64_t transient)
+{
+    b->activations = acts, b->logits = logits, b->gradients = grads, b->transient = transient;
+}
+
 static void candidates(const md_prediction *p, const step_shape *s, md_breakdown c[6])
 {
     md_breakdown start = {.weights = p->weights, .optimizer_state = p->optimizer_state,
                           .workspace = p->workspace, .inputs = p->inputs,
                           .buckets = p->buckets};
+    uint64_t first_grads = p->gradients > s->emb_grad + s->first_grads
+                               ? p->gradients - s->emb_grad - s->first_grads : 0;
     for (int i = 0; i < 6; i++)
         c[i] = start;
-    c[MD_PHASE_LOSS_BACKWARD].activations = s->acts;
-    c[MD_PHASE_LOSS_BACKWARD].logits = s->logits_saved + s->loss;
-    c[MD_PHASE_BACKWARD_TOP].activations = s->top_acts;
-    c[MD_PHASE_BACKWARD_TOP].logits = s->logits_kept;
-    c[MD_PHASE_BACKWARD_TOP].gradients = s->head_grad;
-    c[MD_PHASE_BACKWARD_TOP].transient = s->layer_tmp;
-    c[MD_PHASE_BACKWARD_FIRST].activations = s->first_acts;
-    c[MD_PHASE_BACKWARD_FIRST].logits = s->logits_kept;
-    c[MD_PHASE_BACKWARD_FIRST].gradients = p->gradients > s->emb_grad + s->first_grads
-                                               ? p->gradients - s->emb_grad - s->first_grads
-                                               : 0;
-    c[MD_PHASE_BACKWARD_FIRST].transient = s->layer_tmp;
-    c[MD_PHASE_BACKWARD_END].gradients = p->gradients;
-    c[MD_PHASE_BACKWARD_END].logits = s->logits_kept;
-    c[MD_PHASE_BACKWARD_END].transient = s->tied_tmp;
-    c[MD_PHASE_OPTIM].gradients = p->gradients;
-    c[MD_PHASE_OPTIM].logits = s->logits_kept;
-    c[MD_PHASE_OPTIM].transient = s->opt_tmp;
+    /* each moment: activations, logits, gradients, transient */
+    moment(&c[MD_PHASE_LOSS_BACKWARD], s->acts, s->logits_saved + s->loss, 0, 0);
+    moment(&c[MD_PHASE_BACKWARD_TOP], s->top_acts, s->logits_kept, s->head_grad, s->layer_tmp);
+    moment(&c[MD_PHASE_BACKWARD_FIRST], s->first_acts, s->logits_kept, first_grads, s->layer_tmp);
+    moment(&c[MD_PHASE_BACKWARD_END], 0, s->logits_kept, p->gradients, s->tied_tmp);
+    moment(&c[MD_PHASE_OPTIM], 0, s->logits_kept, p->gradients, s->opt_tmp);
 }
 
 /* FSDP's moments: the gathered parameters (the root unit's from forward
@@ -364,8 +367,10 @@ static uint64_t ddp_buckets(const md_model *m, uint64_t pb, uint64_t cap)
 /* Each rank's share under data parallelism: DDP's buckets as large as the
  * gradients from construction on (the gradients themselves with bucket
  * views); ZeRO-1's optimizer state for its share; FSDP's shards. */
-static int parallel_memory(const md_model *m, const md_step_config *cfg, uint64_t pb,
-                           uint64_t states, md_prediction *out, uint64_t *trained, md_err *err)
+/* f: FSDP's shape, NULL unless FSDP */
+static int parallel_memory(const md_model *m, const md_step_config *cfg, const fsdp_shape *f,
+                           uint64_t pb, uint64_t states, md_prediction *out, uint64_t *trained,
+                           md_err *err)
 {
     md_parallel par = cfg->parallel;
     if (par == MD_PAR_NONE)
@@ -378,9 +383,7 @@ static int parallel_memory(const md_model *m, const md_step_config *cfg, uint64_
     if (is_fsdp(par) && cfg->eager)
         out->caveat = "FSDP with eager attention is not yet checked against a measured run";
     if (is_fsdp(par)) {
-        fsdp_shape f;
-        fsdp_shape_of(m, cfg, pb, &f);
-        out->weights = f.root.shard + (uint64_t)m->layers * f.layer.shard;
+        out->weights = f->root.shard + (uint64_t)m->layers * f->layer.shard;
         out->gradients = *trained = out->weights;
         out->optimizer_state = states * out->weights;
         return MD_OK;
@@ -416,7 +419,8 @@ static int streamed_weights(const md_model *m, const md_step_config *cfg, uint64
  * state, DDP's buckets, workspaces, inputs; *trained: the bytes of what the
  * optimizer updates. */
 static int static_memory(const md_model *m, const md_step_config *cfg, const md_calibration *cal,
-                         md_prediction *out, uint64_t *trained, md_err *err)
+                         const fsdp_shape *f, md_prediction *out, uint64_t *trained,
+                         md_err *err)
 {
     md_optimizer opt = cfg->optimizer;
     uint64_t pb = cfg->precision == MD_BF16_PURE ? 2 : 4; /* parameter (and state) dtype */
@@ -446,7 +450,7 @@ static int static_memory(const md_model *m, const md_step_config *cfg, const md_
      * backward left in the cache: split to size, not whole fresh segments */
     out->optimizer_state = (uint64_t)states * (cfg->lora_rank > 0 ? out->gradients
                                                                 : params_bytes(m, pb, 1));
-    int rc = parallel_memory(m, cfg, pb, (uint64_t)states, out, trained, err);
+    int rc = parallel_memory(m, cfg, f, pb, (uint64_t)states, out, trained, err);
     if (rc)
         return rc;
     out->workspace = cal->workspace; /* cuBLAS: 2 x 32 MiB on Hopper (forward, autograd) */
@@ -494,18 +498,19 @@ int md_predict(const md_model *m, const md_step_config *cfg, md_prediction *out,
         md_calibration_default(&dflt), cal = &dflt;
     memset(out, 0, sizeof *out);
     uint64_t trained = 0;
-    if ((rc = static_memory(m, cfg, cal, out, &trained, err)))
+    fsdp_shape f; /* FSDP's shards and gathers */
+    int fsdp = is_fsdp(cfg->parallel);
+    if (fsdp)
+        fsdp_shape_of(m, cfg, cfg->precision == MD_BF16_PURE ? 2 : 4, &f);
+    if ((rc = static_memory(m, cfg, cal, fsdp ? &f : NULL, out, &trained, err)))
         return rc;
     step_shape s;
     shape_of(m, cfg, cal, trained, &s);
     md_breakdown c[6];
     uint64_t gathered[6] = {0};
     candidates(out, &s, c);
-    if (is_fsdp(cfg->parallel)) {
-        fsdp_shape f;
-        fsdp_shape_of(m, cfg, cfg->precision == MD_BF16_PURE ? 2 : 4, &f);
+    if (fsdp)
         fsdp_candidates(m, &s, &f, c, gathered);
-    }
     out->phase = MD_PHASE_LOSS_BACKWARD;
     for (int i = MD_PHASE_LOSS_BACKWARD; i <= MD_PHASE_OPTIM; i++)
         if (sum(&c[i]) > sum(&c[out->phase]))

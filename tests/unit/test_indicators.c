@@ -131,9 +131,7 @@ static void test_requested_differs_from_allocated(void **st)
 {
     (void)st;
     md_snapshot *s = load_ok("seed-exercise/snap-gamma-medium-rank0.pickle");
-    md_replay *r;
-    md_err e;
-    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    md_replay *r = replay_ok(s, 0);
     long p = md_replay_peak_index(r);
     md_point pt = md_replay_at(r, p);
     assert_true(pt.allocated > pt.requested);

@@ -56,11 +56,9 @@ static void options_of(json_t *o, const md_model *m, md_step_config *st)
                  json_string_value(t));
     if (st->lora_rank)
         assert_int_equal(md_lora_targets(list, m, &st->lora_targets, &bad), 0);
-    static const char *const pars[] = {"none", "ddp", "ddp-bucket-view", "zero1", "fsdp",
-                                       "fsdp-no-reshard"};
     const char *par = json_string_value(json_object_get(o, "parallel"));
     for (int k = 0; par && k <= MD_PAR_FSDP_NO_RESHARD; k++)
-        if (!strcmp(par, pars[k]))
+        if (!strcmp(par, md_parallel_name((md_parallel)k)))
             st->parallel = (md_parallel)k;
     assert_true(!par || st->parallel != MD_PAR_NONE);
     st->world = (int)json_integer_value(json_object_get(o, "world"));

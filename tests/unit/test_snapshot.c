@@ -147,9 +147,7 @@ static void test_schema_versions(void **st)
         assert_int_equal(nb, 5);
         assert_true(g[0].is_small);
         assert_int_equal(g[1].total_size, 20 * MIB);
-        md_replay *r;
-        md_err e;
-        assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+        md_replay *r = replay_ok(s, 0);
         assert_int_equal(md_replay_peak_allocated(r), 20973056ULL);
         md_point end = md_replay_at(r, (long)n - 1);
         assert_int_equal(end.allocated, 20972032ULL);
@@ -182,9 +180,8 @@ static void test_legacy_list_and_devices(void **st)
     md_snapshot *s = load_ok("synthetic/legacy_list.pickle");
     assert_true(md_snapshot_features(s) & MD_HAS_LEGACY_LIST);
     assert_int_equal(md_snapshot_ndevices(s), 0);
-    md_replay *r;
+    md_replay *r = replay_ok(s, 0);
     md_err e;
-    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
     /* no trace: the final state is the initial state */
     assert_int_equal(md_replay_initial(r).allocated, 512ULL + 20 * MIB);
     md_replay_free(r);
@@ -240,9 +237,8 @@ static void test_probe_from_kept_states(void **st)
 {
     (void)st;
     md_snapshot *s = load_ok("seed-exercise/snap-beta-medium-rank0.pickle");
-    md_replay *r;
+    md_replay *r = replay_ok(s, 0);
     md_err e;
-    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
     long n = (long)md_replay_nevents(r);
     assert_true(n >= 8192);
     long idx[24];
@@ -269,9 +265,8 @@ static void test_overflow_reconstruction(void **st)
 {
     (void)st;
     md_snapshot *s = load_ok("synthetic/overflow.pickle");
-    md_replay *r;
+    md_replay *r = replay_ok(s, 0);
     md_err e;
-    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
     assert_int_equal(md_replay_initial(r).allocated, 2048 + 4096);
     assert_int_equal(md_replay_initial(r).reserved, 2 * MIB);
     assert_int_equal(md_replay_at(r, 0).allocated, 4096);
@@ -319,9 +314,7 @@ static void test_round_size(void **st)
     (void)st;
     /* torch's round_size with no roundup_power2_divisions */
     md_snapshot *s = load_ok("synthetic/v2_3.pickle");
-    md_replay *r;
-    md_err e;
-    assert_int_equal(md_replay_run(s, 0, &r, &e), MD_OK);
+    md_replay *r = replay_ok(s, 0);
     assert_int_equal(md_replay_at(r, 1).allocated, 1024);      /* 1000 -> 1024 */
     assert_int_equal(md_replay_at(r, 2).allocated, 1024 + 512); /* 512 -> 512 */
     md_replay_free(r);

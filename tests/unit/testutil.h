@@ -56,6 +56,21 @@ static inline md_snapshot *load_ok(const char *rel)
     return s;
 }
 
+/* The replay of device d, which must succeed. */
+static inline md_replay *replay_ok(const md_snapshot *s, int d)
+{
+    md_replay *r = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    int rc = md_replay_run(s, d, &r, &e);
+    if (rc) {
+        char buf[1024];
+        print_error("replay device %d: %s\n", d, md_err_format(&e, buf, sizeof buf));
+    }
+    assert_int_equal(rc, MD_OK);
+    return r;
+}
+
 /* Loads bytes that must be refused; returns the error. */
 static inline md_err load_bad(const void *data, size_t n)
 {
