@@ -12,6 +12,7 @@ enum {
     MD_TAG_WORKSPACE = 0x10,
     MD_TAG_MODEL_INIT = 0x20,
     MD_TAG_GRAD_ACCUM = 0x40,
+    MD_TAG_MATMUL = 0x80,     /* a matmul-like frame (cuBLAS workspace sites) */
     MD_TAG_KNOWN = 0x8000
 };
 
@@ -19,7 +20,7 @@ enum {
 typedef struct md_stack_cache {
     uint16_t *tags;   /* per stack id */
     size_t n;
-    uint8_t *ftags;   /* per frame id; 0x80 = computed */
+    uint16_t *ftags;  /* per frame id; MD_TAG_KNOWN = computed */
     size_t nframes;
     uint32_t *user;   /* per stack id: user frame id + 1, UINT32_MAX = none,
                          0 = not computed */

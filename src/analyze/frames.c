@@ -87,7 +87,12 @@ static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
 /* What one frame says about the phase (see classify). */
 static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
 {
+    const char *nm = md_strtab_get(&s->strs, f->name);
     unsigned tags = 0;
+    if (!strcmp(nm, "linear") || strstr(nm, "matmul") || !strcmp(nm, "mm") ||
+        strstr(nm, "addmm") || strstr(nm, "bmm") || strstr(nm, "attention") ||
+        strstr(nm, "in_projection"))
+        tags |= MD_TAG_MATMUL;
     if (is_python(s, f)) {
         if (frame_in(s, f, "torch/optim/"))
             tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
@@ -127,9 +132,9 @@ static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack
     for (size_t i = 0; i < n; i++) {
         uint32_t f = ids[i];
         if (f < c->nframes) {
-            if (!(c->ftags[f] & 0x80))
-                c->ftags[f] = (uint8_t)(frame_tags(s, &s->frames[f]) | 0x80);
-            tags |= c->ftags[f] & 0x7f;
+            if (!(c->ftags[f] & MD_TAG_KNOWN))
+                c->ftags[f] = (uint16_t)(frame_tags(s, &s->frames[f]) | MD_TAG_KNOWN);
+            tags |= c->ftags[f] & ~MD_TAG_KNOWN;
         } else {
             tags |= frame_tags(s, &s->frames[f]);
         }

@@ -332,7 +332,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->cache.n = s->nstacks;
     a->cache.tags = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.tags);
     a->cache.nframes = s->nframes;
-    a->cache.ftags = calloc(s->nframes ? s->nframes : 1, 1);
+    a->cache.ftags = calloc(s->nframes ? s->nframes : 1, sizeof *a->cache.ftags);
     a->cache.user = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.user);
     if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
         goto nomem;
@@ -422,17 +422,11 @@ static int workspace_by_size(const md_analysis *a, const md_live *l)
         l->alloc_index <= a->steps[0].after_forward)
         return 1; /* the first forward: no frame scan needed */
     size_t n;
-    const uint32_t *ids = md_snapshot_stack(a->s, l->stack, &n);
+    md_snapshot_stack(a->s, l->stack, &n);
     if (n == 0)
         return 1; /* autograd engine thread, no Python frames */
-    for (size_t i = 0; i < n; i++) {
-        const char *nm = md_strtab_get(&a->s->strs, a->s->frames[ids[i]].name);
-        if (!strcmp(nm, "linear") || strstr(nm, "matmul") || !strcmp(nm, "mm") ||
-            strstr(nm, "addmm") || strstr(nm, "bmm") || strstr(nm, "attention") ||
-            strstr(nm, "in_projection"))
-            return 1;
-    }
-    return 0;
+    /* the frames' names are checked once per frame, in the tag cache */
+    return (md_stack_tags(md_analysis_cache(a), a->s, l->stack) & MD_TAG_MATMUL) != 0;
 }
 
 static long step_of(const md_analysis *a, long idx)
