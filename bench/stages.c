@@ -3,6 +3,7 @@
  * in the first run (fresh memory is a large part of the time on small
  * files).
  *   make build/stages && build/stages FILE [N]   (built by `make bench`) */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -38,6 +39,7 @@ static void keep_min(double *best, double v)
 
 int main(int argc, char **argv)
 {
+    mallopt(M_MMAP_THRESHOLD, 1 << 20); /* as memdiag's main does */
     if (argc < 2) {
         fprintf(stderr, "usage: stages FILE [RUNS]\n");
         return 2;

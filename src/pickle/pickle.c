@@ -14,6 +14,9 @@
 #define WINDOW 262144
 #define SMALL_CLASSES 6 /* item arrays of 1..32 values come from slabs */
 #define SLAB_BYTES (1 << 20)
+#define RELEASE_STEP (1 << 20) /* borrowed input handed back in steps this big */
+#define SHORT_STR 8     /* strings this short are looked up in short_cache */
+#define SHORT_SLOTS 256
 
 /* Bump allocator chunks: containers are created per trace entry, so they
  * must not cost a malloc each. */
@@ -26,8 +29,10 @@ struct slab {
 struct md_pkl {
     md_input *in;
     md_strtab *strs;
-    unsigned char *buf;
+    const unsigned char *buf; /* the window, or the whole input (borrowed) */
+    unsigned char *own;       /* the window when buf is ours */
     size_t cap, pos, len;
+    size_t given_back;        /* borrowed input: bytes handed back (RELEASE_STEP) */
     int64_t base; /* absolute offset of buf[0] */
     int eof;
     md_pv *stack;
@@ -42,8 +47,15 @@ struct md_pkl {
     struct slab *itemslab;  /* small item arrays */
     md_pv *freelist[SMALL_CLASSES]; /* released small item arrays by class */
     pv_obj *objfree;        /* containers of taken trace entries, for reuse */
+    /* Recently interned short strings by content: a snapshot writes the same
+     * short value ("N/A", "alloc") afresh in every trace entry, and a full
+     * intern per entry (hash, probe, compare) cost more than the entry's
+     * other opcodes together. */
+    struct { uint64_t w; uint32_t n, id; } short_cache[SHORT_SLOTS];
     md_pkl_item_fn hook;
     void *hook_ctx;
+    md_pkl_list_fn list_hook;
+    void *list_ctx;
     md_pkl_limits lim;
     int proto;
     int64_t op_off; /* offset of the opcode being executed */
@@ -91,20 +103,20 @@ static int need_slow(md_pkl *p, size_t n, md_err *err)
                               "truncated: %zu more bytes needed, input ends at byte %lld",
                               n - (p->len - p->pos), (long long)(p->base + (int64_t)p->len));
         if (p->pos > 0 && p->pos >= p->len / 2) { /* slide the window */
-            memmove(p->buf, p->buf + p->pos, p->len - p->pos);
+            memmove(p->own, p->buf + p->pos, p->len - p->pos);
             p->base += (int64_t)p->pos;
             p->len -= p->pos;
             p->pos = 0;
         }
         if (p->len == p->cap) {
             size_t want = p->cap * 2;
-            unsigned char *nb = realloc(p->buf, want);
+            unsigned char *nb = realloc(p->own, want);
             if (!nb)
                 return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
-            p->buf = nb;
+            p->buf = p->own = nb;
             p->cap = want;
         }
-        long r = md_input_read(p->in, p->buf + p->len, p->cap - p->len, err);
+        long r = md_input_read(p->in, p->own + p->len, p->cap - p->len, err);
         if (r < 0) {
             if (err)
                 err->offset = p->base + (int64_t)p->len;
@@ -137,6 +149,12 @@ static inline uint64_t rd_le(const unsigned char *b, int n)
         v = (v << 8) | b[i];
     return v;
 #endif
+}
+
+/* Little-endian loads; the pickle's integers are little-endian. */
+static inline uint32_t le32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
 /* ---- values ------------------------------------------------------------ */
@@ -290,6 +308,19 @@ static int need_stack(md_pkl *p, size_t n, size_t floor, md_err *err)
     return MD_OK;
 }
 
+/* Slot of a short string in short_cache; w holds its n bytes, zero-padded. */
+static inline size_t short_slot(uint64_t w, size_t n)
+{
+    return (size_t)(((w ^ n) * 0x9e3779b97f4a7c15ULL) >> 56) & (SHORT_SLOTS - 1);
+}
+
+static inline uint64_t short_word(const unsigned char *s, size_t n)
+{
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    return w;
+}
+
 static int push_str(md_pkl *p, const unsigned char *s, size_t n, int type,
                     md_err *err)
 {
@@ -300,6 +331,12 @@ static int push_str(md_pkl *p, const unsigned char *s, size_t n, int type,
     int64_t id = md_strtab_intern(p->strs, (const char *)s, n);
     if (id < 0)
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    if (n <= SHORT_STR && type == PV_STR) {
+        uint64_t w = short_word(s, n);
+        size_t k = short_slot(w, n);
+        p->short_cache[k].w = w, p->short_cache[k].n = (uint32_t)n;
+        p->short_cache[k].id = (uint32_t)id;
+    }
     md_pv v = {0};
     v.t = (uint8_t)type;
     v.s = (uint32_t)id;
@@ -765,6 +802,74 @@ static int op_collection(md_pkl *p, int op, md_err *err)
     return md_err_set(err, MD_E_FORMAT, p->op_off, "internal: bad collection opcode");
 }
 
+/* ---- lists of converted containers (md_pkl_list_fn) ------------------------ */
+
+#define FUSED_MAX 999 /* Python's pickler writes APPENDS in batches of 1000 */
+
+/* Reads a memo index opcode (MEMOIZE, BINPUT, LONG_BINPUT) at b[*q]. */
+static int memo_target(const md_pkl *p, const unsigned char *b, size_t len, size_t *q,
+                       uint64_t *idx)
+{
+    if (*q < len && b[*q] == 0x94) {
+        *idx = p->nmemo, *q += 1;
+    } else if (*q + 2 <= len && b[*q] == 'q') {
+        *idx = b[*q + 1], *q += 2;
+    } else if (*q + 5 <= len && b[*q] == 'r') {
+        *idx = le32(b + *q + 1), *q += 5;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The cache of the converted dict a memo get at b[*q] names, or 0. */
+static uint32_t converted_get(const md_pkl *p, const unsigned char *b, size_t len, size_t *q)
+{
+    uint64_t idx;
+    if (*q + 2 <= len && b[*q] == 'h')
+        idx = b[*q + 1], *q += 2;
+    else if (*q + 5 <= len && b[*q] == 'j')
+        idx = le32(b + *q + 1), *q += 5;
+    else
+        return 0;
+    if (idx >= p->nmemo || (p->memo[idx] & 7) != MT_DICT)
+        return 0;
+    const pv_obj *o = (const pv_obj *)(uintptr_t)(p->memo[idx] & ~7ULL);
+    return o->taken == PVO_RELEASED ? o->cache : 0;
+}
+
+/* After EMPTY_LIST: reads the list whole if it is one the list hook may
+ * convert (see md_pkl_list_fn). Looks ahead without side effects; returns
+ * 1 if the list was converted and pushed, 0 to read it opcode by opcode. */
+static int fused_list(md_pkl *p, md_err *err)
+{
+    const unsigned char *b = p->buf;
+    size_t len = p->len, q = p->pos, n = 0;
+    uint64_t idx;
+    uint32_t caches[FUSED_MAX];
+    if (!memo_target(p, b, len, &q, &idx) || idx > p->nmemo)
+        return 0;
+    int marked = q < len && b[q] == '(';
+    q += (size_t)marked;
+    while (n < FUSED_MAX && (caches[n] = converted_get(p, b, len, &q)) != 0)
+        n++;
+    if (q >= len || n == 0 || b[q] != (marked ? 'e' : 'a') || (!marked && n != 1) ||
+        (marked && n < 2))
+        return 0;
+    uint32_t cache;
+    int rc = p->list_hook(p->list_ctx, caches, n, &cache, p->op_off, err);
+    if (rc != 1)
+        return rc;
+    md_pv v;
+    if ((rc = new_obj(p, PVO_LIST, &v, err)) || (rc = push(p, v, err)) ||
+        (rc = memo_put(p, idx, err)))
+        return rc;
+    v.o->taken = PVO_RELEASED;
+    v.o->cache = cache;
+    p->pos = q + 1;
+    return 1;
+}
+
 /* ---- the loop -------------------------------------------------------------- */
 
 static int refused(md_pkl *p, int op, md_err *err)
@@ -952,6 +1057,10 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
     }
     case '1': case '2': case 'p': case 'g': case 'q': case 'r': case 0x80: case 0x95:
         return step_stack(p, op, err);
+    case ']': /* EMPTY_LIST */
+        if (p->list_hook && (rc = fused_list(p, err)) != 0)
+            return rc < 0 ? rc : MD_OK;
+        return step_simple(p, op, err);
     case 'a': case 'e': case 0x90: case 's': case 'u': case 'l':
     case 'd': case 0x91: case 't': case 0x85: case 0x86: case 0x87:
         return op_collection(p, op, err);
@@ -959,18 +1068,13 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
         return 1;
     case 'N': case 0x88: case 0x89: case 'J': case 'M': case 0x8a: case 0x8b:
     case 'G': case 'I': case 'L': case 'F': case 'S': case 'V': case 'X': case 0x8c:
-    case 0x8d: case 'T': case 'U': case 'B': case 'C': case 0x8e: case 0x96: case ']':
+    case 0x8d: case 'T': case 'U': case 'B': case 'C': case 0x8e: case 0x96:
     case 0x8f: case '}': case ')':
         return step_simple(p, op, err);
     }
     return step_rest(p, op, err);
 }
 
-/* Little-endian loads; the pickle's integers are little-endian. */
-static inline uint32_t le32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
 
 /* The fast path: the opcodes that make up nearly all of a snapshot
  * (memo gets and puts, small ints, LONG1, MARK, constants), run on local
@@ -1061,6 +1165,21 @@ static size_t run_fast(md_pkl *p)
             p->marks[p->nmarks++] = sp;
             pos += 1;
             break;
+        case 0x8c: { /* SHORT_BINUNICODE of a string seen recently */
+            size_t n = b[1];
+            if (n > SHORT_STR)
+                goto out;
+            uint64_t w = 0; /* one 8-byte load (16 bytes are buffered), masked */
+            memcpy(&w, b + 2, 8);
+            w = n == 8 ? w : w & ((1ULL << (n * 8)) - 1);
+            size_t k = short_slot(w, n);
+            if (p->short_cache[k].n != n || p->short_cache[k].w != w)
+                goto out;
+            set_scalar(&stack[sp], PV_STR, 0);
+            stack[sp++].s = p->short_cache[k].id;
+            pos += 2 + n;
+            break;
+        }
         case 'N': case 0x88: case 0x89: /* None, True, False */
             set_scalar(&stack[sp++], b[0] == 'N' ? PV_NONE : PV_BOOL, b[0] == 0x88);
             pos += 1;
@@ -1087,6 +1206,10 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
         return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)", first);
     for (;;) {
         run_fast(p);
+        if (!p->own && p->pos - p->given_back >= RELEASE_STEP) {
+            md_input_consumed(p->in, p->pos);
+            p->given_back = p->pos;
+        }
         rc = need(p, 1, err);
         if (rc) {
             if (rc == MD_E_FORMAT)
@@ -1112,14 +1235,23 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
 int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
 {
     md_pkl *p = calloc(1, sizeof *p);
-    if (!p || !(p->buf = malloc(WINDOW)) || !(p->stack = malloc(1024 * sizeof *p->stack))) {
-        if (p)
-            free(p->buf);
+    if (!p || !(p->stack = malloc(1024 * sizeof *p->stack))) {
         free(p);
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
     p->scap = 1024;
-    p->cap = WINDOW;
+    if (md_input_whole(in, &p->buf, &p->len)) { /* parsed in place: no window */
+        p->cap = p->len;
+        p->eof = 1;
+    } else if ((p->buf = p->own = malloc(WINDOW)) != NULL) {
+        p->cap = WINDOW;
+    } else {
+        free(p->stack);
+        free(p);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    for (size_t k = 0; k < SHORT_SLOTS; k++)
+        p->short_cache[k].n = UINT32_MAX; /* empty */
     p->in = in;
     p->strs = strs;
     p->lim.max_depth = 512;
@@ -1133,6 +1265,12 @@ void md_pkl_set_hook(md_pkl *p, md_pkl_item_fn fn, void *ctx)
 {
     p->hook = fn;
     p->hook_ctx = ctx;
+}
+
+void md_pkl_set_list_hook(md_pkl *p, md_pkl_list_fn fn, void *ctx)
+{
+    p->list_hook = fn;
+    p->list_ctx = ctx;
 }
 
 void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim)
@@ -1176,7 +1314,7 @@ void md_pkl_free(md_pkl *p)
     free(p->marks);
     free(p->memo);
     free(p->memo_full);
-    free(p->buf);
+    free(p->own);
     free(p);
 }
 

@@ -73,6 +73,17 @@ struct pv_obj {
 typedef int (*md_pkl_item_fn)(void *ctx, const md_pv *item, uint32_t *ref,
                               int64_t offset, md_err *err);
 
+/* Offered a list as it is read, when it is memoized, built by one APPEND or
+ * APPENDS of 1..999 memo references (a pickler's whole list: Python writes
+ * APPENDS in batches of 1000) and every item is a dict its owner already
+ * converted (md_pkl_release after setting its cache). caches[] holds the
+ * items' cache values (the hook may overwrite them). Returns 1 with *cache
+ * set to convert the list the same way (it is then never built: pushed as a
+ * released list with that cache), 0 to have it built, or a negative md
+ * error. A snapshot's frames lists are nearly all such lists. */
+typedef int (*md_pkl_list_fn)(void *ctx, uint32_t *caches, size_t n, uint32_t *cache,
+                              int64_t offset, md_err *err);
+
 typedef struct md_pkl_limits {
     size_t max_depth;   /* open MARKs */
     size_t max_stack;   /* values on the stack */
@@ -83,6 +94,7 @@ typedef struct md_pkl md_pkl;
 
 int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err);
 void md_pkl_set_hook(md_pkl *p, md_pkl_item_fn fn, void *ctx);
+void md_pkl_set_list_hook(md_pkl *p, md_pkl_list_fn fn, void *ctx);
 void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim);
 /* Runs to STOP; *result is valid until md_pkl_free. */
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err);

@@ -241,6 +241,22 @@ static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_er
     return MD_OK;
 }
 
+/* The list hook: a list of converted dicts is a frames list (frame_id is
+ * the only conversion of a dict that leaves a cache), so it becomes its
+ * stack as it is read, without the list ever being built. */
+static int on_list(void *ctx, uint32_t *caches, size_t n, uint32_t *cache, int64_t off,
+                   md_err *err)
+{
+    loader *L = ctx;
+    for (size_t i = 0; i < n; i++)
+        caches[i]--; /* cache = frame id + 1 */
+    int64_t sid = intern_stack(L->s, caches, n);
+    if (sid < 0)
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    *cache = (uint32_t)sid + 1;
+    return 1;
+}
+
 /* ---- trace entries (called from inside the pickle reader) --------------- */
 
 /* Action names are interned consecutively (loader_init): one subtraction. */
@@ -644,6 +660,7 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
+        md_pkl_set_list_hook(p, on_list, &L);
         L.p = p;
         rc = md_pkl_run(p, &top, err);
         if (rc == MD_OK)
