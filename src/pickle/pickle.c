@@ -56,6 +56,11 @@ struct md_pkl {
     void *hook_ctx;
     md_pkl_list_fn list_hook;
     void *list_ctx;
+    /* converted lists by cache value: released lists hold nothing else, so
+     * lists converted alike share one (a trace's 70 000 frames lists are a
+     * few hundred stacks) */
+    struct shared_list { uint32_t cache; pv_obj *o; } *shared;
+    size_t nshared, sharedcap; /* sharedcap: a power of two, or 0 */
     md_pkl_limits lim;
     int proto;
     int64_t op_off; /* offset of the opcode being executed */
@@ -838,35 +843,78 @@ static uint32_t converted_get(const md_pkl *p, const unsigned char *b, size_t le
     return o->taken == PVO_RELEASED ? o->cache : 0;
 }
 
+/* The released list standing for every list converted to cache. */
+static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
+{
+    if ((p->nshared + 1) * 2 > p->sharedcap) {
+        size_t cap = p->sharedcap ? p->sharedcap * 2 : 256;
+        struct shared_list *t = calloc(cap, sizeof *t);
+        if (!t) {
+            md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+            return NULL;
+        }
+        for (size_t i = 0; i < p->sharedcap; i++) {
+            if (!p->shared[i].o)
+                continue;
+            size_t k = (p->shared[i].cache * 0x9e3779b9u) & (cap - 1);
+            while (t[k].o)
+                k = (k + 1) & (cap - 1);
+            t[k] = p->shared[i];
+        }
+        free(p->shared);
+        p->shared = t;
+        p->sharedcap = cap;
+    }
+    size_t k = (cache * 0x9e3779b9u) & (p->sharedcap - 1);
+    while (p->shared[k].o && p->shared[k].cache != cache)
+        k = (k + 1) & (p->sharedcap - 1);
+    if (!p->shared[k].o) {
+        md_pv v;
+        if (new_obj(p, PVO_LIST, &v, err))
+            return NULL;
+        v.o->taken = PVO_RELEASED;
+        v.o->cache = cache;
+        p->shared[k].cache = cache;
+        p->shared[k].o = v.o;
+        p->nshared++;
+    }
+    return p->shared[k].o;
+}
+
 /* After EMPTY_LIST: reads the list whole if it is one the list hook may
- * convert (see md_pkl_list_fn). Looks ahead without side effects; returns
- * 1 if the list was converted and pushed, 0 to read it opcode by opcode. */
+ * convert (see md_pkl_list_fn): memoized, then either one APPEND or
+ * APPENDS of memo references to converted dicts, or nothing before the
+ * SETITEMS that makes it the last value of a dict. Looks ahead without side
+ * effects; returns 1 if the list was converted and pushed, 0 to read it
+ * opcode by opcode. */
 static int fused_list(md_pkl *p, md_err *err)
 {
     const unsigned char *b = p->buf;
     size_t len = p->len, q = p->pos, n = 0;
     uint64_t idx;
     uint32_t caches[FUSED_MAX];
-    if (!memo_target(p, b, len, &q, &idx) || idx > p->nmemo)
+    if (!memo_target(p, b, len, &q, &idx) || idx > p->nmemo || q >= len)
         return 0;
-    int marked = q < len && b[q] == '(';
-    q += (size_t)marked;
-    while (n < FUSED_MAX && (caches[n] = converted_get(p, b, len, &q)) != 0)
-        n++;
-    if (q >= len || n == 0 || b[q] != (marked ? 'e' : 'a') || (!marked && n != 1) ||
-        (marked && n < 2))
-        return 0;
+    if (b[q] != 'u') { /* not empty: (MARK gets APPENDS) or (get APPEND) */
+        int marked = b[q] == '(';
+        q += (size_t)marked;
+        while (n < FUSED_MAX && (caches[n] = converted_get(p, b, len, &q)) != 0)
+            n++;
+        if (q >= len || b[q] != (marked ? 'e' : 'a') || (marked ? n < 2 : n != 1))
+            return 0;
+        q++;
+    }
     uint32_t cache;
     int rc = p->list_hook(p->list_ctx, caches, n, &cache, p->op_off, err);
     if (rc != 1)
         return rc;
     md_pv v;
-    if ((rc = new_obj(p, PVO_LIST, &v, err)) || (rc = push(p, v, err)) ||
+    memset(&v, 0, sizeof v);
+    v.t = PV_LIST;
+    if (!(v.o = shared_list(p, cache, err)) || (rc = push(p, v, err)) ||
         (rc = memo_put(p, idx, err)))
-        return rc;
-    v.o->taken = PVO_RELEASED;
-    v.o->cache = cache;
-    p->pos = q + 1;
+        return v.o ? rc : MD_E_NOMEM;
+    p->pos = q;
     return 1;
 }
 
@@ -1082,7 +1130,8 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
  * registers. Anything else, or anything unusual about these (a missing
  * memo slot, a full stack, the end of the window), returns to the general
  * path, which re-executes that opcode with full checks and error reports.
- * Returns the number of opcodes done. */
+ * SETITEMS runs the general handler from here (a trace entry per SETITEMS);
+ * its error is returned. */
 /* Writes a scalar straight into its stack slot. Building an md_pv in a
  * local and copying it stores it in pieces and reloads it whole, which the
  * CPU cannot forward from its store buffer: a stall on every int. */
@@ -1095,105 +1144,157 @@ static inline void set_scalar(md_pv *d, uint8_t t, int64_t i)
     d->i = i;
 }
 
-static size_t run_fast(md_pkl *p)
+static int run_fast(md_pkl *p, md_err *err)
 {
-    const unsigned char *buf = p->buf;
-    size_t pos = p->pos, len = p->len, sp = p->sp, done = 0;
+    /* Threaded dispatch: each handler jumps to the next opcode's handler
+     * through its own indirect branch, so the CPU predicts a trace entry's
+     * opcode sequence from where it is in it (one shared switch jump
+     * mispredicted on most opcodes). */
+#pragma GCC diagnostic push /* every opcode to out first, then the handled ones */
+#pragma GCC diagnostic ignored "-Woverride-init"
+#ifdef __clang__
+#pragma GCC diagnostic ignored "-Winitializer-overrides"
+#endif
+    static const void *const op[256] = {
+        [0 ... 255] = &&out, ['h'] = &&binget, ['j'] = &&long_binget,
+        [0x94] = &&memoize, ['K'] = &&binint1, ['M'] = &&binint2, ['J'] = &&binint,
+        [0x8a] = &&long1, ['('] = &&mark, [0x8c] = &&short_str, ['N'] = &&none,
+        [0x88] = &&newtrue, [0x89] = &&newfalse, ['}'] = &&empty_dict, ['u'] = &&setitems};
+#pragma GCC diagnostic pop
+    const unsigned char *buf = p->buf, *b;
+    size_t pos = p->pos, len = p->len, sp = p->sp;
     size_t scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
     md_pv *stack = p->stack;
     uint64_t *memo = p->memo;
     size_t nmemo = p->nmemo, memocap = p->memocap;
-    while (len - pos >= 16 && sp + 1 < scap) {
-        const unsigned char *b = buf + pos;
-        switch (b[0]) {
-        case 'h': /* BINGET */
-            if (b[1] >= nmemo || !memo[b[1]])
-                goto out;
-            memo_decode(p, memo[b[1]], &stack[sp++]);
-            pos += 2;
-            break;
-        case 'j': { /* LONG_BINGET */
-            uint32_t idx = le32(b + 1);
-            if (idx >= nmemo || !memo[idx])
-                goto out;
-            memo_decode(p, memo[idx], &stack[sp++]);
-            pos += 5;
-            break;
-        }
-        case 0x94: /* MEMOIZE */
-            if (!sp || nmemo >= memocap)
-                goto out;
-            const md_pv *top = &stack[sp - 1];
-            if (!memo_pack(top, &memo[nmemo]))
-                goto out; /* the side table: the general path */
-            if ((memo[nmemo] & 7) <= MT_DICT && !top->o->memo)
-                top->o->memo = (uint32_t)nmemo + 1;
-            nmemo++;
-            pos += 1;
-            break;
-        case 'K': case 'M': case 'J': /* BININT1, BININT2, BININT */
-            set_scalar(&stack[sp++], PV_INT,
-                       b[0] == 'K' ? b[1] : b[0] == 'M' ? (int64_t)(b[1] | b[2] << 8)
-                                                        : (int64_t)(int32_t)le32(b + 1));
-            pos += b[0] == 'K' ? 2 : b[0] == 'M' ? 3 : 5;
-            break;
-        case 0x8a: /* LONG1 */
-            if (b[1] > 8) {
-                if (b[1] > 9)
-                    goto out;
-                stack[sp++] = make_long(b + 2, b[1]);
-            } else { /* one 8-byte load (16 bytes are buffered), masked and sign-extended */
-                unsigned n = b[1];
-                uint64_t u = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-                memcpy(&u, b + 2, 8);
-#else
-                u = rd_le(b + 2, 8);
-#endif
-                if (n < 8) {
-                    u = n ? u & ((1ULL << (n * 8)) - 1) : 0;
-                    if (n && (u >> (n * 8 - 1)) & 1)
-                        u |= ~0ULL << (n * 8);
-                }
-                set_scalar(&stack[sp++], PV_INT, (int64_t)u);
-            }
-            pos += 2 + (size_t)b[1];
-            break;
-        case '(': /* MARK */
-            if (p->nmarks >= p->mcap || p->nmarks >= p->lim.max_depth)
-                goto out;
-            p->marks[p->nmarks++] = sp;
-            pos += 1;
-            break;
-        case 0x8c: { /* SHORT_BINUNICODE of a string seen recently */
-            size_t n = b[1];
-            if (n > SHORT_STR)
-                goto out;
-            uint64_t w = 0; /* one 8-byte load (16 bytes are buffered), masked */
-            memcpy(&w, b + 2, 8);
-            w = n == 8 ? w : w & ((1ULL << (n * 8)) - 1);
-            size_t k = short_slot(w, n);
-            if (p->short_cache[k].n != n || p->short_cache[k].w != w)
-                goto out;
-            set_scalar(&stack[sp], PV_STR, 0);
-            stack[sp++].s = p->short_cache[k].id;
-            pos += 2 + n;
-            break;
-        }
-        case 'N': case 0x88: case 0x89: /* None, True, False */
-            set_scalar(&stack[sp++], b[0] == 'N' ? PV_NONE : PV_BOOL, b[0] == 0x88);
-            pos += 1;
-            break;
-        default:
+#define NEXT()                                              \
+    do {                                                    \
+        if (len - pos < 16 || sp + 1 >= scap)               \
+            goto out;                                       \
+        b = buf + pos;                                      \
+        goto *op[b[0]];                                     \
+    } while (0)
+    NEXT();
+binget:
+    if (b[1] >= nmemo || !memo[b[1]])
+        goto out;
+    memo_decode(p, memo[b[1]], &stack[sp++]);
+    pos += 2;
+    NEXT();
+long_binget: {
+    uint32_t idx = le32(b + 1);
+    if (idx >= nmemo || !memo[idx])
+        goto out;
+    memo_decode(p, memo[idx], &stack[sp++]);
+    pos += 5;
+    NEXT();
+}
+memoize: {
+    if (!sp || nmemo >= memocap)
+        goto out;
+    const md_pv *top = &stack[sp - 1];
+    if (!memo_pack(top, &memo[nmemo]))
+        goto out; /* the side table: the general path */
+    if ((memo[nmemo] & 7) <= MT_DICT && !top->o->memo)
+        top->o->memo = (uint32_t)nmemo + 1;
+    nmemo++;
+    pos += 1;
+    NEXT();
+}
+binint1:
+    set_scalar(&stack[sp++], PV_INT, b[1]);
+    pos += 2;
+    NEXT();
+binint2:
+    set_scalar(&stack[sp++], PV_INT, (int64_t)(b[1] | b[2] << 8));
+    pos += 3;
+    NEXT();
+binint:
+    set_scalar(&stack[sp++], PV_INT, (int64_t)(int32_t)le32(b + 1));
+    pos += 5;
+    NEXT();
+long1:
+    if (b[1] > 8) {
+        if (b[1] > 9)
             goto out;
+        stack[sp++] = make_long(b + 2, b[1]);
+    } else { /* one 8-byte load (16 bytes are buffered), masked and sign-extended */
+        unsigned n = b[1];
+        uint64_t u = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        memcpy(&u, b + 2, 8);
+#else
+        u = rd_le(b + 2, 8);
+#endif
+        if (n < 8) {
+            u = n ? u & ((1ULL << (n * 8)) - 1) : 0;
+            if (n && (u >> (n * 8 - 1)) & 1)
+                u |= ~0ULL << (n * 8);
         }
-        done++;
+        set_scalar(&stack[sp++], PV_INT, (int64_t)u);
     }
+    pos += 2 + (size_t)b[1];
+    NEXT();
+mark:
+    if (p->nmarks >= p->mcap || p->nmarks >= p->lim.max_depth)
+        goto out;
+    p->marks[p->nmarks++] = sp;
+    pos += 1;
+    NEXT();
+short_str: { /* SHORT_BINUNICODE of a string seen recently */
+    size_t n = b[1];
+    if (n > SHORT_STR)
+        goto out;
+    uint64_t w = 0; /* one 8-byte load (16 bytes are buffered), masked */
+    memcpy(&w, b + 2, 8);
+    w = n == 8 ? w : w & ((1ULL << (n * 8)) - 1);
+    size_t k = short_slot(w, n);
+    if (p->short_cache[k].n != n || p->short_cache[k].w != w)
+        goto out;
+    set_scalar(&stack[sp], PV_STR, 0);
+    stack[sp++].s = p->short_cache[k].id;
+    pos += 2 + n;
+    NEXT();
+}
+none:
+    set_scalar(&stack[sp++], PV_NONE, 0);
+    pos += 1;
+    NEXT();
+newtrue:
+    set_scalar(&stack[sp++], PV_BOOL, 1);
+    pos += 1;
+    NEXT();
+newfalse:
+    set_scalar(&stack[sp++], PV_BOOL, 0);
+    pos += 1;
+    NEXT();
+empty_dict: { /* from the reused containers of taken entries */
+    pv_obj *o = p->objfree;
+    if (!o)
+        goto out;
+    memcpy(&p->objfree, &o->items, sizeof o);
+    memset(o, 0, sizeof *o);
+    o->kind = PVO_DICT;
+    set_scalar(&stack[sp], PV_DICT, 0);
+    stack[sp++].o = o;
+    pos += 1;
+    NEXT();
+}
+setitems: { /* a trace entry is complete: the general handler and the hook */
+    p->pos = pos + 1, p->sp = sp, p->nmemo = nmemo;
+    p->op_off = p->base + (int64_t)pos;
+    int rc = op_collection(p, 'u', err);
+    if (rc)
+        return rc;
+    pos = p->pos, sp = p->sp, nmemo = p->nmemo;
+    NEXT();
+}
+#undef NEXT
 out:
     p->pos = pos;
     p->sp = sp;
     p->nmemo = nmemo;
-    return done;
+    return MD_OK;
 }
 
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
@@ -1205,7 +1306,8 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
     if (first != 0x80 && first != '(' && first != '}' && first != ']')
         return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)", first);
     for (;;) {
-        run_fast(p);
+        if ((rc = run_fast(p, err)) != MD_OK)
+            return rc;
         if (!p->own && p->pos - p->given_back >= RELEASE_STEP) {
             md_input_consumed(p->in, p->pos);
             p->given_back = p->pos;
@@ -1314,6 +1416,7 @@ void md_pkl_free(md_pkl *p)
     free(p->marks);
     free(p->memo);
     free(p->memo_full);
+    free(p->shared);
     free(p->own);
     free(p);
 }

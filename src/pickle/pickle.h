@@ -73,14 +73,16 @@ struct pv_obj {
 typedef int (*md_pkl_item_fn)(void *ctx, const md_pv *item, uint32_t *ref,
                               int64_t offset, md_err *err);
 
-/* Offered a list as it is read, when it is memoized, built by one APPEND or
- * APPENDS of 1..999 memo references (a pickler's whole list: Python writes
- * APPENDS in batches of 1000) and every item is a dict its owner already
- * converted (md_pkl_release after setting its cache). caches[] holds the
- * items' cache values (the hook may overwrite them). Returns 1 with *cache
- * set to convert the list the same way (it is then never built: pushed as a
- * released list with that cache), 0 to have it built, or a negative md
- * error. A snapshot's frames lists are nearly all such lists. */
+/* Offered a list as it is read, when it is memoized and either built by one
+ * APPEND or APPENDS of 1..999 memo references (a pickler's whole list:
+ * Python writes APPENDS in batches of 1000) to dicts their owner already
+ * converted (md_pkl_release after setting their cache), or left empty as
+ * the last value of a dict (SETITEMS follows). caches[] holds the items'
+ * cache values (n may be 0; the hook may overwrite them). Returns 1 with
+ * *cache set to convert the list likewise: it is then never built, but
+ * stands as a released list with that cache (shared by all lists converted
+ * alike); 0 to have it built; or a negative md error. A snapshot's frames
+ * lists are nearly all such lists. */
 typedef int (*md_pkl_list_fn)(void *ctx, uint32_t *caches, size_t n, uint32_t *cache,
                               int64_t offset, md_err *err);
 
