@@ -580,7 +580,7 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
                           "memo index %llu is implausibly large",
                           (unsigned long long)idx);
     if (idx >= p->memocap &&
-        md_grow((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
+        md_grow_big((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
     /* slots past nmemo are uninitialized: mark only the gap as unset, so
      * the untouched capacity costs no page faults */

@@ -16,14 +16,21 @@
  * integer compare. */
 enum {
     K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME_US, K_FRAMES, K_DEVICE_FREE,
-    K_POOL_ID, K_NAME, K_FILENAME, K_LINE, K_BLOCKS, K_COUNT
+    K_POOL_ID, K_NAME, K_FILENAME, K_LINE, K_BLOCKS,
+    /* segments' and blocks' */
+    K_ADDRESS, K_REQUESTED_SIZE, K_STATE, K_HISTORY, K_REAL_SIZE, K_DEVICE,
+    K_TOTAL_SIZE, K_ALLOCATED_SIZE, K_ACTIVE_SIZE, K_SEGMENT_TYPE, K_IS_EXPANDABLE,
+    K_SEGMENT_POOL_ID, K_COUNT
 };
 /* A taken segment's reference; lower values are trace entries. */
 #define SEG_REF 0x80000000u
 
 static const char *const key_names[K_COUNT] = {
     "action", "addr", "size", "stream", "time_us", "frames", "device_free",
-    "pool_id", "name", "filename", "line", "blocks"};
+    "pool_id", "name", "filename", "line", "blocks",
+    "address", "requested_size", "state", "history", "real_size", "device",
+    "total_size", "allocated_size", "active_size", "segment_type", "is_expandable",
+    "segment_pool_id"};
 
 static const char *const action_names[] = {
     NULL, "alloc", "free_requested", "free_completed", "segment_alloc",
@@ -44,6 +51,22 @@ const char *md_action_name(md_action a)
     if (a >= MD_ACT_ALLOC && (size_t)a < NACTIONS)
         return action_names[a];
     return "unknown";
+}
+
+/* The values of a dict's known keys (K_*), NULL where absent; a repeated
+ * key gives its last value, as Python keeps it. One pass over the items,
+ * each key an integer compare (key ids are consecutive, loader_init). */
+static void known_fields(const loader *L, const md_pv *d, const md_pv *f[K_COUNT])
+{
+    memset(f, 0, K_COUNT * sizeof *f);
+    if (!d || d->t != PV_DICT || d->o->taken)
+        return;
+    const pv_obj *o = d->o;
+    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+        uint32_t kk = o->items[i].s - L->key[0];
+        if (o->items[i].t == PV_STR && kk < K_COUNT)
+            f[kk] = &o->items[i + 1];
+    }
 }
 
 /* ---- frames and stacks ------------------------------------------------- */
@@ -301,10 +324,11 @@ static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off
     md_snapshot *s = L->s;
     if (s->nsegs >= SEG_REF - 1)
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 segments");
-    const md_pv *blocks = md_pv_get(&s->strs, item, "blocks");
-    const md_strtab *t = &s->strs;
-    if (!blocks || !md_pv_get(t, item, "address") || !md_pv_get(t, item, "total_size") ||
-        blocks->t != PV_LIST || blocks->o->run_n)
+    const md_pv *f[K_COUNT];
+    known_fields(L, item, f);
+    const md_pv *blocks = f[K_BLOCKS];
+    if (!blocks || !f[K_ADDRESS] || !f[K_TOTAL_SIZE] || blocks->t != PV_LIST ||
+        blocks->o->run_n)
         return 0; /* not a segment as torch writes one: the final walk will say */
     int rc = add_segment(L, item, err);
     if (rc)
@@ -326,7 +350,7 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
     if (s->nevents >= SEG_REF - 1)
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 trace entries");
     if (s->nevents == s->evcap &&
-        md_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
+        md_grow_big((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
     /* Filled in place: a local copied into the array would be stored field
      * by field and reloaded whole, which stalls the store buffer. */
@@ -366,11 +390,6 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
 
 /* ---- the rest of the schema --------------------------------------------- */
 
-static int get_u64(const md_strtab *t, const md_pv *d, const char *k, uint64_t *out)
-{
-    return md_pv_u64(md_pv_get(t, d, k), out);
-}
-
 static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *cursor,
                      md_err *err)
 {
@@ -379,30 +398,33 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
     md_block blk = {0, 0, 0, 0, 0};
     if (b->t != PV_DICT)
         return md_err_set(err, MD_E_SCHEMA, -1, "segments[].blocks[] is not a dict");
-    get_u64(t, b, "size", &blk.size);
-    get_u64(t, b, "requested_size", &blk.requested_size);
-    if (!get_u64(t, b, "address", &blk.address))
+    const md_pv *f[K_COUNT];
+    known_fields(L, b, f);
+    md_pv_u64(f[K_SIZE], &blk.size);
+    md_pv_u64(f[K_REQUESTED_SIZE], &blk.requested_size);
+    if (!md_pv_u64(f[K_ADDRESS], &blk.address))
         blk.address = *cursor; /* torch 2.0: blocks are laid out in order */
     *cursor = blk.address + blk.size;
-    const md_pv *st = md_pv_get(t, b, "state");
+    const md_pv *st = f[K_STATE];
     if (md_pv_is_str(t, st, "active_allocated"))
         blk.state = MD_BLOCK_ACTIVE_ALLOCATED;
     else if (md_pv_is_str(t, st, "active_pending_free") ||
              md_pv_is_str(t, st, "active_awaiting_free"))
         blk.state = MD_BLOCK_ACTIVE_PENDING_FREE;
-    const md_pv *fr = md_pv_get(t, b, "frames");
-    const md_pv *hist = md_pv_get(t, b, "history");
+    const md_pv *fr = f[K_FRAMES];
+    const md_pv *hist = f[K_HISTORY];
     if (hist && (hist->t == PV_LIST) && hist->o->n > 0) {
         s->features |= MD_HAS_LEGACY_HISTORY;
         const md_pv *last = &hist->o->items[hist->o->n - 1];
-        fr = md_pv_get(t, last, "frames");
+        known_fields(L, last, f);
+        fr = f[K_FRAMES];
         if (!blk.requested_size)
-            get_u64(t, last, "real_size", &blk.requested_size);
+            md_pv_u64(f[K_REAL_SIZE], &blk.requested_size);
     }
     int rc = stack_id(L, fr, &blk.stack, -1, err);
     if (rc)
         return rc;
-    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+    if (md_grow_big((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->blocks[s->nblocks++] = blk;
     seg->nblocks++;
@@ -412,36 +434,36 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
 static int add_segment(loader *L, const md_pv *v, md_err *err)
 {
     md_snapshot *s = L->s;
-    const md_strtab *t = &s->strs;
     if (v->t != PV_DICT)
         return md_err_set(err, MD_E_SCHEMA, -1, "segments[] entry is not a dict");
     md_segment g;
     memset(&g, 0, sizeof g);
+    const md_pv *f[K_COUNT];
+    known_fields(L, v, f);
     int64_t dev = 0;
-    md_pv_int(md_pv_get(t, v, "device"), &dev);
+    md_pv_int(f[K_DEVICE], &dev);
     g.device = (int)dev;
-    if (!get_u64(t, v, "address", &g.address) || !get_u64(t, v, "total_size", &g.total_size))
+    if (!md_pv_u64(f[K_ADDRESS], &g.address) || !md_pv_u64(f[K_TOTAL_SIZE], &g.total_size))
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "segments[%zu] lacks 'address' or 'total_size'", s->nsegs);
-    get_u64(t, v, "allocated_size", &g.allocated_size);
-    get_u64(t, v, "active_size", &g.active_size);
-    get_u64(t, v, "requested_size", &g.requested_size);
-    get_u64(t, v, "stream", &g.stream);
-    const md_pv *ty = md_pv_get(t, v, "segment_type");
-    g.is_small = md_pv_is_str(t, ty, "small");
+    md_pv_u64(f[K_ALLOCATED_SIZE], &g.allocated_size);
+    md_pv_u64(f[K_ACTIVE_SIZE], &g.active_size);
+    md_pv_u64(f[K_REQUESTED_SIZE], &g.requested_size);
+    md_pv_u64(f[K_STREAM], &g.stream);
+    g.is_small = md_pv_is_str(&s->strs, f[K_SEGMENT_TYPE], "small");
     int64_t b = 0;
-    if (md_pv_int(md_pv_get(t, v, "is_expandable"), &b))
+    if (md_pv_int(f[K_IS_EXPANDABLE], &b))
         g.is_expandable = b != 0;
-    const md_pv *pool = md_pv_get(t, v, "segment_pool_id");
+    const md_pv *pool = f[K_SEGMENT_POOL_ID];
     if (pool && pool->t == PV_TUPLE && pool->o->n == 2) {
         md_pv_int(&pool->o->items[0], &g.pool_id[0]);
         md_pv_int(&pool->o->items[1], &g.pool_id[1]);
     }
-    int rc = stack_id(L, md_pv_get(t, v, "frames"), &g.stack, -1, err);
+    int rc = stack_id(L, f[K_FRAMES], &g.stack, -1, err);
     if (rc)
         return rc;
     g.first_block = s->nblocks;
-    const md_pv *blocks = md_pv_get(t, v, "blocks");
+    const md_pv *blocks = f[K_BLOCKS];
     uint64_t cursor = g.address;
     if (blocks && no_records(blocks, "'blocks'", -1, err))
         return MD_E_SCHEMA;
@@ -450,7 +472,7 @@ static int add_segment(loader *L, const md_pv *v, md_err *err)
             rc = add_block(L, &blocks->o->items[i], &g, &cursor, err);
     if (rc)
         return rc;
-    if (md_grow((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
+    if (md_grow_big((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->segs[s->nsegs++] = g;
     return MD_OK;
@@ -503,7 +525,7 @@ static int add_device(loader *L, int d, const md_pv *list, md_err *err)
     }
     if (!contiguous) {
         size_t base = s->nevents;
-        if (md_grow((void **)&s->events, &s->evcap, base + n, sizeof *s->events))
+        if (md_grow_big((void **)&s->events, &s->evcap, base + n, sizeof *s->events))
             return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
         for (uint32_t i = 0; i < n; i++)
             s->events[base + i] = s->events[i < run ? o->run_first + i : o->items[i - run].u];

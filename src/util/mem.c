@@ -3,7 +3,10 @@
 #include <string.h>
 #include "util.h"
 
-int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
+#define GROW_JUMP ((size_t)128 << 10)
+#define GROW_MAPPED ((size_t)2 << 20)
+
+static int grow(void **buf, size_t *cap, size_t need, size_t esz, int big)
 {
     if (need <= *cap)
         return 0;
@@ -15,12 +18,24 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
     }
     if (nc > SIZE_MAX / esz)
         return -1;
+    if (big && nc * esz >= GROW_JUMP && nc * esz < GROW_MAPPED)
+        nc = (GROW_MAPPED + esz - 1) / esz;
     void *p = realloc(*buf, nc * esz);
     if (!p)
         return -1;
     *buf = p;
     *cap = nc;
     return 0;
+}
+
+int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
+{
+    return grow(buf, cap, need, esz, 0);
+}
+
+int md_grow_big(void **buf, size_t *cap, size_t need, size_t esz)
+{
+    return grow(buf, cap, need, esz, 1);
 }
 
 uint64_t md_hash(const void *p, size_t n, uint64_t seed)
