@@ -77,6 +77,7 @@ struct md_replay {
     md_point initial;
     md_point *pts;
     int32_t *free_at; /* alloc event index -> index of its free, -1 = never */
+    size_t ptscap, freecap; /* md_big_grow capacities */
     long peak_index;
     uint64_t peak_alloc, peak_reserved;
     size_t anomalies;
@@ -675,8 +676,10 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
         return md_err_set(err, MD_E_LIMIT, -1, "device %d has %zu trace entries (limit 2^31)",
                           device, n);
     }
-    if (!(r->pts = malloc((r->n ? r->n : 1) * sizeof *r->pts)) ||
-        !(r->free_at = malloc((r->n ? r->n : 1) * sizeof *r->free_at)) || state_init(&st, s))
+    size_t n1 = r->n ? r->n : 1;
+    if (md_big_grow((void **)&r->pts, &r->ptscap, n1, sizeof *r->pts) ||
+        md_big_grow((void **)&r->free_at, &r->freecap, n1, sizeof *r->free_at) ||
+        state_init(&st, s))
         goto nomem;
     /* Usually recording started before the first allocation: one pass from
      * an empty state, checked against the final state. Only if they
@@ -688,6 +691,8 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
             goto nomem;
         run_pass(r, &st, 0);
     }
+    md_big_trim(r->pts, r->ptscap, n1, sizeof *r->pts);
+    md_big_trim(r->free_at, r->freecap, n1, sizeof *r->free_at);
     if (snapshot_state(&st, &r->final_live, &r->nfinal, &r->final_cache))
         goto nomem;
     state_free(&st);
@@ -703,8 +708,8 @@ void md_replay_free(md_replay *r)
 {
     if (!r)
         return;
-    free(r->pts);
-    free(r->free_at);
+    md_big_free(r->pts, r->ptscap, sizeof *r->pts);
+    md_big_free(r->free_at, r->freecap, sizeof *r->free_at);
     free(r->pre);
     free(r->preseg);
     free(r->final_live);

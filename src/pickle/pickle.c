@@ -580,7 +580,7 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
                           "memo index %llu is implausibly large",
                           (unsigned long long)idx);
     if (idx >= p->memocap &&
-        md_grow_big((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
+        md_big_grow((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
     /* slots past nmemo are uninitialized: mark only the gap as unset, so
      * the untouched capacity costs no page faults */
@@ -1345,6 +1345,9 @@ int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
     if (md_input_whole(in, &p->buf, &p->len)) { /* parsed in place: no window */
         p->cap = p->len;
         p->eof = 1;
+        /* snapshots memoize a value every 30-60 bytes: a memo this big
+         * starts in its own mapping (a hint; see md_big_grow) */
+        md_big_grow((void **)&p->memo, &p->memocap, p->len / 40, sizeof *p->memo);
     } else if ((p->buf = p->own = malloc(WINDOW)) != NULL) {
         p->cap = WINDOW;
     } else {
@@ -1414,7 +1417,7 @@ void md_pkl_free(md_pkl *p)
     slab_free_all(p->itemslab);
     free(p->stack);
     free(p->marks);
-    free(p->memo);
+    md_big_free(p->memo, p->memocap, sizeof *p->memo);
     free(p->memo_full);
     free(p->shared);
     free(p->own);

@@ -350,7 +350,7 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
     if (s->nevents >= SEG_REF - 1)
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 trace entries");
     if (s->nevents == s->evcap &&
-        md_grow_big((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
+        md_big_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
     /* Filled in place: a local copied into the array would be stored field
      * by field and reloaded whole, which stalls the store buffer. */
@@ -424,7 +424,7 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
     int rc = stack_id(L, fr, &blk.stack, -1, err);
     if (rc)
         return rc;
-    if (md_grow_big((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->blocks[s->nblocks++] = blk;
     seg->nblocks++;
@@ -472,7 +472,7 @@ static int add_segment(loader *L, const md_pv *v, md_err *err)
             rc = add_block(L, &blocks->o->items[i], &g, &cursor, err);
     if (rc)
         return rc;
-    if (md_grow_big((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
+    if (md_grow((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->segs[s->nsegs++] = g;
     return MD_OK;
@@ -525,7 +525,7 @@ static int add_device(loader *L, int d, const md_pv *list, md_err *err)
     }
     if (!contiguous) {
         size_t base = s->nevents;
-        if (md_grow_big((void **)&s->events, &s->evcap, base + n, sizeof *s->events))
+        if (md_big_grow((void **)&s->events, &s->evcap, base + n, sizeof *s->events))
             return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
         for (uint32_t i = 0; i < n; i++)
             s->events[base + i] = s->events[i < run ? o->run_first + i : o->items[i - run].u];
@@ -679,6 +679,14 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
         md_snapshot_free(s);
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
+    const unsigned char *whole;
+    size_t len;
+    /* A snapshot takes 90-180 bytes of pickle per trace entry: an array for
+     * len / 100 entries starts out in its own mapping (md_big_grow) rather
+     * than in the heap to be copied there later. Only a hint: a wrong one
+     * costs address space, not memory. */
+    if (md_input_whole(in, &whole, &len))
+        md_big_grow((void **)&s->events, &s->evcap, len / 100, sizeof *s->events);
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
@@ -695,6 +703,7 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
     free(s->fslots);
     free(s->sslots);
     s->fslots = s->sslots = NULL;
+    md_big_trim(s->events, s->evcap, s->nevents, sizeof *s->events);
     if (rc) {
         md_snapshot_free(s);
         return rc;
@@ -739,7 +748,7 @@ void md_snapshot_free(md_snapshot *s)
     free(s->sframes);
     free(s->stacks);
     free(s->sslots);
-    free(s->events);
+    md_big_free(s->events, s->evcap, sizeof *s->events);
     free(s->dev);
     free(s->segs);
     free(s->blocks);

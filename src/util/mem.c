@@ -1,12 +1,10 @@
 /* mem.c - growable arrays, hashing, the string intern table and a u64 map. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "util.h"
 
-#define GROW_JUMP ((size_t)128 << 10)
-#define GROW_MAPPED ((size_t)2 << 20)
-
-static int grow(void **buf, size_t *cap, size_t need, size_t esz, int big)
+int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
 {
     if (need <= *cap)
         return 0;
@@ -18,8 +16,6 @@ static int grow(void **buf, size_t *cap, size_t need, size_t esz, int big)
     }
     if (nc > SIZE_MAX / esz)
         return -1;
-    if (big && nc * esz >= GROW_JUMP && nc * esz < GROW_MAPPED)
-        nc = (GROW_MAPPED + esz - 1) / esz;
     void *p = realloc(*buf, nc * esz);
     if (!p)
         return -1;
@@ -28,14 +24,91 @@ static int grow(void **buf, size_t *cap, size_t need, size_t esz, int big)
     return 0;
 }
 
-int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
+/* ---- big arrays ---------------------------------------------------------- */
+
+#define BIG_MIN ((size_t)512 << 10) /* below: the heap (md_grow) */
+#define BIG_UNIT ((size_t)2 << 20)  /* a transparent huge page */
+
+static int big_mapped(size_t cap, size_t esz)
 {
-    return grow(buf, cap, need, esz, 0);
+    return cap * esz >= BIG_MIN;
 }
 
-int md_grow_big(void **buf, size_t *cap, size_t need, size_t esz)
+static size_t big_bytes(size_t cap, size_t esz)
 {
-    return grow(buf, cap, need, esz, 1);
+    return (cap * esz + BIG_UNIT - 1) & ~(BIG_UNIT - 1);
+}
+
+/* A fresh mapping of n bytes (a multiple of BIG_UNIT), asking for huge
+ * pages; NULL on failure. */
+static void *big_map(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, n, MADV_HUGEPAGE); /* a hint: without THP, 4 KiB pages */
+    return p;
+}
+
+int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > SIZE_MAX / 2 / esz)
+        return -1;
+    if (need * esz < BIG_MIN) { /* small: the heap, capacity kept below BIG_MIN */
+        size_t nc = *cap ? *cap : 8;
+        while (nc < need)
+            nc *= 2;
+        if (nc * esz >= BIG_MIN)
+            nc = (BIG_MIN - 1) / esz;
+        void *p = realloc(*buf, nc * esz);
+        if (!p)
+            return -1;
+        *buf = p;
+        *cap = nc;
+        return 0;
+    }
+    size_t old = big_mapped(*cap, esz) ? big_bytes(*cap, esz) : 0;
+    size_t n = old ? old : BIG_UNIT;
+    while (n < need * esz)
+        n *= 2;
+    void *p;
+    if (old) { /* grown in place or moved by the kernel: never copied */
+        p = mremap(*buf, old, n, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED)
+            return -1;
+        madvise(p, n, MADV_HUGEPAGE);
+    } else {
+        if (!(p = big_map(n)))
+            return -1;
+        if (*cap)
+            memcpy(p, *buf, *cap * esz);
+        free(*buf);
+    }
+    *buf = p;
+    *cap = n / esz;
+    return 0;
+}
+
+void md_big_trim(void *buf, size_t cap, size_t used, size_t esz)
+{
+    if (!buf || !big_mapped(cap, esz))
+        return;
+    size_t from = (used * esz + 4095) & ~(size_t)4095, end = big_bytes(cap, esz);
+    if (from < end) /* splits a huge page; its unused 4 KiB pages go back */
+        madvise((char *)buf + from, end - from, MADV_DONTNEED);
+}
+
+void md_big_free(void *buf, size_t cap, size_t esz)
+{
+    if (!buf)
+        return;
+    if (big_mapped(cap, esz))
+        munmap(buf, big_bytes(cap, esz));
+    else
+        free(buf);
 }
 
 uint64_t md_hash(const void *p, size_t n, uint64_t seed)

@@ -19,14 +19,17 @@ void md_err_file(md_err *err, const char *file);
 /* Grows *buf (element size esz) so it can hold need elements.
  * Returns 0 on success, -1 on overflow or allocation failure. */
 int md_grow(void **buf, size_t *cap, size_t need, size_t esz);
-/* md_grow for an array that lives long and may grow large (a snapshot's
- * events, the reader's memo): past 128 KiB it jumps to 2 MiB, above
- * memdiag's mmap threshold, so realloc moves it with mremap from then on
- * instead of copying it into fresh pages at every doubling (a page fault
- * per 4 KiB copied; the untouched part of the jump costs nothing). Not for
- * arrays freed and made again: a mapped array's pages go back to the
- * kernel on free and fault in afresh. */
-int md_grow_big(void **buf, size_t *cap, size_t need, size_t esz);
+/* Big arrays: for arrays that may grow large and are filled front to back
+ * (a snapshot's events, the reader's memo, the replay's timeline). Past
+ * 512 KiB one lives in a mapping of its own, asking for transparent huge
+ * pages (filling 2 MiB is then one page fault, not 512: page faults were a
+ * third of a 6 MB snapshot's time), grown with mremap and never copied.
+ * Below that it is an ordinary heap array. md_big_trim gives back the
+ * pages past the first `used` elements once the array is complete; an
+ * array from md_big_grow is freed with md_big_free (same cap and esz). */
+int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz);
+void md_big_trim(void *buf, size_t cap, size_t used, size_t esz);
+void md_big_free(void *buf, size_t cap, size_t esz);
 
 #define MD_PUSH(arr, n, cap, val, fail)                                        \
     do {                                                                       \
