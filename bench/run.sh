@@ -19,22 +19,23 @@ for x in ../shared/fixtures/bench/*.xz; do
     b=bench/out/$(basename "$x" .xz)
     [ -s "$b" ] || xz -dc "$x" >"$b"
 done
-now() { date +%s%N; }
-secs() { # best wall time of N runs of CMD..., in seconds (ns clock)
-    n=$1; shift; best=
-    for i in $(seq "$n"); do
-        t0=$(now); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; t1=$(now)
-        d=$((t1 - t0)); [ -z "$best" ] || [ "$d" -lt "$best" ] && best=$d
-    done
-    awk -v d="$best" 'BEGIN{printf "%.4f", d/1e9}'
-}
+# The baseline interpreter: Debian's python3 where there is one (what a fresh
+# machine runs), else python3's real binary, never a wrapper in front of it
+# (pyenv's shim is a shell script: ~45 ms more on every start). PYTHON=...
+# chooses another.
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3
+    else PYTHON=$(python3 -c 'import sys; print(sys.executable)'); fi
+fi
+echo "baseline: $PYTHON ($("$PYTHON" -c 'import sys; print(sys.version.split()[0])'))"
+secs() { python3 bench/wall.py "$@" || exit 1; } # best wall time of N runs, seconds
 rss_kb() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1; }
 printf '%-30s %8s %10s %10s %8s %7s %9s\n' file MB memdiag_s pickle_s speedup MB/s rss/file
 for f in bench/out/*.pickle; do
     sz=$(stat -c %s "$f")
     m=$(secs 5 "$M" summary "$f")
     reps=3; [ "$sz" -gt 100000000 ] && reps=1
-    p=$(secs $reps python3 -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$f")
+    p=$(secs $reps "$PYTHON" -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$f")
     r=$(rss_kb "$M" summary "$f")
     awk -v f="$(basename "$f")" -v sz="$sz" -v m="$m" -v p="$p" -v r="$r" \
         'BEGIN{printf "%-30s %8.1f %10.4f %10.4f %7.1fx %7.0f %9.2f\n", f, sz/1e6, m, p, p/m, sz/1e6/m, r*1024/sz}'
