@@ -482,8 +482,9 @@ static int reconstruct(md_replay *r)
     for (size_t i = 0; i < r->n && !rc; i++) {
         const md_event *e = &r->ev[i];
         int is_free = e->action == MD_ACT_FREE_REQUESTED || e->action == MD_ACT_FREE_COMPLETED;
-        if ((e->action == MD_ACT_ALLOC || is_free) && !md_map_get(&seen, e->addr, NULL)) {
-            rc = md_map_put(&seen, e->addr, 1);
+        int added = 0;
+        if ((e->action == MD_ACT_ALLOC || is_free) && (added = md_map_add(&seen, e->addr, 1))) {
+            rc = added < 0;
             if (is_free && !rc) {
                 /* the free's stack says where it was freed, not allocated:
                  * keep no stack rather than a misleading one */
@@ -495,8 +496,8 @@ static int reconstruct(md_replay *r)
             }
         }
         if ((e->action == MD_ACT_SEGMENT_ALLOC || e->action == MD_ACT_SEGMENT_FREE ||
-             e->action == MD_ACT_SEGMENT_MAP) && !md_map_get(&segseen, e->addr, NULL)) {
-            rc = md_map_put(&segseen, e->addr, 1);
+             e->action == MD_ACT_SEGMENT_MAP) && (added = md_map_add(&segseen, e->addr, 1))) {
+            rc = added < 0;
             if (!rc && e->action == MD_ACT_SEGMENT_FREE) {
                 rseg g = {e->addr, e->size, NIL, 0, 1};
                 rc = md_grow((void **)&r->preseg, &r->presegcap, r->npreseg + 1, sizeof g);

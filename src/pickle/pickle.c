@@ -61,6 +61,16 @@ struct md_pkl {
      * few hundred stacks) */
     struct shared_list { uint32_t cache; pv_obj *o; } *shared;
     size_t nshared, sharedcap; /* sharedcap: a power of two, or 0 */
+    /* converted lists by their bytes: a trace writes the same frames list
+     * (the same memo references) tens of thousands of times; a list read
+     * before is recognised by its bytes alone (seen_find). Valid while no
+     * memo slot was overwritten since (memo_gen; Python's pickler never
+     * does). */
+    struct seen_list { uint64_t hash; size_t off; uint32_t len, gen; pv_obj *o; } *seen;
+    size_t nseen, seencap;   /* seencap: a power of two, or 0 */
+    unsigned char *seenbytes;
+    size_t seenlen, seenbytecap;
+    uint32_t memo_gen;
     md_pkl_limits lim;
     int proto;
     int64_t op_off; /* offset of the opcode being executed */
@@ -582,6 +592,8 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
     if (idx >= p->memocap &&
         md_big_grow((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    if (idx < p->nmemo && p->memo[idx])
+        p->memo_gen++; /* an overwrite: lists recognised by bytes may differ */
     /* slots past nmemo are uninitialized: mark only the gap as unset, so
      * the untouched capacity costs no page faults */
     for (size_t i = p->nmemo; i < idx; i++)
@@ -881,39 +893,128 @@ static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
     return p->shared[k].o;
 }
 
+/* The converted list whose body is b[0..n) (hash: md_hash of it), or NULL. */
+static const struct seen_list *seen_find(const md_pkl *p, const unsigned char *b, size_t n,
+                                         uint64_t hash)
+{
+    if (!p->seencap)
+        return NULL;
+    for (size_t k = (size_t)hash & (p->seencap - 1); p->seen[k].o; k = (k + 1) & (p->seencap - 1)) {
+        const struct seen_list *e = &p->seen[k];
+        if (e->hash == hash && e->len == n && !memcmp(p->seenbytes + e->off, b, n))
+            return e->gen == p->memo_gen ? e : NULL;
+    }
+    return NULL;
+}
+
+/* Remembers that the list body b[0..n) (hash: md_hash of it) converted to
+ * o. Failing to (no memory) only means the next such list is read anew. */
+static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash, pv_obj *o)
+{
+    if ((p->nseen + 1) * 2 > p->seencap) {
+        size_t cap = p->seencap ? p->seencap * 2 : 256;
+        struct seen_list *t = calloc(cap, sizeof *t);
+        if (!t)
+            return;
+        for (size_t i = 0; i < p->seencap; i++) {
+            if (!p->seen[i].o)
+                continue;
+            size_t k = (size_t)p->seen[i].hash & (cap - 1);
+            while (t[k].o)
+                k = (k + 1) & (cap - 1);
+            t[k] = p->seen[i];
+        }
+        free(p->seen);
+        p->seen = t;
+        p->seencap = cap;
+    }
+    size_t k = (size_t)hash & (p->seencap - 1);
+    while (p->seen[k].o && !(p->seen[k].hash == hash && p->seen[k].len == n &&
+                             !memcmp(p->seenbytes + p->seen[k].off, b, n)))
+        k = (k + 1) & (p->seencap - 1);
+    if (p->seen[k].o) { /* the same bytes, from before a memo overwrite */
+        p->seen[k].o = o;
+        p->seen[k].gen = p->memo_gen;
+        return;
+    }
+    if (md_grow((void **)&p->seenbytes, &p->seenbytecap, p->seenlen + n, 1))
+        return;
+    memcpy(p->seenbytes + p->seenlen, b, n);
+    p->seen[k] = (struct seen_list){hash, p->seenlen, (uint32_t)n, p->memo_gen, o};
+    p->seenlen += n;
+    p->nseen++;
+}
+
+/* The end of a run of up to FUSED_MAX memo gets starting at b[q] (BINGET
+ * 2 bytes, LONG_BINGET 5); *n gets their count. */
+static size_t gets_end(const unsigned char *b, size_t len, size_t q, size_t *n)
+{
+    *n = 0;
+    while (*n < FUSED_MAX) {
+        if (q + 2 <= len && b[q] == 'h')
+            q += 2;
+        else if (q + 5 <= len && b[q] == 'j')
+            q += 5;
+        else
+            break;
+        ++*n;
+    }
+    return q;
+}
+
 /* After EMPTY_LIST: reads the list whole if it is one the list hook may
  * convert (see md_pkl_list_fn): memoized, then either one APPEND or
  * APPENDS of memo references to converted dicts, or nothing before the
- * SETITEMS that makes it the last value of a dict. Looks ahead without side
- * effects; returns 1 if the list was converted and pushed, 0 to read it
- * opcode by opcode. */
+ * SETITEMS that makes it the last value of a dict. A list whose bytes were
+ * converted before is that list again. Looks ahead without side effects;
+ * returns 1 if the list was converted and pushed, 0 to read it opcode by
+ * opcode. */
 static int fused_list(md_pkl *p, md_err *err)
 {
     const unsigned char *b = p->buf;
-    size_t len = p->len, q = p->pos, n = 0;
+    size_t len = p->len, q = p->pos;
     uint64_t idx;
-    uint32_t caches[FUSED_MAX];
+    pv_obj *o = NULL;
     if (!memo_target(p, b, len, &q, &idx) || idx > p->nmemo || q >= len)
         return 0;
-    if (b[q] != 'u') { /* not empty: (MARK gets APPENDS) or (get APPEND) */
+    int rc;
+    if (b[q] == 'u') { /* empty, ending a dict */
+        uint32_t cache;
+        if ((rc = p->list_hook(p->list_ctx, NULL, 0, &cache, p->op_off, err)) != 1)
+            return rc;
+        if (!(o = shared_list(p, cache, err)))
+            return MD_E_NOMEM;
+    } else { /* (MARK gets APPENDS) or (get APPEND) */
         int marked = b[q] == '(';
-        q += (size_t)marked;
-        while (n < FUSED_MAX && (caches[n] = converted_get(p, b, len, &q)) != 0)
-            n++;
-        if (q >= len || b[q] != (marked ? 'e' : 'a') || (marked ? n < 2 : n != 1))
+        size_t body = q + (size_t)marked, n;
+        size_t end = gets_end(b, len, body, &n);
+        if (end >= len || b[end] != (marked ? 'e' : 'a') || (marked ? n < 2 : n != 1))
             return 0;
-        q++;
+        uint64_t hash = md_hash(b + body, end - body, 0);
+        const struct seen_list *e = seen_find(p, b + body, end - body, hash);
+        if (e) { /* this list's bytes converted before */
+            o = e->o;
+        } else {
+            uint32_t caches[FUSED_MAX], cache;
+            size_t k = body, i = 0;
+            while (i < n && (caches[i] = converted_get(p, b, len, &k)) != 0)
+                i++;
+            if (i < n)
+                return 0; /* an item that is not a converted dict */
+            if ((rc = p->list_hook(p->list_ctx, caches, n, &cache, p->op_off, err)) != 1)
+                return rc;
+            if (!(o = shared_list(p, cache, err)))
+                return MD_E_NOMEM;
+            seen_add(p, b + body, end - body, hash, o);
+        }
+        q = end + 1;
     }
-    uint32_t cache;
-    int rc = p->list_hook(p->list_ctx, caches, n, &cache, p->op_off, err);
-    if (rc != 1)
-        return rc;
     md_pv v;
     memset(&v, 0, sizeof v);
     v.t = PV_LIST;
-    if (!(v.o = shared_list(p, cache, err)) || (rc = push(p, v, err)) ||
-        (rc = memo_put(p, idx, err)))
-        return v.o ? rc : MD_E_NOMEM;
+    v.o = o;
+    if ((rc = push(p, v, err)) || (rc = memo_put(p, idx, err)))
+        return rc;
     p->pos = q;
     return 1;
 }
@@ -1420,6 +1521,8 @@ void md_pkl_free(md_pkl *p)
     md_big_free(p->memo, p->memocap, sizeof *p->memo);
     free(p->memo_full);
     free(p->shared);
+    free(p->seen);
+    free(p->seenbytes);
     free(p->own);
     free(p);
 }

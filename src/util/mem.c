@@ -111,21 +111,34 @@ void md_big_free(void *buf, size_t cap, size_t esz)
         free(buf);
 }
 
+/* Four independent lanes of 8 bytes: one serial multiply chain per 8 bytes
+ * left the multiplier idle on the long keys hashed per trace entry. */
 uint64_t md_hash(const void *p, size_t n, uint64_t seed)
 {
     const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ULL ^ seed;
+    const uint64_t K = 0x9e3779b97f4a7c15ULL, M = 0x100000001b3ULL;
+    uint64_t a = 1469598103934665603ULL ^ seed, b = a ^ K, c = a + n, d = ~a;
     size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w[4];
+        memcpy(w, s + i, sizeof w);
+        a = (a ^ w[0]) * M, b = (b ^ w[1]) * M, c = (c ^ w[2]) * M, d = (d ^ w[3]) * M;
+        a ^= a >> 29, b ^= b >> 29, c ^= c >> 29, d ^= d >> 29;
+    }
+    uint64_t h = a ^ (b * 3) ^ (c * 5) ^ (d * 7) ^ n;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
+        h = (h ^ w) * M;
         h ^= h >> 29;
     }
-    for (; i < n; i++)
-        h = (h ^ s[i]) * 0x100000001b3ULL;
+    if (i < n) { /* the last 1-7 bytes as one word */
+        uint64_t w = 0;
+        memcpy(&w, s + i, n - i);
+        h = (h ^ w) * M;
+    }
     h ^= h >> 32;
-    h *= 0x9e3779b97f4a7c15ULL;
+    h *= K;
     return h ^ (h >> 31);
 }
 
@@ -333,6 +346,32 @@ int md_map_get(const md_map *m, uint64_t key, uint64_t *val)
         return 0;
     if (val)
         *val = m->vals[i];
+    return 1;
+}
+
+int md_map_add(md_map *m, uint64_t key, uint64_t val)
+{
+    uint64_t k = key + 1;
+    if (k == MAP_EMPTY || k == MAP_TOMB)
+        k = MAP_TOMB - 1;
+    if ((m->used + 1) * 4 > m->cap * 3 &&
+        map_resize(m, m->n * 4 > m->cap ? m->cap * 2 : m->cap) != 0)
+        return -1;
+    size_t i = map_slot(k, m->cap), tomb = SIZE_MAX;
+    while (m->keys[i] != MAP_EMPTY) {
+        if (m->keys[i] == k)
+            return 0;
+        if (m->keys[i] == MAP_TOMB && tomb == SIZE_MAX)
+            tomb = i;
+        i = (i + 1) & (m->cap - 1);
+    }
+    if (tomb != SIZE_MAX)
+        i = tomb;
+    else
+        m->used++;
+    m->keys[i] = k;
+    m->vals[i] = val;
+    m->n++;
     return 1;
 }
 

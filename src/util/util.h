@@ -86,5 +86,7 @@ int md_map_copy(md_map *dst, const md_map *src);
 int md_map_put(md_map *m, uint64_t key, uint64_t val);
 int md_map_get(const md_map *m, uint64_t key, uint64_t *val); /* 1 found */
 int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
+/* Puts key only if absent: 1 added, 0 present (value kept), -1 no memory. */
+int md_map_add(md_map *m, uint64_t key, uint64_t val);
 
 #endif
