@@ -1204,7 +1204,7 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
         v.i = p->buf[p->pos++];
         return push(p, v, err);
     }
-    case '1': case '2': case 'p': case 'g': case 'q': case 'r': case 0x80: case 0x95:
+    case '0': case '1': case '2': case 'p': case 'g': case 'q': case 'r': case 0x80: case 0x95:
         return step_stack(p, op, err);
     case ']': /* EMPTY_LIST */
         if (p->list_hook && (rc = fused_list(p, err)) != 0)

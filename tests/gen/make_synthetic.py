@@ -286,6 +286,132 @@ class CppPickler:
         return bytes(self.out)
 
 
+class MemoPickler:
+    """Protocol 4 the way Python writes snapshots (MEMOIZE after every string,
+    dict and list; strings memoized by value here), with raw opcodes between
+    values for the cases Python never writes."""
+
+    def __init__(self):
+        self.out = bytearray(b"\x80\x04")
+        self.n = 0
+        self.strs = {}
+
+    def memoize(self):
+        self.out += b"\x94"
+        self.n += 1
+        return self.n - 1
+
+    def get(self, i):
+        self.out += (b"h" + bytes([i])) if i < 256 else (b"j" + struct.pack("<I", i))
+
+    def raw(self, b):
+        self.out += b
+
+    def dump(self, v):
+        """v: a str, int, a Memo (a get of that index), a list or a dict."""
+        if isinstance(v, Memo):
+            self.get(v.i)
+        elif isinstance(v, str):
+            if v in self.strs:
+                return self.get(self.strs[v])
+            b = v.encode()
+            self.out += b"\x8c" + bytes([len(b)]) + b
+            self.strs[v] = self.memoize()
+        elif isinstance(v, int):
+            self.out += b"J" + struct.pack("<i", v) if -2**31 <= v < 2**31 else b"\x8a\x08" + struct.pack("<Q", v)
+        elif isinstance(v, list):
+            self.out += b"]"
+            self.memoize()
+            if v:
+                self.out += b"("
+                for x in v:
+                    self.dump(x)
+                self.out += b"e"
+        elif isinstance(v, dict):
+            self.out += b"}"
+            i = self.memoize()
+            self.out += b"("
+            for k, x in v.items():
+                self.dump(k)
+                self.dump(x)
+            self.out += b"u"
+            return i
+        else:
+            raise TypeError(type(v))
+
+
+class Memo:
+    def __init__(self, i):
+        self.i = i
+
+
+def memo_overwrite():
+    """Four allocations whose frames lists are built from memo references
+    to frame dicts. Entries 2 and 4 have the same list bytes (references to
+    memo slots a and b), but between them slot a is overwritten (BINPUT)
+    with the frame of entry 3: entry 4's stack is (f2, f1), entry 2's
+    (f0, f1). Python's pickler never reuses a memo slot; the reader must
+    still not take entry 4's list for entry 2's."""
+    w = MemoPickler()
+    w.raw(b"}")
+    w.memoize()
+    w.raw(b"(")
+    w.dump("segments")
+    w.dump([])
+    w.dump("device_traces")
+    w.raw(b"]")
+    w.memoize()
+    w.raw(b"(]")
+    w.memoize()
+    w.raw(b"(")
+
+    def frame(name, line):
+        return {"name": name, "filename": "/home/u/m.py", "line": line}
+
+    def entry(addr, frames):
+        e = {"action": "alloc", "addr": addr, "size": 512, "stream": 0, "frames": frames}
+        w.raw(b"}")
+        w.memoize()
+        w.raw(b"(")
+        for k, x in e.items():
+            w.dump(k)
+            if k == "frames":
+                x()
+            else:
+                w.dump(x)
+        w.raw(b"u")
+
+    slots = {}
+
+    def frames1():  # frame dicts defined inline: f0 at slot a, f1 at slot b
+        w.raw(b"]")
+        w.memoize()
+        w.raw(b"(")
+        slots["a"] = w.dump(frame("f0", 1))
+        slots["b"] = w.dump(frame("f1", 2))
+        w.raw(b"e")
+
+    def frames_ab():  # the same bytes twice: references to slots a and b
+        w.dump([Memo(slots["a"]), Memo(slots["b"])])
+
+    def frames3():
+        w.raw(b"]")
+        w.memoize()
+        w.raw(b"(")
+        slots["c"] = w.dump(frame("f2", 3))
+        w.raw(b"e")
+
+    entry(A, frames1)
+    entry(A + 512, frames_ab)
+    entry(A + 1024, frames3)
+    w.get(slots["c"])  # slot a := f2's dict, then drop it from the stack
+    w.raw(b"r" + struct.pack("<I", slots["a"]) + b"0")
+    entry(A + 1536, frames_ab)
+    w.raw(b"ee")  # the trace, device_traces
+    w.raw(b"u.")
+    return bytes(w.out)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -306,6 +432,8 @@ def main():
             pickle.dump(obj, f, protocol=proto)
     with open(os.path.join(out, "cpp_pickler.pickle"), "wb") as f:
         f.write(CppPickler().finish(v2_3()))
+    with open(os.path.join(out, "memo_overwrite.pickle"), "wb") as f:
+        f.write(memo_overwrite())
 
 
 if __name__ == "__main__":

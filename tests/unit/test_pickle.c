@@ -145,6 +145,27 @@ static void test_stack_misuse(void **st)
     assert_int_equal(load_bad(f, sizeof f).code, MD_E_FORMAT);
     const unsigned char g[] = {0x80, 4, 0x97, '.'};         /* out-of-band buffer */
     assert_non_null(strstr(load_bad(g, sizeof g).msg, "NEXT_BUFFER"));
+    const unsigned char h[] = {0x80, 4, '0', '.'};          /* POP on empty */
+    assert_non_null(strstr(load_bad(h, sizeof h).msg, "underflow"));
+    const unsigned char k[] = {0x80, 4, '(', 'K', 1, '0', '0', '.'}; /* POP past MARK */
+    assert_non_null(strstr(load_bad(k, sizeof k).msg, "underflow"));
+}
+
+/* POP, POP_MARK and DUP leave what Python's pickle leaves: a dict whose
+ * extra values were popped parses (then fails as a snapshot: no
+ * 'segments'); without them the STOP would see several values. */
+static void test_stack_opcodes(void **st)
+{
+    (void)st;
+    md_err e;
+    const unsigned char pop[] = {0x80, 4, '}', 'K', 7, '0', '.'};
+    assert_int_equal(parse_rc(pop, sizeof pop, &e), MD_E_SCHEMA);
+    const unsigned char popmark[] = {0x80, 4, '}', '(', 'K', 1, 'K', 2, '1', '.'};
+    assert_int_equal(parse_rc(popmark, sizeof popmark, &e), MD_E_SCHEMA);
+    const unsigned char dup[] = {0x80, 4, '}', '2', '0', '.'};
+    assert_int_equal(parse_rc(dup, sizeof dup, &e), MD_E_SCHEMA);
+    const unsigned char two[] = {0x80, 4, '}', 'K', 7, '.'}; /* no POP: two values */
+    assert_non_null(strstr(load_bad(two, sizeof two).msg, "STOP with 2"));
 }
 
 /* Inputs the fuzzer once broke us with (tests/data/fuzz-regress): each
@@ -204,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_memo_bounds),
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_stack_misuse),
+        cmocka_unit_test(test_stack_opcodes),
         cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
