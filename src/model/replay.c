@@ -227,7 +227,10 @@ static int state_init(rstate *st, const md_snapshot *s)
     st->s = s;
     st->cfg = &s->settings;
     st->freelist = NIL;
-    if (md_map_init(&st->by_addr, 1024) || md_map_init(&st->seg_by_addr, 64))
+    /* sized for the blocks and segments the snapshot ends with: a trace's
+     * working set is about that, and growing there rehashes it each time */
+    if (md_map_init(&st->by_addr, s->nblocks > 1024 ? s->nblocks : 1024) ||
+        md_map_init(&st->seg_by_addr, s->nsegs > 64 ? s->nsegs : 64))
         return -1;
     return 0;
 }
@@ -475,15 +478,19 @@ static int reconstruct(md_replay *r)
 {
     const md_snapshot *s = r->s;
     md_map seen, segseen;
-    /* sized for a start: it grows with the addresses seen, not the events */
-    if (md_map_init(&seen, 1024) || md_map_init(&segseen, 64))
+    /* sized like the replay's own maps (state_init): it grows with the
+     * addresses seen, not the events */
+    if (md_map_init(&seen, s->nblocks > 1024 ? s->nblocks : 1024) ||
+        md_map_init(&segseen, s->nsegs > 64 ? s->nsegs : 64))
         return -1;
     int rc = 0;
+    uint64_t last = 0; /* a free_completed mostly follows its free_requested */
     for (size_t i = 0; i < r->n && !rc; i++) {
         const md_event *e = &r->ev[i];
         int is_free = e->action == MD_ACT_FREE_REQUESTED || e->action == MD_ACT_FREE_COMPLETED;
         int added = 0;
-        if ((e->action == MD_ACT_ALLOC || is_free) && (added = md_map_add(&seen, e->addr, 1))) {
+        if ((e->action == MD_ACT_ALLOC || is_free) && (i == 0 || e->addr != last) &&
+            (added = md_map_add(&seen, e->addr, 1))) {
             rc = added < 0;
             if (is_free && !rc) {
                 /* the free's stack says where it was freed, not allocated:
@@ -495,6 +502,8 @@ static int reconstruct(md_replay *r)
                     r->pre[r->npre++] = l;
             }
         }
+        if (e->action == MD_ACT_ALLOC || is_free)
+            last = e->addr;
         if ((e->action == MD_ACT_SEGMENT_ALLOC || e->action == MD_ACT_SEGMENT_FREE ||
              e->action == MD_ACT_SEGMENT_MAP) && (added = md_map_add(&segseen, e->addr, 1))) {
             rc = added < 0;
