@@ -40,6 +40,7 @@ static void keep_min(double *best, double v)
 int main(int argc, char **argv)
 {
     mallopt(M_MMAP_THRESHOLD, 1 << 20); /* as memdiag's main does */
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     if (argc < 2) {
         fprintf(stderr, "usage: stages FILE [RUNS]\n");
         return 2;

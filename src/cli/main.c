@@ -64,6 +64,9 @@ int main(int argc, char **argv)
      * keeps them in mmap'd chunks that mremap grows without copying
      * (glibc would otherwise raise the threshold after the first free). */
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    /* and the heap is not given back to the kernel between stages: the
+     * next stage's arrays reuse its pages instead of faulting in new ones */
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
