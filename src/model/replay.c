@@ -228,10 +228,7 @@ static int state_init(rstate *st, const md_snapshot *s)
     st->s = s;
     st->cfg = &s->settings;
     st->freelist = NIL;
-    /* sized for the blocks and segments the snapshot ends with: a trace's
-     * working set is about that, and growing there rehashes it each time */
-    if (md_map_init(&st->by_addr, s->nblocks > 1024 ? s->nblocks : 1024) ||
-        md_map_init(&st->seg_by_addr, s->nsegs > 64 ? s->nsegs : 64))
+    if (md_map_init(&st->by_addr, 1024) || md_map_init(&st->seg_by_addr, 64))
         return -1;
     return 0;
 }
@@ -479,10 +476,8 @@ static int reconstruct(md_replay *r)
 {
     const md_snapshot *s = r->s;
     md_map seen, segseen;
-    /* sized like the replay's own maps (state_init): it grows with the
-     * addresses seen, not the events */
-    if (md_map_init(&seen, s->nblocks > 1024 ? s->nblocks : 1024) ||
-        md_map_init(&segseen, s->nsegs > 64 ? s->nsegs : 64))
+    /* sized for a start: it grows with the addresses seen, not the events */
+    if (md_map_init(&seen, 1024) || md_map_init(&segseen, 64))
         return -1;
     int rc = 0;
     uint64_t last = 0; /* a free_completed mostly follows its free_requested */

@@ -67,6 +67,8 @@ struct md_pkl {
      * memo slot was overwritten since (memo_gen; Python's pickler never
      * does). */
     struct seen_list { uint64_t hash; size_t off; uint32_t len, gen; pv_obj *o; } *seen;
+    /* off: into the input itself when it is read in place (p->own NULL:
+     * it stays put to the end), else into seenbytes, a copy */
     size_t nseen, seencap;   /* seencap: a power of two, or 0 */
     unsigned char *seenbytes;
     size_t seenlen, seenbytecap;
@@ -893,6 +895,11 @@ static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
     return p->shared[k].o;
 }
 
+static const unsigned char *seen_bytes(const md_pkl *p, const struct seen_list *e)
+{
+    return (p->own ? p->seenbytes : p->buf) + e->off;
+}
+
 /* The converted list whose body is b[0..n) (hash: md_hash of it), or NULL. */
 static const struct seen_list *seen_find(const md_pkl *p, const unsigned char *b, size_t n,
                                          uint64_t hash)
@@ -901,7 +908,7 @@ static const struct seen_list *seen_find(const md_pkl *p, const unsigned char *b
         return NULL;
     for (size_t k = (size_t)hash & (p->seencap - 1); p->seen[k].o; k = (k + 1) & (p->seencap - 1)) {
         const struct seen_list *e = &p->seen[k];
-        if (e->hash == hash && e->len == n && !memcmp(p->seenbytes + e->off, b, n))
+        if (e->hash == hash && e->len == n && !memcmp(seen_bytes(p, e), b, n))
             return e->gen == p->memo_gen ? e : NULL;
     }
     return NULL;
@@ -930,18 +937,22 @@ static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash,
     }
     size_t k = (size_t)hash & (p->seencap - 1);
     while (p->seen[k].o && !(p->seen[k].hash == hash && p->seen[k].len == n &&
-                             !memcmp(p->seenbytes + p->seen[k].off, b, n)))
+                             !memcmp(seen_bytes(p, &p->seen[k]), b, n)))
         k = (k + 1) & (p->seencap - 1);
     if (p->seen[k].o) { /* the same bytes, from before a memo overwrite */
         p->seen[k].o = o;
         p->seen[k].gen = p->memo_gen;
         return;
     }
-    if (md_grow((void **)&p->seenbytes, &p->seenbytecap, p->seenlen + n, 1))
-        return;
-    memcpy(p->seenbytes + p->seenlen, b, n);
-    p->seen[k] = (struct seen_list){hash, p->seenlen, (uint32_t)n, p->memo_gen, o};
-    p->seenlen += n;
+    size_t off = (size_t)(b - p->buf);
+    if (p->own) { /* the window moves on: keep a copy */
+        if (md_grow((void **)&p->seenbytes, &p->seenbytecap, p->seenlen + n, 1))
+            return;
+        memcpy(p->seenbytes + p->seenlen, b, n);
+        off = p->seenlen;
+        p->seenlen += n;
+    }
+    p->seen[k] = (struct seen_list){hash, off, (uint32_t)n, p->memo_gen, o};
     p->nseen++;
 }
 

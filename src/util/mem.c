@@ -39,15 +39,19 @@ static size_t big_bytes(size_t cap, size_t esz)
     return (cap * esz + BIG_UNIT - 1) & ~(BIG_UNIT - 1);
 }
 
-/* A fresh mapping of n bytes (a multiple of BIG_UNIT), asking for huge
- * pages; NULL on failure. */
-static void *big_map(size_t n)
+/* A fresh mapping of n bytes (a multiple of BIG_UNIT) for an array of
+ * `used` bytes: huge pages are asked for where `used` fills at least half
+ * of one (a huge page counts whole in the resident set; a mostly empty one
+ * would cost more memory than its faults cost time). NULL on failure. */
+static void *big_map(size_t n, size_t used)
 {
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    madvise(p, n, MADV_HUGEPAGE); /* a hint: without THP, 4 KiB pages */
+    size_t huge = (used + BIG_UNIT / 2) & ~(BIG_UNIT - 1);
+    if (huge) /* a hint: without THP, 4 KiB pages */
+        madvise(p, huge < n ? huge : n, MADV_HUGEPAGE);
     return p;
 }
 
@@ -79,9 +83,9 @@ int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz)
         p = mremap(*buf, old, n, MREMAP_MAYMOVE);
         if (p == MAP_FAILED)
             return -1;
-        madvise(p, n, MADV_HUGEPAGE);
+        madvise((char *)p + old, n - old, MADV_HUGEPAGE); /* it keeps growing */
     } else {
-        if (!(p = big_map(n)))
+        if (!(p = big_map(n, need * esz)))
             return -1;
         if (*cap)
             memcpy(p, *buf, *cap * esz);

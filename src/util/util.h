@@ -22,7 +22,8 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz);
 /* Big arrays: for arrays that may grow large and are filled front to back
  * (a snapshot's events, the reader's memo, the replay's timeline). Past
  * 512 KiB one lives in a mapping of its own, asking for transparent huge
- * pages (filling 2 MiB is then one page fault, not 512: page faults were a
+ * pages where `need` fills at least half of one, and everywhere it grows to
+ * later (filling 2 MiB is then one page fault, not 512: page faults were a
  * third of a 6 MB snapshot's time), grown with mremap and never copied.
  * Below that it is an ordinary heap array. md_big_trim gives back the
  * pages past the first `used` elements once the array is complete; an
