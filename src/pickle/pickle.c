@@ -14,7 +14,6 @@
 #define WINDOW 262144
 #define SMALL_CLASSES 6 /* item arrays of 1..32 values come from slabs */
 #define SLAB_BYTES (1 << 20)
-#define RELEASE_STEP (1 << 20) /* borrowed input handed back in steps this big */
 #define SHORT_STR 8     /* strings this short are looked up in short_cache */
 #define SHORT_SLOTS 256
 
@@ -32,7 +31,6 @@ struct md_pkl {
     const unsigned char *buf; /* the window, or the whole input (borrowed) */
     unsigned char *own;       /* the window when buf is ours */
     size_t cap, pos, len;
-    size_t given_back;        /* borrowed input: bytes handed back (RELEASE_STEP) */
     int64_t base; /* absolute offset of buf[0] */
     int eof;
     md_pv *stack;
@@ -1420,10 +1418,6 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
     for (;;) {
         if ((rc = run_fast(p, err)) != MD_OK)
             return rc;
-        if (!p->own && p->pos - p->given_back >= RELEASE_STEP) {
-            md_input_consumed(p->in, p->pos);
-            p->given_back = p->pos;
-        }
         rc = need(p, 1, err);
         if (rc) {
             if (rc == MD_E_FORMAT)
@@ -1454,12 +1448,12 @@ int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
     p->scap = 1024;
+    /* snapshots memoize a value every 30-60 bytes: a memo this big starts
+     * in its own mapping (a hint; see md_big_grow) */
+    md_big_grow((void **)&p->memo, &p->memocap, md_input_size(in) / 40, sizeof *p->memo);
     if (md_input_whole(in, &p->buf, &p->len)) { /* parsed in place: no window */
         p->cap = p->len;
         p->eof = 1;
-        /* snapshots memoize a value every 30-60 bytes: a memo this big
-         * starts in its own mapping (a hint; see md_big_grow) */
-        md_big_grow((void **)&p->memo, &p->memocap, p->len / 40, sizeof *p->memo);
     } else if ((p->buf = p->own = malloc(WINDOW)) != NULL) {
         p->cap = WINDOW;
     } else {

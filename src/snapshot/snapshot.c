@@ -679,14 +679,11 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
         md_snapshot_free(s);
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
-    const unsigned char *whole;
-    size_t len;
     /* A snapshot takes 55-180 bytes of pickle per trace entry: an array for
-     * len / 60 entries starts out in its own mapping (md_big_grow) rather
+     * size / 60 entries starts out in its own mapping (md_big_grow) rather
      * than in the heap to be copied there later. Only a hint: too many costs
      * address space and, until md_big_trim, part of a huge page. */
-    if (md_input_whole(in, &whole, &len))
-        md_big_grow((void **)&s->events, &s->evcap, len / 60, sizeof *s->events);
+    md_big_grow((void **)&s->events, &s->evcap, md_input_size(in) / 60, sizeof *s->events);
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);

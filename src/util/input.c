@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -19,10 +18,9 @@ enum codec { C_RAW, C_GZIP, C_ZSTD, C_XZ };
 struct md_input {
     enum codec codec;
     FILE *fp;                 /* NULL for memory input */
-    const unsigned char *mem; /* memory input, or the mapped file */
+    const unsigned char *mem; /* memory input */
     size_t mem_len, mem_pos;
-    void *map;                /* the file's mapping, when mapped */
-    size_t map_dropped;       /* bytes of it given back (md_input_consumed) */
+    size_t file_size;         /* a regular file's size, else 0 */
     unsigned char *ibuf;      /* compressed bytes */
     size_t ibuf_cap, ilen, ipos;
     int eof_in, done;
@@ -33,7 +31,6 @@ struct md_input {
 };
 
 #define IBUF 262144
-#define MAP_MIN 65536 /* smaller files are read, not mapped */
 
 static long raw_fill(md_input *in, void *buf, size_t n)
 {
@@ -118,25 +115,6 @@ static int setup(md_input *in, md_err *err)
     return MD_OK;
 }
 
-/* A regular file is read through a read-only mapping: an uncompressed
- * snapshot is then parsed where the page cache holds it (md_input_whole)
- * instead of being copied through a buffer first, a tenth of a small
- * file's read time. Streams (pipes, /dev/stdin) are read as they come. */
-static void map_file(md_input *in)
-{
-    struct stat st;
-    if (fstat(fileno(in->fp), &st) || !S_ISREG(st.st_mode) || st.st_size < MAP_MIN ||
-        (uint64_t)st.st_size > SIZE_MAX)
-        return;
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
-                   fileno(in->fp), 0);
-    if (m == MAP_FAILED)
-        return;
-    in->map = m;
-    in->mem = m;
-    in->mem_len = (size_t)st.st_size;
-}
-
 int md_input_open(const char *path, md_input **out, md_err *err)
 {
     md_input *in = calloc(1, sizeof *in);
@@ -148,11 +126,12 @@ int md_input_open(const char *path, md_input **out, md_err *err)
         free(in);
         return md_err_set(err, MD_E_IO, -1, "cannot open: %s", strerror(e));
     }
-    map_file(in);
-    if (in->map) {
-        fclose(in->fp);
-        in->fp = NULL;
-    }
+    /* Files are read, not mapped: a mapped file truncated while being read
+     * (a training job dumping its next snapshot over it) kills the reader
+     * with SIGBUS. */
+    struct stat st;
+    if (!fstat(fileno(in->fp), &st) && S_ISREG(st.st_mode) && st.st_size > 0)
+        in->file_size = (size_t)st.st_size;
     int rc = setup(in, err);
     if (rc) {
         md_input_close(in);
@@ -287,15 +266,11 @@ int md_input_whole(const md_input *in, const unsigned char **data, size_t *n)
     return 1;
 }
 
-void md_input_consumed(md_input *in, size_t upto)
+size_t md_input_size(const md_input *in)
 {
-    size_t page = 4096, end = upto & ~(page - 1);
-    if (!in->map || end <= in->map_dropped)
-        return;
-    /* the pages stay in the page cache; only this process' mapping of them
-     * goes, so its resident set does not grow with the file */
-    madvise((char *)in->map + in->map_dropped, end - in->map_dropped, MADV_DONTNEED);
-    in->map_dropped = end;
+    if (in->codec != C_RAW)
+        return 0;
+    return in->mem ? in->mem_len : in->file_size;
 }
 
 const char *md_input_codec(const md_input *in)
@@ -316,8 +291,6 @@ void md_input_close(md_input *in)
         lzma_end(&in->xz);
     if (in->fp)
         fclose(in->fp);
-    if (in->map)
-        munmap(in->map, in->mem_len);
     free(in->ibuf);
     free(in);
 }

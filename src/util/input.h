@@ -13,12 +13,13 @@ int md_input_open(const char *path, md_input **out, md_err *err);
 int md_input_mem(const void *data, size_t n, md_input **out, md_err *err);
 /* Reads up to n bytes; returns bytes read (0 at end) or a negative md code. */
 long md_input_read(md_input *in, void *buf, size_t n, md_err *err);
-/* The whole input as bytes in memory, when it is uncompressed and in memory
- * already (a memory input or a mapped file) and nothing was read yet:
- * returns 1 and sets *data, *n (valid until md_input_close), else 0. */
+/* The whole input as bytes in memory, when it is uncompressed memory input
+ * and nothing was read yet: returns 1 and sets *data, *n (valid until
+ * md_input_close), else 0. */
 int md_input_whole(const md_input *in, const unsigned char **data, size_t *n);
-/* After md_input_whole: the bytes before upto will not be read again. */
-void md_input_consumed(md_input *in, size_t upto);
+/* The uncompressed input's size when known (a plain regular file, memory),
+ * else 0: a hint for sizing what the reader builds. */
+size_t md_input_size(const md_input *in);
 const char *md_input_codec(const md_input *in); /* "raw", "gzip", ... */
 void md_input_close(md_input *in);
 
