@@ -1396,7 +1396,10 @@ setitems: { /* a trace entry is complete: the general handler and the hook */
     int rc = op_collection(p, 'u', err);
     if (rc)
         return rc;
-    pos = p->pos, sp = p->sp, nmemo = p->nmemo;
+    /* all of it again: whatever the hook does to the reader stays valid */
+    pos = p->pos, sp = p->sp, nmemo = p->nmemo, memocap = p->memocap;
+    stack = p->stack, memo = p->memo;
+    scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
     NEXT();
 }
 #undef NEXT
