@@ -68,6 +68,8 @@ struct md_pkl {
     /* off: into the input itself when it is read in place (p->own NULL:
      * it stays put to the end), else into seenbytes, a copy */
     size_t nseen, seencap;   /* seencap: a power of two, or 0 */
+    size_t seen_last;        /* the entry found or added last (SIZE_MAX: none):
+                                half of a trace's lists repeat the one before */
     unsigned char *seenbytes;
     size_t seenlen, seenbytecap;
     uint32_t memo_gen;
@@ -899,17 +901,35 @@ static const unsigned char *seen_bytes(const md_pkl *p, const struct seen_list *
 }
 
 /* The converted list whose body is b[0..n) (hash: md_hash of it), or NULL. */
-static const struct seen_list *seen_find(const md_pkl *p, const unsigned char *b, size_t n,
+static const struct seen_list *seen_find(md_pkl *p, const unsigned char *b, size_t n,
                                          uint64_t hash)
 {
     if (!p->seencap)
         return NULL;
     for (size_t k = (size_t)hash & (p->seencap - 1); p->seen[k].o; k = (k + 1) & (p->seencap - 1)) {
         const struct seen_list *e = &p->seen[k];
-        if (e->hash == hash && e->len == n && !memcmp(seen_bytes(p, e), b, n))
-            return e->gen == p->memo_gen ? e : NULL;
+        if (e->hash == hash && e->len == n && !memcmp(seen_bytes(p, e), b, n)) {
+            if (e->gen != p->memo_gen)
+                return NULL;
+            p->seen_last = k;
+            return e;
+        }
     }
     return NULL;
+}
+
+/* The list found or added last, if the body at b (avail bytes there) is
+ * its bytes followed by the opcode term: no walk, no hash. */
+static const struct seen_list *seen_again(const md_pkl *p, const unsigned char *b,
+                                          size_t avail, int term)
+{
+    if (p->seen_last >= p->seencap)
+        return NULL;
+    const struct seen_list *e = &p->seen[p->seen_last];
+    if (e->gen != p->memo_gen || e->len >= avail || b[e->len] != term ||
+        memcmp(seen_bytes(p, e), b, e->len))
+        return NULL;
+    return e;
 }
 
 /* Remembers that the list body b[0..n) (hash: md_hash of it) converted to
@@ -932,6 +952,7 @@ static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash,
         free(p->seen);
         p->seen = t;
         p->seencap = cap;
+        p->seen_last = SIZE_MAX; /* slots moved */
     }
     size_t k = (size_t)hash & (p->seencap - 1);
     while (p->seen[k].o && !(p->seen[k].hash == hash && p->seen[k].len == n &&
@@ -940,6 +961,7 @@ static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash,
     if (p->seen[k].o) { /* the same bytes, from before a memo overwrite */
         p->seen[k].o = o;
         p->seen[k].gen = p->memo_gen;
+        p->seen_last = k;
         return;
     }
     size_t off = (size_t)(b - p->buf);
@@ -952,6 +974,7 @@ static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash,
     }
     p->seen[k] = (struct seen_list){hash, off, (uint32_t)n, p->memo_gen, o};
     p->nseen++;
+    p->seen_last = k;
 }
 
 /* The end of a run of up to FUSED_MAX memo gets starting at b[q] (BINGET
@@ -994,15 +1017,19 @@ static int fused_list(md_pkl *p, md_err *err)
         if (!(o = shared_list(p, cache, err)))
             return MD_E_NOMEM;
     } else { /* (MARK gets APPENDS) or (get APPEND) */
-        int marked = b[q] == '(';
-        size_t body = q + (size_t)marked, n;
-        size_t end = gets_end(b, len, body, &n);
-        if (end >= len || b[end] != (marked ? 'e' : 'a') || (marked ? n < 2 : n != 1))
-            return 0;
-        uint64_t hash = md_hash(b + body, end - body, 0);
-        const struct seen_list *e = seen_find(p, b + body, end - body, hash);
-        if (e) { /* this list's bytes converted before */
-            o = e->o;
+        int marked = b[q] == '(', term = marked ? 'e' : 'a';
+        size_t body = q + (size_t)marked, n, end;
+        const struct seen_list *e = seen_again(p, b + body, len - body, term);
+        if (e) {
+            end = body + e->len;
+        } else {
+            end = gets_end(b, len, body, &n);
+            if (end >= len || b[end] != term || (marked ? n < 2 : n != 1))
+                return 0;
+        }
+        uint64_t hash = e ? 0 : md_hash(b + body, end - body, 0);
+        if (e || (e = seen_find(p, b + body, end - body, hash)) != NULL) {
+            o = e->o; /* this list's bytes converted before */
         } else {
             uint32_t caches[FUSED_MAX], cache;
             size_t k = body, i = 0;
@@ -1466,6 +1493,7 @@ int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
     }
     for (size_t k = 0; k < SHORT_SLOTS; k++)
         p->short_cache[k].n = UINT32_MAX; /* empty */
+    p->seen_last = SIZE_MAX;
     p->in = in;
     p->strs = strs;
     p->lim.max_depth = 512;
