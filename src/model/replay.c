@@ -58,6 +58,10 @@ typedef struct rstate {
     uint64_t allocated, reserved, requested;
     size_t anomalies;
     int32_t *free_at; /* alloc index -> free index; NULL when not wanted */
+    /* the block the last free_requested found, and that event's index: a
+     * free_completed right after it (the usual case) needs no lookup */
+    long freed_idx;
+    uint32_t freed_block;
 } rstate;
 
 /* A copy of the state after event `index`, taken by the final pass so a
@@ -228,6 +232,7 @@ static int state_init(rstate *st, const md_snapshot *s)
     st->s = s;
     st->cfg = &s->settings;
     st->freelist = NIL;
+    st->freed_idx = -2;
     if (md_map_init(&st->by_addr, 1024) || md_map_init(&st->seg_by_addr, 64))
         return -1;
     return 0;
@@ -241,6 +246,7 @@ static void state_reset(rstate *st)
     rstate keep = *st;
     memset(st, 0, sizeof *st);
     st->s = keep.s, st->cfg = keep.cfg, st->freelist = NIL, st->free_at = keep.free_at;
+    st->freed_idx = -2;
     st->b = keep.b, st->bcap = keep.bcap, st->g = keep.g, st->gcap = keep.gcap;
     st->by_addr = keep.by_addr, st->seg_by_addr = keep.seg_by_addr;
     md_map_clear(&st->by_addr);
@@ -339,6 +345,7 @@ static void ev_free_requested(rstate *st, const md_event *e, long idx)
         st->anomalies++;
         return;
     }
+    st->freed_idx = idx, st->freed_block = (uint32_t)bi;
     rblock *b = &st->b[bi];
     b->state = B_PENDING;
     note_free(st, b, idx);
@@ -349,7 +356,11 @@ static void ev_free_requested(rstate *st, const md_event *e, long idx)
 static void ev_free_completed(rstate *st, const md_event *e, long idx)
 {
     uint64_t bi;
-    if (!md_map_get(&st->by_addr, e->addr, &bi) || st->b[bi].state == B_FREE) {
+    /* nothing changed the map since the free_requested just before */
+    int again = idx >= 0 && st->freed_idx == idx - 1 && st->b[st->freed_block].addr == e->addr;
+    if (again)
+        bi = st->freed_block;
+    if ((!again && !md_map_get(&st->by_addr, e->addr, &bi)) || st->b[bi].state == B_FREE) {
         st->anomalies++;
         return;
     }
