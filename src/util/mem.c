@@ -79,11 +79,19 @@ int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz)
     while (n < need * esz)
         n *= 2;
     void *p;
-    if (old) { /* grown in place or moved by the kernel: never copied */
+    if (old) { /* grown in place or moved by the kernel: not copied */
+        /* a growing array gets huge pages everywhere; the same advice on all
+         * of it also makes it one mapping again (big_map's partial advice
+         * split it in two, and mremap moves only a single mapping) */
+        madvise(*buf, old, MADV_HUGEPAGE);
         p = mremap(*buf, old, n, MREMAP_MAYMOVE);
-        if (p == MAP_FAILED)
-            return -1;
-        madvise((char *)p + old, n - old, MADV_HUGEPAGE); /* it keeps growing */
+        if (p == MAP_FAILED) { /* still split (no THP here?): a copy, then */
+            if (!(p = big_map(n, n)))
+                return -1;
+            memcpy(p, *buf, *cap * esz);
+            munmap(*buf, old);
+        }
+        madvise(p, n, MADV_HUGEPAGE);
     } else {
         if (!(p = big_map(n, need * esz)))
             return -1;

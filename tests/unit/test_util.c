@@ -1,0 +1,128 @@
+/* test_util.c - the memory helpers under the reader: big arrays (heap, then
+ * a mapping of their own, grown in place, trimmed, freed), the map's
+ * add-if-absent, and the hash's lanes. Synthetic by nature: these are
+ * containers, checked on their contracts and edges. */
+#include "testutil.h"
+#include "util/util.h"
+
+/* Grown one element at a time from nothing to 8 MiB of uint64: it crosses
+ * from the heap into its own mapping and grows again by mremap; every value
+ * written must survive every move. */
+static void test_big_grow_keeps_contents(void **st)
+{
+    (void)st;
+    uint64_t *a = NULL;
+    size_t cap = 0, n = (size_t)1 << 20;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(md_big_grow((void **)&a, &cap, i + 1, sizeof *a), 0);
+        assert_true(cap >= i + 1);
+        a[i] = i * 0x9e3779b97f4a7c15ULL;
+    }
+    for (size_t i = 0; i < n; i += 4093)
+        assert_true(a[i] == i * 0x9e3779b97f4a7c15ULL);
+    assert_true(a[n - 1] == (n - 1) * 0x9e3779b97f4a7c15ULL);
+    /* the pages past the used part go; the used part stays */
+    md_big_trim(a, cap, n / 2, sizeof *a);
+    for (size_t i = 0; i < n / 2; i += 509)
+        assert_true(a[i] == i * 0x9e3779b97f4a7c15ULL);
+    md_big_free(a, cap, sizeof *a);
+}
+
+/* A small array stays on the heap (free()-able by md_big_free with its
+ * capacity); a hint that asks for a big one at once maps it, with no copy
+ * from a heap phase. */
+static void test_big_small_and_hinted(void **st)
+{
+    (void)st;
+    char *s = NULL;
+    size_t cap = 0;
+    assert_int_equal(md_big_grow((void **)&s, &cap, 100, 1), 0);
+    assert_true(cap >= 100 && cap < 512 * 1024);
+    memset(s, 'x', cap);
+    md_big_trim(s, cap, 10, 1); /* a heap array: nothing to give back */
+    assert_int_equal(s[cap - 1], 'x');
+    md_big_free(s, cap, 1);
+
+    uint32_t *h = NULL;
+    cap = 0;
+    assert_int_equal(md_big_grow((void **)&h, &cap, 3u << 20, sizeof *h), 0);
+    assert_true(cap >= 3u << 20);
+    h[0] = 1, h[cap - 1] = 2;
+    assert_int_equal(md_big_grow((void **)&h, &cap, cap + 1, sizeof *h), 0);
+    assert_int_equal(h[0], 1);
+    md_big_free(h, cap, sizeof *h);
+    /* nothing asked, nothing made */
+    void *none = NULL;
+    cap = 0;
+    assert_int_equal(md_big_grow(&none, &cap, 0, 8), 0);
+    assert_null(none);
+    md_big_free(none, cap, 8);
+}
+
+static void test_big_overflow_refused(void **st)
+{
+    (void)st;
+    void *p = NULL;
+    size_t cap = 0;
+    assert_int_equal(md_big_grow(&p, &cap, SIZE_MAX / 4, 8), -1);
+    assert_null(p);
+    assert_int_equal(cap, 0);
+}
+
+/* md_map_add: added once, present after (its first value kept), through
+ * growth and after deletions (a tombstone slot reused). */
+static void test_map_add(void **st)
+{
+    (void)st;
+    md_map m;
+    assert_int_equal(md_map_init(&m, 4), 0);
+    for (uint64_t k = 0; k < 5000; k++)
+        assert_int_equal(md_map_add(&m, k * 512, k), 1);
+    for (uint64_t k = 0; k < 5000; k++)
+        assert_int_equal(md_map_add(&m, k * 512, 7), 0);
+    uint64_t v = 0;
+    assert_true(md_map_get(&m, 4999 * 512, &v));
+    assert_int_equal(v, 4999);
+    assert_int_equal(md_map_del(&m, 512), 1);
+    assert_false(md_map_get(&m, 512, NULL));
+    assert_int_equal(md_map_add(&m, 512, 9), 1);
+    assert_true(md_map_get(&m, 512, &v));
+    assert_int_equal(v, 9);
+    assert_int_equal(md_map_add(&m, UINT64_MAX, 3), 1); /* the reserved keys work too */
+    assert_int_equal(md_map_add(&m, UINT64_MAX, 4), 0);
+    md_map_free(&m);
+}
+
+/* md_hash: every byte of every length counts (the four lanes, the 8-byte
+ * words after them and the 1-7 byte tail), and equal bytes hash equal. */
+static void test_hash_lanes(void **st)
+{
+    (void)st;
+    unsigned char b[80];
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (unsigned char)(i * 31 + 7);
+    for (size_t n = 0; n <= sizeof b; n++) {
+        uint64_t h = md_hash(b, n, 0);
+        assert_true(h == md_hash(b, n, 0));
+        if (n < sizeof b)
+            assert_true(h != md_hash(b, n + 1, 0));
+        for (size_t i = 0; i < n; i++) {
+            b[i] ^= 1;
+            assert_true(h != md_hash(b, n, 0));
+            b[i] ^= 1;
+        }
+    }
+    assert_true(md_hash(b, 40, 0) != md_hash(b, 40, 1));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_big_grow_keeps_contents),
+        cmocka_unit_test(test_big_small_and_hinted),
+        cmocka_unit_test(test_big_overflow_refused),
+        cmocka_unit_test(test_map_add),
+        cmocka_unit_test(test_hash_lanes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
