@@ -187,9 +187,20 @@ int cli_device_has_data(const md_snapshot *s, int d, int traces)
     return 0;
 }
 
+/* Only a regular file is sniffed: reading the start of a pipe
+ * (`zcat snap.gz | memdiag summary /dev/stdin`) would take it from the
+ * reader. Anything else is read as a snapshot. */
+static int sniffable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* A seed-script JSON report rather than a snapshot: text starting '{'. */
 int cli_is_seed_report(const char *path)
 {
+    if (!sniffable(path))
+        return 0;
     FILE *f = fopen(path, "rb");
     int c = EOF;
     if (!f)
@@ -203,6 +214,8 @@ int cli_is_seed_report(const char *path)
 int cli_is_capture(const char *path)
 {
     char magic[8] = {0};
+    if (!sniffable(path))
+        return 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return 0;
