@@ -1,6 +1,7 @@
 /* test_snapshot.c - reading real H200 snapshots and every schema variant:
  * counts, sharing of frames, compression, versions, pickler styles, and
  * truncation of a real file at many offsets. */
+#include <unistd.h>
 #include "testutil.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -180,6 +181,24 @@ static void test_truncated_real_file(void **st)
         md_err e = load_bad(d, cut);
         assert_true(e.code == MD_E_FORMAT);
     }
+    /* the same from files: read through the window, not in place */
+    char tmp[] = "/tmp/md_trunc_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    close(fd);
+    for (size_t cut = 0; cut < n; cut += 5 * step) {
+        FILE *f = fopen(tmp, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(d, 1, cut, f), cut);
+        fclose(f);
+        md_snapshot *s = NULL;
+        md_err e;
+        memset(&e, 0, sizeof e);
+        assert_int_equal(md_snapshot_load(tmp, &s, &e), MD_E_FORMAT);
+        assert_null(s);
+        assert_non_null(strstr(e.msg, cut ? "truncated" : "empty"));
+    }
+    remove(tmp);
     for (size_t cut = n - 16; cut < n; cut++)
         load_bad(d, cut);
     free(d);
