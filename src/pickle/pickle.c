@@ -1,7 +1,9 @@
 /* pickle.c - the safe pickle virtual machine.
  *
  * Reads opcodes from a streaming md_input through a growable window, so a
- * compressed multi-GB snapshot is never held whole. Every length is checked
+ * compressed multi-GB snapshot is never held whole (bytes already in memory
+ * are read where they are). Frames lists of converted frames are handed to
+ * the list hook whole instead of being built (fused_list). Every length is checked
  * against the bytes that actually arrive (a hostile length cannot make us
  * allocate more than the input holds), the memo is bounded by the input
  * consumed, and MARK nesting and the value stack are capped. Opcodes that
