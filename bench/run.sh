@@ -1,7 +1,7 @@
 #!/bin/sh
 # Reader benchmark: memdiag summary (read + replay + analysis + report)
-# against python3's pickle.load alone (read only) on the same files, in one
-# run on one machine. Prints time ratio, MB/s and peak RSS / file size.
+# against pickle.load alone (read only; Debian's python3, see PYTHON below) on the
+# same files, in one run on one machine. Prints time ratio, MB/s and peak RSS / file size.
 #   bench/run.sh [SIZES...]      default: 10000 100000 1000000 5000000
 # Files are generated into bench/out/ (ignored by git) and kept for reruns.
 set -eu
