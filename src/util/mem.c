@@ -223,7 +223,6 @@ int64_t md_strtab_intern(md_strtab *t, const char *s, size_t n)
 
 /* ---- u64 map ---------------------------------------------------------- */
 #define MAP_EMPTY 0
-#define MAP_TOMB UINT64_MAX
 
 int md_map_init(md_map *m, size_t hint)
 {
@@ -252,7 +251,7 @@ void md_map_clear(md_map *m)
 {
     if (m->cap)
         memset(m->keys, 0, m->cap * sizeof *m->keys);
-    m->n = m->used = 0;
+    m->n = 0;
 }
 
 int md_map_copy(md_map *dst, const md_map *src)
@@ -269,14 +268,6 @@ int md_map_copy(md_map *dst, const md_map *src)
     return 0;
 }
 
-static size_t map_slot(uint64_t k, size_t cap)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    return (size_t)k & (cap - 1);
-}
-
 static int map_resize(md_map *m, size_t cap)
 {
     md_map nm;
@@ -288,17 +279,16 @@ static int map_resize(md_map *m, size_t cap)
         return -1;
     }
     nm.cap = cap;
-    nm.n = nm.used = 0;
+    nm.n = 0;
     for (size_t i = 0; i < m->cap; i++) {
         uint64_t k = m->keys[i];
-        if (k != MAP_EMPTY && k != MAP_TOMB) {
-            size_t j = map_slot(k, cap);
+        if (k != MAP_EMPTY) {
+            size_t j = md_map_slot(k, cap);
             while (nm.keys[j] != MAP_EMPTY)
                 j = (j + 1) & (cap - 1);
             nm.keys[j] = k;
             nm.vals[j] = m->vals[i];
             nm.n++;
-            nm.used++;
         }
     }
     free(m->keys);
@@ -307,80 +297,38 @@ static int map_resize(md_map *m, size_t cap)
     return 0;
 }
 
+/* The slot holding key (stored form), or the empty slot ending its run,
+ * after making room for one more; SIZE_MAX if there is no memory. */
+static size_t map_probe(md_map *m, uint64_t k)
+{
+    if ((m->n + 1) * 4 > m->cap * 3 && map_resize(m, m->cap * 2) != 0)
+        return SIZE_MAX;
+    size_t i = md_map_slot(k, m->cap);
+    while (m->keys[i] != MAP_EMPTY && m->keys[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
 int md_map_put(md_map *m, uint64_t key, uint64_t val)
 {
-    uint64_t k = key + 1;
-    if (k == MAP_EMPTY || k == MAP_TOMB)
-        k = MAP_TOMB - 1; /* keys UINT64_MAX/-2 collide; never used as addresses */
-    if ((m->used + 1) * 4 > m->cap * 3 &&
-        map_resize(m, m->n * 4 > m->cap ? m->cap * 2 : m->cap) != 0)
+    uint64_t k = md_map_key(key);
+    size_t i = map_probe(m, k);
+    if (i == SIZE_MAX)
         return -1;
-    size_t i = map_slot(k, m->cap), tomb = SIZE_MAX;
-    while (m->keys[i] != MAP_EMPTY) {
-        if (m->keys[i] == k) {
-            m->vals[i] = val;
-            return 0;
-        }
-        if (m->keys[i] == MAP_TOMB && tomb == SIZE_MAX)
-            tomb = i;
-        i = (i + 1) & (m->cap - 1);
-    }
-    if (tomb != SIZE_MAX)
-        i = tomb;
-    else
-        m->used++;
+    m->n += m->keys[i] == MAP_EMPTY;
     m->keys[i] = k;
     m->vals[i] = val;
-    m->n++;
     return 0;
-}
-
-static long map_find(const md_map *m, uint64_t key)
-{
-    if (!m->cap)
-        return -1;
-    uint64_t k = key + 1;
-    if (k == MAP_EMPTY || k == MAP_TOMB)
-        k = MAP_TOMB - 1;
-    size_t i = map_slot(k, m->cap);
-    while (m->keys[i] != MAP_EMPTY) {
-        if (m->keys[i] == k)
-            return (long)i;
-        i = (i + 1) & (m->cap - 1);
-    }
-    return -1;
-}
-
-int md_map_get(const md_map *m, uint64_t key, uint64_t *val)
-{
-    long i = map_find(m, key);
-    if (i < 0)
-        return 0;
-    if (val)
-        *val = m->vals[i];
-    return 1;
 }
 
 int md_map_add(md_map *m, uint64_t key, uint64_t val)
 {
-    uint64_t k = key + 1;
-    if (k == MAP_EMPTY || k == MAP_TOMB)
-        k = MAP_TOMB - 1;
-    if ((m->used + 1) * 4 > m->cap * 3 &&
-        map_resize(m, m->n * 4 > m->cap ? m->cap * 2 : m->cap) != 0)
+    uint64_t k = md_map_key(key);
+    size_t i = map_probe(m, k);
+    if (i == SIZE_MAX)
         return -1;
-    size_t i = map_slot(k, m->cap), tomb = SIZE_MAX;
-    while (m->keys[i] != MAP_EMPTY) {
-        if (m->keys[i] == k)
-            return 0;
-        if (m->keys[i] == MAP_TOMB && tomb == SIZE_MAX)
-            tomb = i;
-        i = (i + 1) & (m->cap - 1);
-    }
-    if (tomb != SIZE_MAX)
-        i = tomb;
-    else
-        m->used++;
+    if (m->keys[i] != MAP_EMPTY)
+        return 0;
     m->keys[i] = k;
     m->vals[i] = val;
     m->n++;
@@ -393,15 +341,20 @@ int md_map_add(md_map *m, uint64_t key, uint64_t val)
  * size every few thousand frees (6 % of big_gamma's replay). */
 int md_map_del(md_map *m, uint64_t key)
 {
-    long f = map_find(m, key);
-    if (f < 0)
+    if (!m->cap)
         return 0;
-    size_t mask = m->cap - 1, i = (size_t)f, j = i;
-    for (;;) {
+    uint64_t k = md_map_key(key);
+    size_t mask = m->cap - 1, i = md_map_slot(k, m->cap);
+    while (m->keys[i] != k) {
+        if (m->keys[i] == MAP_EMPTY)
+            return 0;
+        i = (i + 1) & mask;
+    }
+    for (size_t j = i;;) {
         j = (j + 1) & mask;
         if (m->keys[j] == MAP_EMPTY)
             break;
-        size_t h = map_slot(m->keys[j], m->cap);
+        size_t h = md_map_slot(m->keys[j], m->cap);
         /* the entry at j may fill the hole at i unless its home slot lies
          * cyclically in (i, j] */
         int stays = i < j ? (h > i && h <= j) : (h > i || h <= j);
@@ -413,7 +366,6 @@ int md_map_del(md_map *m, uint64_t key)
     }
     m->keys[i] = MAP_EMPTY;
     m->n--;
-    m->used--;
     return 1;
 }
 

@@ -70,12 +70,12 @@ static inline size_t md_strtab_len(const md_strtab *t, uint32_t id)
     return id < t->n ? t->slen[id] : 0;
 }
 
-/* ---- u64 -> u64 hash map (open addressing, key 0 reserved by caller
- * convention: keys are stored +1 internally so 0 works too) ------------ */
+/* ---- u64 -> u64 hash map: open addressing, linear probing, deletion by
+ * backward shift (no tombstones); at most 3/4 full ------------------------ */
 typedef struct md_map {
-    uint64_t *keys; /* key+1, 0 = empty, UINT64_MAX = tombstone */
+    uint64_t *keys; /* stored form (md_map_key), 0 = empty */
     uint64_t *vals;
-    size_t cap, n, used;
+    size_t cap, n;  /* cap: a power of two */
 } md_map;
 
 int md_map_init(md_map *m, size_t hint);
@@ -85,9 +85,41 @@ void md_map_clear(md_map *m);
 /* dst = a copy of src (dst uninitialised); -1 on allocation failure. */
 int md_map_copy(md_map *dst, const md_map *src);
 int md_map_put(md_map *m, uint64_t key, uint64_t val);
-int md_map_get(const md_map *m, uint64_t key, uint64_t *val); /* 1 found */
 int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
 /* Puts key only if absent: 1 added, 0 present (value kept), -1 no memory. */
 int md_map_add(md_map *m, uint64_t key, uint64_t val);
+
+/* A key as stored: +1 so that 0 means empty (UINT64_MAX shares a slot
+ * value with UINT64_MAX - 2; neither is ever an address). */
+static inline uint64_t md_map_key(uint64_t key)
+{
+    uint64_t k = key + 1;
+    return k ? k : UINT64_MAX - 1;
+}
+
+/* Where a stored key's probe run starts. */
+static inline size_t md_map_slot(uint64_t k, size_t cap)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+/* 1 (and *val, when not NULL) if key is in m. Inline: the replay looks up
+ * an address for every event. */
+static inline int md_map_get(const md_map *m, uint64_t key, uint64_t *val)
+{
+    if (!m->cap)
+        return 0;
+    uint64_t k = md_map_key(key);
+    for (size_t i = md_map_slot(k, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == k) {
+            if (val)
+                *val = m->vals[i];
+            return 1;
+        }
+    return 0;
+}
 
 #endif
