@@ -35,7 +35,7 @@ typedef struct rblock {
     uint32_t prev, next; /* address-ordered neighbours in the segment */
     uint32_t seg;
     uint32_t stack;
-    long alloc_index;
+    int32_t alloc_index; /* events are fewer than 2^31 (md_replay_run) */
     uint8_t state;
 } rblock;
 
@@ -327,7 +327,7 @@ static void ev_alloc(rstate *st, const md_event *e, long idx)
     b->state = B_ALLOC;
     b->requested = e->size;
     b->stack = e->stack;
-    b->alloc_index = idx;
+    b->alloc_index = (int32_t)idx;
     st->allocated += b->size;
     st->requested += b->requested;
 }
