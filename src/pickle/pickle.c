@@ -27,6 +27,15 @@ struct slab {
     _Alignas(16) unsigned char data[];
 };
 
+/* A slot of the two tables of converted lists (open addressing on hash;
+ * o NULL = empty). */
+struct list_slot {
+    uint64_t hash;
+    size_t off;         /* seen: the body's bytes (seen_bytes) */
+    uint32_t len, gen;  /* seen: their length, memo_gen when added */
+    pv_obj *o;          /* the released list */
+};
+
 struct md_pkl {
     md_input *in;
     md_strtab *strs;
@@ -58,17 +67,16 @@ struct md_pkl {
     void *list_ctx;
     /* converted lists by cache value: released lists hold nothing else, so
      * lists converted alike share one (a trace's 70 000 frames lists are a
-     * few hundred stacks) */
-    struct shared_list { uint32_t cache; pv_obj *o; } *shared;
+     * few hundred stacks); hash = cache_hash(cache) there */
+    struct list_slot *shared;
     size_t nshared, sharedcap; /* sharedcap: a power of two, or 0 */
     /* converted lists by their bytes: a trace writes the same frames list
      * (the same memo references) tens of thousands of times; a list read
      * before is recognised by its bytes alone (seen_find). Valid while no
      * memo slot was overwritten since (memo_gen; Python's pickler never
-     * does). */
-    struct seen_list { uint64_t hash; size_t off; uint32_t len, gen; pv_obj *o; } *seen;
-    /* off: into the input itself when it is read in place (p->own NULL:
-     * it stays put to the end), else into seenbytes, a copy */
+     * does). off: into the input itself when it is read in place (p->own
+     * NULL: it stays put to the end), else into seenbytes, a copy */
+    struct list_slot *seen;
     size_t nseen, seencap;   /* seencap: a power of two, or 0 */
     size_t seen_last;        /* the entry found or added last (SIZE_MAX: none):
                                 half of a trace's lists repeat the one before */
@@ -843,46 +851,50 @@ static int memo_target(const md_pkl *p, const unsigned char *b, size_t len, size
     return 1;
 }
 
-/* The cache of the converted dict a memo get at b[*q] names, or 0. */
-static uint32_t converted_get(const md_pkl *p, const unsigned char *b, size_t len, size_t *q)
+/* The cache of the converted dict memo slot idx holds, or 0. */
+static uint32_t converted(const md_pkl *p, uint32_t idx)
 {
-    uint64_t idx;
-    if (*q + 2 <= len && b[*q] == 'h')
-        idx = b[*q + 1], *q += 2;
-    else if (*q + 5 <= len && b[*q] == 'j')
-        idx = le32(b + *q + 1), *q += 5;
-    else
-        return 0;
     if (idx >= p->nmemo || (p->memo[idx] & 7) != MT_DICT)
         return 0;
     const pv_obj *o = (const pv_obj *)(uintptr_t)(p->memo[idx] & ~7ULL);
     return o->taken == PVO_RELEASED ? o->cache : 0;
 }
 
+/* Makes room in a table of list slots for one more (at most half full),
+ * rehashing on the stored hashes. 1 if the slots moved, 0 if not, -1 if
+ * there is no memory. */
+static int slots_room(struct list_slot **t, size_t *cap, size_t n)
+{
+    if ((n + 1) * 2 <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 256;
+    struct list_slot *nt = calloc(nc, sizeof *nt);
+    if (!nt)
+        return -1;
+    for (size_t i = 0; i < *cap; i++) {
+        if (!(*t)[i].o)
+            continue;
+        size_t k = (size_t)(*t)[i].hash & (nc - 1);
+        while (nt[k].o)
+            k = (k + 1) & (nc - 1);
+        nt[k] = (*t)[i];
+    }
+    free(*t);
+    *t = nt;
+    *cap = nc;
+    return 1;
+}
+
 /* The released list standing for every list converted to cache. */
 static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
 {
-    if ((p->nshared + 1) * 2 > p->sharedcap) {
-        size_t cap = p->sharedcap ? p->sharedcap * 2 : 256;
-        struct shared_list *t = calloc(cap, sizeof *t);
-        if (!t) {
-            md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
-            return NULL;
-        }
-        for (size_t i = 0; i < p->sharedcap; i++) {
-            if (!p->shared[i].o)
-                continue;
-            size_t k = (p->shared[i].cache * 0x9e3779b9u) & (cap - 1);
-            while (t[k].o)
-                k = (k + 1) & (cap - 1);
-            t[k] = p->shared[i];
-        }
-        free(p->shared);
-        p->shared = t;
-        p->sharedcap = cap;
+    if (slots_room(&p->shared, &p->sharedcap, p->nshared) < 0) {
+        md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+        return NULL;
     }
-    size_t k = (cache * 0x9e3779b9u) & (p->sharedcap - 1);
-    while (p->shared[k].o && p->shared[k].cache != cache)
+    uint64_t hash = cache * 0x9e3779b97f4a7c15ULL >> 32;
+    size_t k = (size_t)hash & (p->sharedcap - 1);
+    while (p->shared[k].o && p->shared[k].o->cache != cache)
         k = (k + 1) & (p->sharedcap - 1);
     if (!p->shared[k].o) {
         md_pv v;
@@ -890,76 +902,65 @@ static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
             return NULL;
         v.o->taken = PVO_RELEASED;
         v.o->cache = cache;
-        p->shared[k].cache = cache;
-        p->shared[k].o = v.o;
+        p->shared[k] = (struct list_slot){hash, 0, 0, 0, v.o};
         p->nshared++;
     }
     return p->shared[k].o;
 }
 
-static const unsigned char *seen_bytes(const md_pkl *p, const struct seen_list *e)
+static const unsigned char *seen_bytes(const md_pkl *p, const struct list_slot *e)
 {
     return (p->own ? p->seenbytes : p->buf) + e->off;
 }
 
-/* The converted list whose body is b[0..n) (hash: md_hash of it), or NULL. */
-static const struct seen_list *seen_find(md_pkl *p, const unsigned char *b, size_t n,
+/* The slot of the list body b[0..n) (hash: md_hash of it) in p->seen, or
+ * the empty slot where it would go. */
+static size_t seen_slot(const md_pkl *p, const unsigned char *b, size_t n, uint64_t hash)
+{
+    size_t k = (size_t)hash & (p->seencap - 1);
+    while (p->seen[k].o && !(p->seen[k].hash == hash && p->seen[k].len == n &&
+                             !memcmp(seen_bytes(p, &p->seen[k]), b, n)))
+        k = (k + 1) & (p->seencap - 1);
+    return k;
+}
+
+/* The converted list whose body is b[0..n), or NULL. */
+static const struct list_slot *seen_find(md_pkl *p, const unsigned char *b, size_t n,
                                          uint64_t hash)
 {
     if (!p->seencap)
         return NULL;
-    for (size_t k = (size_t)hash & (p->seencap - 1); p->seen[k].o; k = (k + 1) & (p->seencap - 1)) {
-        const struct seen_list *e = &p->seen[k];
-        if (e->hash == hash && e->len == n && !memcmp(seen_bytes(p, e), b, n)) {
-            if (e->gen != p->memo_gen)
-                return NULL;
-            p->seen_last = k;
-            return e;
-        }
-    }
-    return NULL;
+    size_t k = seen_slot(p, b, n, hash);
+    if (!p->seen[k].o || p->seen[k].gen != p->memo_gen)
+        return NULL;
+    p->seen_last = k;
+    return &p->seen[k];
 }
 
 /* The list found or added last, if the body at b (avail bytes there) is
  * its bytes followed by the opcode term: no walk, no hash. */
-static const struct seen_list *seen_again(const md_pkl *p, const unsigned char *b,
+static const struct list_slot *seen_again(const md_pkl *p, const unsigned char *b,
                                           size_t avail, int term)
 {
     if (p->seen_last >= p->seencap)
         return NULL;
-    const struct seen_list *e = &p->seen[p->seen_last];
+    const struct list_slot *e = &p->seen[p->seen_last];
     if (e->gen != p->memo_gen || e->len >= avail || b[e->len] != term ||
         memcmp(seen_bytes(p, e), b, e->len))
         return NULL;
     return e;
 }
 
-/* Remembers that the list body b[0..n) (hash: md_hash of it) converted to
- * o. Failing to (no memory) only means the next such list is read anew. */
+/* Remembers that the list body b[0..n) converted to o. Failing to (no
+ * memory) only means the next such list is read anew. */
 static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash, pv_obj *o)
 {
-    if ((p->nseen + 1) * 2 > p->seencap) {
-        size_t cap = p->seencap ? p->seencap * 2 : 256;
-        struct seen_list *t = calloc(cap, sizeof *t);
-        if (!t)
-            return;
-        for (size_t i = 0; i < p->seencap; i++) {
-            if (!p->seen[i].o)
-                continue;
-            size_t k = (size_t)p->seen[i].hash & (cap - 1);
-            while (t[k].o)
-                k = (k + 1) & (cap - 1);
-            t[k] = p->seen[i];
-        }
-        free(p->seen);
-        p->seen = t;
-        p->seencap = cap;
-        p->seen_last = SIZE_MAX; /* slots moved */
-    }
-    size_t k = (size_t)hash & (p->seencap - 1);
-    while (p->seen[k].o && !(p->seen[k].hash == hash && p->seen[k].len == n &&
-                             !memcmp(seen_bytes(p, &p->seen[k]), b, n)))
-        k = (k + 1) & (p->seencap - 1);
+    int moved = slots_room(&p->seen, &p->seencap, p->nseen);
+    if (moved < 0)
+        return;
+    if (moved)
+        p->seen_last = SIZE_MAX;
+    size_t k = seen_slot(p, b, n, hash);
     if (p->seen[k].o) { /* the same bytes, from before a memo overwrite */
         p->seen[k].o = o;
         p->seen[k].gen = p->memo_gen;
@@ -974,21 +975,21 @@ static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash,
         off = p->seenlen;
         p->seenlen += n;
     }
-    p->seen[k] = (struct seen_list){hash, off, (uint32_t)n, p->memo_gen, o};
+    p->seen[k] = (struct list_slot){hash, off, (uint32_t)n, p->memo_gen, o};
     p->nseen++;
     p->seen_last = k;
 }
 
 /* The end of a run of up to FUSED_MAX memo gets starting at b[q] (BINGET
- * 2 bytes, LONG_BINGET 5); *n gets their count. */
-static size_t gets_end(const unsigned char *b, size_t len, size_t q, size_t *n)
+ * 2 bytes, LONG_BINGET 5); idx[] gets their memo indices, *n their count. */
+static size_t gets_end(const unsigned char *b, size_t len, size_t q, uint32_t *idx, size_t *n)
 {
     *n = 0;
     while (*n < FUSED_MAX) {
         if (q + 2 <= len && b[q] == 'h')
-            q += 2;
+            idx[*n] = b[q + 1], q += 2;
         else if (q + 5 <= len && b[q] == 'j')
-            q += 5;
+            idx[*n] = le32(b + q + 1), q += 5;
         else
             break;
         ++*n;
@@ -1021,11 +1022,12 @@ static int fused_list(md_pkl *p, md_err *err)
     } else { /* (MARK gets APPENDS) or (get APPEND) */
         int marked = b[q] == '(', term = marked ? 'e' : 'a';
         size_t body = q + (size_t)marked, n, end;
-        const struct seen_list *e = seen_again(p, b + body, len - body, term);
+        const struct list_slot *e = seen_again(p, b + body, len - body, term);
+        uint32_t caches[FUSED_MAX]; /* memo indices, then their caches */
         if (e) {
             end = body + e->len;
         } else {
-            end = gets_end(b, len, body, &n);
+            end = gets_end(b, len, body, caches, &n);
             if (end >= len || b[end] != term || (marked ? n < 2 : n != 1))
                 return 0;
         }
@@ -1033,12 +1035,10 @@ static int fused_list(md_pkl *p, md_err *err)
         if (e || (e = seen_find(p, b + body, end - body, hash)) != NULL) {
             o = e->o; /* this list's bytes converted before */
         } else {
-            uint32_t caches[FUSED_MAX], cache;
-            size_t k = body, i = 0;
-            while (i < n && (caches[i] = converted_get(p, b, len, &k)) != 0)
-                i++;
-            if (i < n)
-                return 0; /* an item that is not a converted dict */
+            uint32_t cache;
+            for (size_t i = 0; i < n; i++)
+                if (!(caches[i] = converted(p, caches[i])))
+                    return 0; /* an item that is not a converted dict */
             if ((rc = p->list_hook(p->list_ctx, caches, n, &cache, p->op_off, err)) != 1)
                 return rc;
             if (!(o = shared_list(p, cache, err)))

@@ -259,7 +259,7 @@ long md_input_read(md_input *in, void *buf, size_t n, md_err *err)
 
 int md_input_whole(const md_input *in, const unsigned char **data, size_t *n)
 {
-    if (in->codec != C_RAW || !in->mem || in->mem_pos > 0 || in->ilen > 0)
+    if (in->codec != C_RAW || !in->mem || in->mem_pos > 0)
         return 0;
     *data = in->mem;
     *n = in->mem_len;

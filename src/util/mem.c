@@ -4,17 +4,22 @@
 #include <sys/mman.h>
 #include "util.h"
 
-int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
+/* cap doubled (from 8) until it holds need; 0 on overflow. */
+static size_t doubled(size_t cap, size_t need)
 {
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 8;
+    size_t nc = cap ? cap : 8;
     while (nc < need) {
         if (nc > SIZE_MAX / 2)
-            return -1;
+            return 0;
         nc *= 2;
     }
-    if (nc > SIZE_MAX / esz)
+    return nc;
+}
+
+/* A heap array resized to nc elements. */
+static int heap_resize(void **buf, size_t *cap, size_t nc, size_t esz)
+{
+    if (!nc || nc > SIZE_MAX / esz)
         return -1;
     void *p = realloc(*buf, nc * esz);
     if (!p)
@@ -22,6 +27,11 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
     *buf = p;
     *cap = nc;
     return 0;
+}
+
+int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
+{
+    return need <= *cap ? 0 : heap_resize(buf, cap, doubled(*cap, need), esz);
 }
 
 /* ---- big arrays ---------------------------------------------------------- */
@@ -62,17 +72,8 @@ int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz)
     if (need > SIZE_MAX / 2 / esz)
         return -1;
     if (need * esz < BIG_MIN) { /* small: the heap, capacity kept below BIG_MIN */
-        size_t nc = *cap ? *cap : 8;
-        while (nc < need)
-            nc *= 2;
-        if (nc * esz >= BIG_MIN)
-            nc = (BIG_MIN - 1) / esz;
-        void *p = realloc(*buf, nc * esz);
-        if (!p)
-            return -1;
-        *buf = p;
-        *cap = nc;
-        return 0;
+        size_t nc = doubled(*cap, need);
+        return heap_resize(buf, cap, nc * esz < BIG_MIN ? nc : (BIG_MIN - 1) / esz, esz);
     }
     size_t old = big_mapped(*cap, esz) ? big_bytes(*cap, esz) : 0;
     size_t n = old ? old : BIG_UNIT;

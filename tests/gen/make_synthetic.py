@@ -222,6 +222,11 @@ def oom():
     return d
 
 
+def memo_get(i):
+    """BINGET or LONG_BINGET of memo slot i."""
+    return (b"h" + bytes([i])) if i < 256 else (b"j" + struct.pack("<I", i))
+
+
 class CppPickler:
     """What torch::jit::Pickler (tag_aggregates=false) writes: protocol 2,
     BINUNICODE for every string (memoized by value), explicit BINPUT after
@@ -242,7 +247,7 @@ class CppPickler:
         return self.n - 1
 
     def get(self, i):
-        self.out += (b"h" + bytes([i])) if i < 256 else (b"j" + struct.pack("<I", i))
+        self.out += memo_get(i)
 
     def dump(self, v):
         if v is None:
@@ -302,7 +307,7 @@ class MemoPickler:
         return self.n - 1
 
     def get(self, i):
-        self.out += (b"h" + bytes([i])) if i < 256 else (b"j" + struct.pack("<I", i))
+        self.out += memo_get(i)
 
     def raw(self, b):
         self.out += b
