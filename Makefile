@@ -64,6 +64,13 @@ asan:
 	$(MAKE) BUILD=build-asan CC=clang AR=ar PIC_CFLAGS="-O1 -g" \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
 
+# The CLI under ThreadSanitizer (snapshots are read on several threads):
+# the CLI tests run against it.
+tsan:
+	$(MAKE) BUILD=build-tsan CC=clang AR=ar CFLAGS="-O1 -g -fsanitize=thread" \
+	  build-tsan/memdiag
+	MEMDIAG=build-tsan/memdiag TSAN_OPTIONS=halt_on_error=1:exitcode=66 sh tests/cli/test_cli.sh
+
 fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
@@ -78,13 +85,14 @@ bench: all $(BUILD)/stages
 	bench/run.sh
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz
 
 help:
 	@echo "make demo   build and run memdiag on the bundled real snapshots"
 	@echo "make test   build and run the unit and CLI tests"
 	@echo "make asan   the tests under ASan+UBSan"
+	@echo "make tsan   the CLI tests under ThreadSanitizer"
 	@echo "make fuzz   fuzz the pickle/snapshot reader (FUZZ_SECONDS=60)"
 	@echo "make bench  reader benchmarks (bench/RESULTS.md)"
 
-.PHONY: all deps test asan fuzz demo bench clean help
+.PHONY: all deps test asan tsan fuzz demo bench clean help

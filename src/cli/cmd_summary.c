@@ -6,6 +6,7 @@
 #include <string.h>
 #include "../render/report.h"
 #include "cli.h"
+#include "load.h"
 
 static void help(int diagnose)
 {
@@ -42,52 +43,6 @@ static void unload(loaded *L)
         md_snapshot_free(L->snaps[i]);
     free(L->ranks);
     free(L->snaps);
-}
-
-static int grow_ranks(loaded *L)
-{
-    if (L->nranks < L->cap)
-        return 0;
-    size_t nc = L->cap ? L->cap * 2 : 8;
-    md_rank *nr = realloc(L->ranks, nc * sizeof *nr);
-    if (!nr)
-        return -1;
-    L->ranks = nr;
-    L->cap = nc;
-    return 0;
-}
-
-static int add_ranks(loaded *L, md_snapshot *s, const char *path)
-{
-    int named = md_rank_from_name(path), any = 0, traces = 0, maxdev = md_snapshot_ndevices(s) - 1;
-    size_t ns;
-    const md_segment *g = md_snapshot_segments(s, &ns);
-    for (int d = 0; d <= maxdev; d++)
-        traces |= cli_device_has_data(s, d, 1);
-    for (size_t i = 0; i < ns; i++)
-        if (g[i].device > maxdev && g[i].device < 4096)
-            maxdev = g[i].device;
-    for (int d = 0; d <= maxdev; d++) {
-        if (!cli_device_has_data(s, d, traces))
-            continue;
-        md_err err = {0};
-        int rank = named >= 0 && !any ? named : d;
-        if (grow_ranks(L))
-            return -1;
-        if (md_rank_build(&L->ranks[L->nranks], s, d, rank, &err)) {
-            snprintf(err.file, sizeof err.file, "%s", path);
-            cli_fail_err(&err);
-            return -1;
-        }
-        L->nranks++;
-        any = 1;
-    }
-    if (!any) {
-        cli_fail("%s: the snapshot holds no segments and no allocator history (record with "
-                 "torch.cuda.memory._record_memory_history() before the work)", path);
-        return -1;
-    }
-    return 0;
 }
 
 static int push_sample_rank(loaded *L, const md_sample_rank *r)
@@ -153,33 +108,61 @@ static int add_json(loaded *L, const char *path)
     return 0;
 }
 
+/* Moves a finished job's snapshot and ranks into L. */
+static int take_job(loaded *L, cli_snap_job *j)
+{
+    if (L->nranks + j->nranks > L->cap) {
+        size_t nc = L->cap ? L->cap : 8;
+        while (nc < L->nranks + j->nranks)
+            nc *= 2;
+        md_rank *nr = realloc(L->ranks, nc * sizeof *nr);
+        if (!nr)
+            return -1;
+        L->ranks = nr;
+        L->cap = nc;
+    }
+    L->snaps[L->nsnaps++] = j->snap;
+    memcpy(L->ranks + L->nranks, j->ranks, j->nranks * sizeof *j->ranks);
+    L->nranks += j->nranks;
+    free(j->ranks);
+    memset(j, 0, sizeof *j);
+    return 0;
+}
+
+/* Snapshots are read in parallel (load.c); seed JSON reports and capture
+ * files, small, here. Everything is taken in the order given. */
 static int load_all(char **paths, size_t n, loaded *L)
 {
     memset(L, 0, sizeof *L);
     L->snaps = calloc(n ? n : 1, sizeof *L->snaps);
-    if (!L->snaps)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        md_err err = {0};
-        if (cli_is_seed_report(paths[i])) {
-            if (add_json(L, paths[i]))
-                return -1;
-            continue;
-        }
-        if (cli_is_capture(paths[i])) {
-            if (add_capture(L, paths[i]))
-                return -1;
-            continue;
-        }
-        if (md_snapshot_load(paths[i], &L->snaps[L->nsnaps], &err)) {
-            cli_fail_err(&err);
-            return -1;
-        }
-        L->nsnaps++;
-        if (add_ranks(L, L->snaps[L->nsnaps - 1], paths[i]))
-            return -1;
+    cli_snap_job *jobs = calloc(n ? n : 1, sizeof *jobs);
+    int *kind = calloc(n ? n : 1, sizeof *kind); /* 0 snapshot, 1 JSON, 2 capture */
+    int rc = !L->snaps || !jobs || !kind ? -1 : 0;
+    size_t nj = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        kind[i] = cli_is_seed_report(paths[i]) ? 1 : cli_is_capture(paths[i]) ? 2 : 0;
+        if (kind[i] == 0)
+            jobs[nj++].path = paths[i];
     }
-    return 0;
+    if (!rc)
+        cli_load_snapshots(jobs, nj);
+    for (size_t i = 0, j = 0; i < n && !rc; i++) {
+        if (kind[i] == 1) {
+            rc = add_json(L, paths[i]);
+        } else if (kind[i] == 2) {
+            rc = add_capture(L, paths[i]);
+        } else if (jobs[j].failed) {
+            cli_fail_err(&jobs[j].err);
+            rc = -1;
+        } else {
+            rc = take_job(L, &jobs[j++]);
+        }
+    }
+    for (size_t j = 0; j < nj; j++)
+        cli_snap_job_free(&jobs[j]);
+    free(jobs);
+    free(kind);
+    return rc;
 }
 
 /* Ranks named in file names should run 0..max; name the gaps. */

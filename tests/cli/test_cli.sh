@@ -66,6 +66,8 @@ check "probe without torch: exit 2 and one line" sh -c "PATH=/usr/bin:/bin $M pr
 check "predict: a floor that cannot fit is said so" sh -c "$M predict --model $D/predict/qwen3.json --batch 1 --seq 128 --gpu 1GB | grep -q 'does not fit'"
 mkdir "$T/run"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/run/"
 check "directory of per-rank files, sorted by rank, compared" sh -c "$M summary $T/run | grep -q 'rank 0 peaks 165.2 MiB above rank 1'"
+S=$D/seed-exercise
+check "several snapshots read at once: the same output as one at a time" sh -c "for t in 1 4 ''; do MEMDIAG_THREADS=\$t $M diagnose --json $S/snap-alpha-small-rank0.pickle $S/snap-beta-ddp-rank0.pickle $S/snap-beta-ddp-rank1.pickle $S/snap-gamma-medium-rank0.pickle $D/alpha-small.pickle.zst $S/gamma-small.json > $T/par\$t.json || exit 1; done; cmp $T/par1.json $T/par4.json && cmp $T/par1.json $T/par.json && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d[\"ranks\"])==6, len(d[\"ranks\"])' $T/par1.json"
 mkdir "$T/gap"; cp $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/gap/snap-rank0.pickle"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle "$T/gap/snap-rank2.pickle"
 check "a missing rank is named" sh -c "$M summary $T/gap 2>&1 >/dev/null | grep -q 'rank 1 has no snapshot'"
 check "help" sh -c "$M --help | grep -q summary && $M summary --help | grep -q -- --top"
@@ -91,6 +93,9 @@ expect_fail "truncated file" "cut.pickle: byte 100000: truncated" $M summary "$T
 expect_fail "object construction refused" "evil.pickle: byte 28: opcode STACK_GLOBAL" $M diagnose --json "$T/evil.pickle"
 expect_fail "missing file" "nope.pickle: no such file" $M summary "$T/nope.pickle"
 expect_fail "one bad file among good ones" "empty.pickle" $M summary $D/seed-exercise/snap-alpha-small-rank0.pickle "$T/empty.pickle"
+head -c 1700000 $S/snap-beta-medium-rank0.pickle >"$T/cut-late.pickle"
+# the empty file fails at once, the long cut one last: the first in order is named
+expect_fail "bad files read at once: the first bad one in order is named" "cut-late.pickle: byte [0-9]*: truncated" $M summary $S/snap-alpha-small-rank0.pickle "$T/cut-late.pickle" "$T/empty.pickle" $S/snap-gamma-small-rank0.pickle
 expect_fail "unknown option" "unknown option '--frob'" $M summary --frob x
 expect_fail "unknown command" "unknown command" $M frobnicate
 expect_fail "no paths" "needs at least one" $M diagnose --json

@@ -1,0 +1,139 @@
+/* load.c - reads several snapshot files at once: each file is read and its
+ * ranks built (replay and analysis) on a worker thread of its own, up to
+ * one per CPU. A job's per-rank files (8 ranks of a few hundred MB each)
+ * then take about as long as the largest one instead of all of them in a
+ * row. The library keeps no global state, so jobs share nothing; results
+ * are taken in file order, so output and the error reported (the first
+ * failing file's) are what a sequential read would give. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../util/util.h"
+#include "load.h"
+
+#define MAX_WORKERS 16 /* beyond this, files are read faster than disks feed them */
+
+typedef struct pool {
+    cli_snap_job *jobs;
+    size_t n;
+    atomic_size_t next;   /* the next job to start */
+    atomic_size_t failed; /* the lowest failed job's index, n if none */
+} pool;
+
+static int grow_ranks(cli_snap_job *j, size_t *cap)
+{
+    if (j->nranks < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 4;
+    md_rank *nr = realloc(j->ranks, nc * sizeof *nr);
+    if (!nr)
+        return -1;
+    j->ranks = nr;
+    *cap = nc;
+    return 0;
+}
+
+/* A rank for each device that holds data: a trace where any device has
+ * one, else segments. Ranks are numbered from the file name ("rank3")
+ * when it has one, else by device. */
+static int build_ranks(cli_snap_job *j)
+{
+    const md_snapshot *s = j->snap;
+    int named = md_rank_from_name(j->path), traces = 0, maxdev = md_snapshot_ndevices(s) - 1;
+    size_t ns, cap = 0;
+    const md_segment *g = md_snapshot_segments(s, &ns);
+    for (int d = 0; d <= maxdev; d++)
+        traces |= cli_device_has_data(s, d, 1);
+    for (size_t i = 0; i < ns; i++)
+        if (g[i].device > maxdev && g[i].device < 4096)
+            maxdev = g[i].device;
+    for (int d = 0; d <= maxdev; d++) {
+        if (!cli_device_has_data(s, d, traces))
+            continue;
+        int rank = named >= 0 && !j->nranks ? named : d;
+        if (grow_ranks(j, &cap))
+            return md_err_set(&j->err, MD_E_NOMEM, -1, "out of memory");
+        if (md_rank_build(&j->ranks[j->nranks], s, d, rank, &j->err)) {
+            snprintf(j->err.file, sizeof j->err.file, "%s", j->path);
+            return -1;
+        }
+        j->nranks++;
+    }
+    if (!j->nranks)
+        return md_err_set(&j->err, MD_E_FORMAT, -1,
+                          "the snapshot holds no segments and no allocator history (record "
+                          "with torch.cuda.memory._record_memory_history() before the work)");
+    return 0;
+}
+
+static void run_job(cli_snap_job *j)
+{
+    memset(&j->err, 0, sizeof j->err);
+    if (md_snapshot_load(j->path, &j->snap, &j->err)) {
+        j->snap = NULL;
+        j->failed = 1;
+        return;
+    }
+    md_err_file(&j->err, j->path);
+    j->failed = build_ranks(j) != 0;
+}
+
+/* Lowers *failed to i (an atomic minimum). */
+static void note_failed(atomic_size_t *failed, size_t i)
+{
+    size_t cur = atomic_load(failed);
+    while (i < cur && !atomic_compare_exchange_weak(failed, &cur, i))
+        ;
+}
+
+static void *worker(void *arg)
+{
+    pool *P = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&P->next, 1);
+        /* a job after a failed one would not be reported: not started */
+        if (i >= P->n || i > atomic_load(&P->failed))
+            return NULL;
+        run_job(&P->jobs[i]);
+        if (P->jobs[i].failed)
+            note_failed(&P->failed, i);
+    }
+}
+
+/* One per online CPU, or MEMDIAG_THREADS (1: one file after another,
+ * for a machine short of memory: every file being read at once holds its
+ * reader's working memory at once). */
+static size_t worker_count(size_t n)
+{
+    const char *env = getenv("MEMDIAG_THREADS");
+    long cpus = env && atol(env) > 0 ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
+    size_t w = cpus > 0 ? (size_t)cpus : 1;
+    if (w > MAX_WORKERS)
+        w = MAX_WORKERS;
+    return w < n ? w : n;
+}
+
+void cli_load_snapshots(cli_snap_job *jobs, size_t n)
+{
+    pool P = {jobs, n, 0, n};
+    size_t nw = worker_count(n);
+    pthread_t tid[MAX_WORKERS];
+    size_t started = 0;
+    /* the calling thread is a worker too; without threads it does it all */
+    while (started + 1 < nw && !pthread_create(&tid[started], NULL, worker, &P))
+        started++;
+    worker(&P);
+    for (size_t k = 0; k < started; k++)
+        pthread_join(tid[k], NULL);
+}
+
+void cli_snap_job_free(cli_snap_job *j)
+{
+    for (size_t i = 0; i < j->nranks; i++)
+        md_rank_free(&j->ranks[i]);
+    free(j->ranks);
+    md_snapshot_free(j->snap);
+    memset(j, 0, sizeof *j);
+}
