@@ -1439,6 +1439,18 @@ out:
     return MD_OK;
 }
 
+/* What a file that is not a pickle looks like, for the error line. */
+static const char *not_pickle_hint(const unsigned char *b, size_t n)
+{
+    if (n >= 4 && !memcmp(b, "PK\x03\x04", 4))
+        return ": a zip archive, as torch.save writes (an allocator snapshot is what "
+               "torch.cuda.memory._dump_snapshot writes)";
+    if (b[0] == '{' || b[0] == '[')
+        return ": JSON text (memdiag reads the seed script's JSON reports; other JSON, "
+               "such as a profiler trace, is not a snapshot)";
+    return "";
+}
+
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
 {
     int rc = need(p, 1, err);
@@ -1446,7 +1458,8 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
         return rc == MD_E_FORMAT ? md_err_set(err, MD_E_FORMAT, 0, "empty file: not a pickle") : rc;
     int first = p->buf[p->pos];
     if (first != 0x80 && first != '(' && first != '}' && first != ']')
-        return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)", first);
+        return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)%s", first,
+                          not_pickle_hint(p->buf + p->pos, p->len - p->pos));
     for (;;) {
         if ((rc = run_fast(p, err)) != MD_OK)
             return rc;
