@@ -16,7 +16,9 @@ static void help(int diagnose)
            "plain or .gz/.zst/.xz) or directories of per-rank snapshots.\n\n"
            "  --top N   sites to list at the peak (default 8)\n"
            "  --json    machine-readable output (schema 1, docs/json-schema.md)\n"
-           "  --brief   a few lines per rank (what memdiag run prints)\n");
+           "  --brief   a few lines per rank (what memdiag run prints)\n\n"
+           "Several files are read at once, one per CPU; MEMDIAG_THREADS=N caps that\n"
+           "(1: one after another, for a machine short of memory).\n");
 }
 
 typedef struct loaded {

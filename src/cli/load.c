@@ -13,7 +13,7 @@
 #include "../util/util.h"
 #include "load.h"
 
-#define MAX_WORKERS 16 /* beyond this, files are read faster than disks feed them */
+#define MAX_WORKERS 16 /* bounds the readers' working memory held at once */
 
 typedef struct pool {
     cli_snap_job *jobs;
