@@ -113,16 +113,8 @@ static int add_json(loaded *L, const char *path)
 /* Moves a finished job's snapshot and ranks into L. */
 static int take_job(loaded *L, cli_snap_job *j)
 {
-    if (L->nranks + j->nranks > L->cap) {
-        size_t nc = L->cap ? L->cap : 8;
-        while (nc < L->nranks + j->nranks)
-            nc *= 2;
-        md_rank *nr = realloc(L->ranks, nc * sizeof *nr);
-        if (!nr)
-            return -1;
-        L->ranks = nr;
-        L->cap = nc;
-    }
+    if (md_grow((void **)&L->ranks, &L->cap, L->nranks + j->nranks, sizeof *L->ranks))
+        return -1;
     L->snaps[L->nsnaps++] = j->snap;
     memcpy(L->ranks + L->nranks, j->ranks, j->nranks * sizeof *j->ranks);
     L->nranks += j->nranks;
@@ -138,20 +130,22 @@ static int load_all(char **paths, size_t n, loaded *L)
     memset(L, 0, sizeof *L);
     L->snaps = calloc(n ? n : 1, sizeof *L->snaps);
     cli_snap_job *jobs = calloc(n ? n : 1, sizeof *jobs);
-    int *kind = calloc(n ? n : 1, sizeof *kind); /* 0 snapshot, 1 JSON, 2 capture */
+    enum { SNAPSHOT, SEED_REPORT, CAPTURE } *kind = calloc(n ? n : 1, sizeof *kind);
     int rc = !L->snaps || !jobs || !kind ? -1 : 0;
     size_t nj = 0;
     for (size_t i = 0; i < n && !rc; i++) {
-        kind[i] = cli_is_seed_report(paths[i]) ? 1 : cli_is_capture(paths[i]) ? 2 : 0;
-        if (kind[i] == 0)
+        kind[i] = cli_is_seed_report(paths[i]) ? SEED_REPORT
+                  : cli_is_capture(paths[i])   ? CAPTURE
+                                               : SNAPSHOT;
+        if (kind[i] == SNAPSHOT)
             jobs[nj++].path = paths[i];
     }
     if (!rc)
         cli_load_snapshots(jobs, nj);
     for (size_t i = 0, j = 0; i < n && !rc; i++) {
-        if (kind[i] == 1) {
+        if (kind[i] == SEED_REPORT) {
             rc = add_json(L, paths[i]);
-        } else if (kind[i] == 2) {
+        } else if (kind[i] == CAPTURE) {
             rc = add_capture(L, paths[i]);
         } else if (jobs[j].failed) {
             cli_fail_err(&jobs[j].err);

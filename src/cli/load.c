@@ -22,19 +22,6 @@ typedef struct pool {
     atomic_size_t failed; /* the lowest failed job's index, n if none */
 } pool;
 
-static int grow_ranks(cli_snap_job *j, size_t *cap)
-{
-    if (j->nranks < *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 4;
-    md_rank *nr = realloc(j->ranks, nc * sizeof *nr);
-    if (!nr)
-        return -1;
-    j->ranks = nr;
-    *cap = nc;
-    return 0;
-}
-
 /* A rank for each device that holds data: a trace where any device has
  * one, else segments. Ranks are numbered from the file name ("rank3")
  * when it has one, else by device. */
@@ -53,12 +40,10 @@ static int build_ranks(cli_snap_job *j)
         if (!cli_device_has_data(s, d, traces))
             continue;
         int rank = named >= 0 && !j->nranks ? named : d;
-        if (grow_ranks(j, &cap))
+        if (md_grow((void **)&j->ranks, &cap, j->nranks + 1, sizeof *j->ranks))
             return md_err_set(&j->err, MD_E_NOMEM, -1, "out of memory");
-        if (md_rank_build(&j->ranks[j->nranks], s, d, rank, &j->err)) {
-            snprintf(j->err.file, sizeof j->err.file, "%s", j->path);
+        if (md_rank_build(&j->ranks[j->nranks], s, d, rank, &j->err))
             return -1;
-        }
         j->nranks++;
     }
     if (!j->nranks)
@@ -76,7 +61,7 @@ static void run_job(cli_snap_job *j)
         j->failed = 1;
         return;
     }
-    md_err_file(&j->err, j->path);
+    md_err_file(&j->err, j->path); /* the file's name in build_ranks' errors */
     j->failed = build_ranks(j) != 0;
 }
 

@@ -113,26 +113,11 @@ static int64_t intern_frame(md_snapshot *s, const md_frame *f)
     return (int64_t)s->nframes - 1;
 }
 
-/* Frame ids, eight at a time in four independent lanes: deep stacks are
- * hashed once per trace entry, and one serial multiply chain per 8 bytes
- * left the multiplier idle. */
+/* A stack's frame ids, hashed as bytes (md_hash's four lanes take eight
+ * ids a step: deep stacks are hashed once per trace entry). */
 static uint64_t stack_hash(const uint32_t *ids, size_t n)
 {
-    const uint64_t K = 0x9e3779b97f4a7c15ULL;
-    uint64_t a = n, b = K, c = ~K, d = n * K;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w[4];
-        memcpy(w, ids + i, sizeof w);
-        a = (a ^ w[0]) * K, b = (b ^ w[1]) * K, c = (c ^ w[2]) * K, d = (d ^ w[3]) * K;
-        a ^= a >> 29, b ^= b >> 29, c ^= c >> 29, d ^= d >> 29;
-    }
-    uint64_t h = a ^ (b * 3) ^ (c * 5) ^ (d * 7);
-    for (; i < n; i++)
-        h = (h ^ ids[i]) * K, h ^= h >> 31;
-    h ^= h >> 32;
-    h *= 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 29);
+    return md_hash(ids, n * sizeof *ids, 11);
 }
 
 static int rehash_stacks(md_snapshot *s)
