@@ -224,6 +224,8 @@ int64_t md_strtab_intern(md_strtab *t, const char *s, size_t n)
 
 /* ---- u64 map ---------------------------------------------------------- */
 #define MAP_EMPTY 0
+#define MAP_LOAD_NUM 3 /* at most 3/4 full */
+#define MAP_LOAD_DEN 4
 
 int md_map_init(md_map *m, size_t hint)
 {
@@ -231,70 +233,53 @@ int md_map_init(md_map *m, size_t hint)
     size_t cap = 16;
     while (cap < hint * 2)
         cap *= 2;
-    m->keys = calloc(cap, sizeof *m->keys);
-    m->vals = calloc(cap, sizeof *m->vals);
-    if (!m->keys || !m->vals) {
-        md_map_free(m);
+    if (!(m->slot = calloc(cap, sizeof *m->slot)))
         return -1;
-    }
     m->cap = cap;
     return 0;
 }
 
 void md_map_free(md_map *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->slot);
     memset(m, 0, sizeof *m);
 }
 
 void md_map_clear(md_map *m)
 {
     if (m->cap)
-        memset(m->keys, 0, m->cap * sizeof *m->keys);
+        memset(m->slot, 0, m->cap * sizeof *m->slot);
     m->n = 0;
 }
 
 int md_map_copy(md_map *dst, const md_map *src)
 {
     *dst = *src;
-    dst->keys = malloc(src->cap * sizeof *dst->keys);
-    dst->vals = malloc(src->cap * sizeof *dst->vals);
-    if (!dst->keys || !dst->vals) {
+    if (!(dst->slot = malloc(src->cap * sizeof *dst->slot))) {
         md_map_free(dst);
         return -1;
     }
-    memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
-    memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
+    memcpy(dst->slot, src->slot, src->cap * sizeof *dst->slot);
     return 0;
 }
 
 static int map_resize(md_map *m, size_t cap)
 {
-    md_map nm;
-    nm.keys = calloc(cap, sizeof *nm.keys);
-    nm.vals = calloc(cap, sizeof *nm.vals);
-    if (!nm.keys || !nm.vals) {
-        free(nm.keys);
-        free(nm.vals);
+    md_map_entry *ns = calloc(cap, sizeof *ns);
+    if (!ns)
         return -1;
-    }
-    nm.cap = cap;
-    nm.n = 0;
     for (size_t i = 0; i < m->cap; i++) {
-        uint64_t k = m->keys[i];
+        uint64_t k = m->slot[i].key;
         if (k != MAP_EMPTY) {
             size_t j = md_map_slot(k, cap);
-            while (nm.keys[j] != MAP_EMPTY)
+            while (ns[j].key != MAP_EMPTY)
                 j = (j + 1) & (cap - 1);
-            nm.keys[j] = k;
-            nm.vals[j] = m->vals[i];
-            nm.n++;
+            ns[j] = m->slot[i];
         }
     }
-    free(m->keys);
-    free(m->vals);
-    *m = nm;
+    free(m->slot);
+    m->slot = ns;
+    m->cap = cap;
     return 0;
 }
 
@@ -302,10 +287,10 @@ static int map_resize(md_map *m, size_t cap)
  * after making room for one more; SIZE_MAX if there is no memory. */
 static size_t map_probe(md_map *m, uint64_t k)
 {
-    if ((m->n + 1) * 4 > m->cap * 3 && map_resize(m, m->cap * 2) != 0)
+    if ((m->n + 1) * MAP_LOAD_DEN > m->cap * MAP_LOAD_NUM && map_resize(m, m->cap * 2) != 0)
         return SIZE_MAX;
     size_t i = md_map_slot(k, m->cap);
-    while (m->keys[i] != MAP_EMPTY && m->keys[i] != k)
+    while (m->slot[i].key != MAP_EMPTY && m->slot[i].key != k)
         i = (i + 1) & (m->cap - 1);
     return i;
 }
@@ -316,9 +301,8 @@ int md_map_put(md_map *m, uint64_t key, uint64_t val)
     size_t i = map_probe(m, k);
     if (i == SIZE_MAX)
         return -1;
-    m->n += m->keys[i] == MAP_EMPTY;
-    m->keys[i] = k;
-    m->vals[i] = val;
+    m->n += m->slot[i].key == MAP_EMPTY;
+    m->slot[i] = (md_map_entry){k, val};
     return 0;
 }
 
@@ -328,10 +312,9 @@ int md_map_add(md_map *m, uint64_t key, uint64_t val)
     size_t i = map_probe(m, k);
     if (i == SIZE_MAX)
         return -1;
-    if (m->keys[i] != MAP_EMPTY)
+    if (m->slot[i].key != MAP_EMPTY)
         return 0;
-    m->keys[i] = k;
-    m->vals[i] = val;
+    m->slot[i] = (md_map_entry){k, val};
     m->n++;
     return 1;
 }
@@ -346,26 +329,25 @@ int md_map_del(md_map *m, uint64_t key)
         return 0;
     uint64_t k = md_map_key(key);
     size_t mask = m->cap - 1, i = md_map_slot(k, m->cap);
-    while (m->keys[i] != k) {
-        if (m->keys[i] == MAP_EMPTY)
+    while (m->slot[i].key != k) {
+        if (m->slot[i].key == MAP_EMPTY)
             return 0;
         i = (i + 1) & mask;
     }
     for (size_t j = i;;) {
         j = (j + 1) & mask;
-        if (m->keys[j] == MAP_EMPTY)
+        if (m->slot[j].key == MAP_EMPTY)
             break;
-        size_t h = md_map_slot(m->keys[j], m->cap);
+        size_t h = md_map_slot(m->slot[j].key, m->cap);
         /* the entry at j may fill the hole at i unless its home slot lies
          * cyclically in (i, j] */
         int stays = i < j ? (h > i && h <= j) : (h > i || h <= j);
         if (!stays) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
+            m->slot[i] = m->slot[j];
             i = j;
         }
     }
-    m->keys[i] = MAP_EMPTY;
+    m->slot[i].key = MAP_EMPTY;
     m->n--;
     return 1;
 }

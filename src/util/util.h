@@ -72,10 +72,14 @@ static inline size_t md_strtab_len(const md_strtab *t, uint32_t id)
 
 /* ---- u64 -> u64 hash map: open addressing, linear probing, deletion by
  * backward shift (no tombstones); at most 3/4 full ------------------------ */
+typedef struct md_map_entry {
+    uint64_t key; /* stored form (md_map_key), 0 = empty */
+    uint64_t val;
+} md_map_entry;
+/* A key and its value share a slot: a lookup is one cache miss, not two. */
 typedef struct md_map {
-    uint64_t *keys; /* stored form (md_map_key), 0 = empty */
-    uint64_t *vals;
-    size_t cap, n;  /* cap: a power of two */
+    md_map_entry *slot;
+    size_t cap, n; /* cap: a power of two */
 } md_map;
 
 int md_map_init(md_map *m, size_t hint);
@@ -113,10 +117,10 @@ static inline int md_map_get(const md_map *m, uint64_t key, uint64_t *val)
     if (!m->cap)
         return 0;
     uint64_t k = md_map_key(key);
-    for (size_t i = md_map_slot(k, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1))
-        if (m->keys[i] == k) {
+    for (size_t i = md_map_slot(k, m->cap); m->slot[i].key; i = (i + 1) & (m->cap - 1))
+        if (m->slot[i].key == k) {
             if (val)
-                *val = m->vals[i];
+                *val = m->slot[i].val;
             return 1;
         }
     return 0;
