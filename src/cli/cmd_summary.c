@@ -17,8 +17,9 @@ static void help(int diagnose)
            "  --top N   sites to list at the peak (default 8)\n"
            "  --json    machine-readable output (schema 1, docs/json-schema.md)\n"
            "  --brief   a few lines per rank (what memdiag run prints)\n\n"
-           "Several files are read at once, one per CPU; MEMDIAG_THREADS=N caps that\n"
-           "(1: one after another, for a machine short of memory).\n");
+           "Several files are read at once, one per CPU, and where a CPU is left over a\n"
+           "file is read and decompressed ahead on another; MEMDIAG_THREADS=N caps the\n"
+           "CPUs used (1: one file after another, nothing read ahead).\n");
 }
 
 typedef struct loaded {

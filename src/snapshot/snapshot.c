@@ -696,9 +696,16 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
 
 int md_snapshot_load(const char *path, md_snapshot **out, md_err *err)
 {
+    md_load_opts opts = {.read_ahead = 1};
+    return md_snapshot_load_with(path, &opts, out, err);
+}
+
+int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapshot **out,
+                          md_err *err)
+{
     md_input *in = NULL;
     md_err_file(err, path);
-    int rc = md_input_open(path, &in, err);
+    int rc = md_input_open(path, opts && opts->read_ahead, &in, err);
     if (rc)
         return rc;
     rc = load(in, path, out, err);

@@ -163,7 +163,7 @@ static int setup(md_input *in, md_err *err)
     return MD_OK;
 }
 
-int md_input_open(const char *path, md_input **out, md_err *err)
+int md_input_open(const char *path, int read_ahead, md_input **out, md_err *err)
 {
     md_input *in = calloc(1, sizeof *in);
     if (!in)
@@ -189,7 +189,7 @@ int md_input_open(const char *path, md_input **out, md_err *err)
      * reader stopped early, and closing would wait for it. A plain file
      * under AHEAD_RAW_MIN is too: there the thread's start and its chunks
      * cost more than the copy it takes over (+0.3 ms on a 0.9 MB file). */
-    if (in->file_size && (in->codec != C_RAW || in->file_size >= AHEAD_RAW_MIN))
+    if (read_ahead && in->file_size && (in->codec != C_RAW || in->file_size >= AHEAD_RAW_MIN))
         ahead_start(in);
     *out = in;
     return MD_OK;

@@ -9,7 +9,9 @@
 
 typedef struct md_input md_input;
 
-int md_input_open(const char *path, md_input **out, md_err *err);
+/* read_ahead: read and decompress on a thread of its own (a regular file
+ * only: compressed, or plain from 2 MiB). */
+int md_input_open(const char *path, int read_ahead, md_input **out, md_err *err);
 int md_input_mem(const void *data, size_t n, md_input **out, md_err *err);
 /* Reads up to n bytes; returns bytes read (0 at end) or a negative md code. */
 long md_input_read(md_input *in, void *buf, size_t n, md_err *err);

@@ -120,7 +120,12 @@ static void test_compressed_equal_raw(void **st)
     memset(&e, 0, sizeof e);
     assert_int_equal(md_snapshot_load_mem(d, n, "alpha-small", &mem, &e), MD_OK);
     for (int i = 0; i < 4; i++) {
-        md_snapshot *c = load_ok(names[i]);
+        md_snapshot *c = load_ok(names[i]); /* read ahead on a thread where compressed */
+        assert_same_events(c, mem);
+        md_snapshot_free(c);
+        md_load_opts here = {.read_ahead = 0}; /* all on this thread */
+        assert_int_equal(md_snapshot_load_with(data_path(names[i], p, sizeof p), &here, &c, &e),
+                         MD_OK);
         assert_same_events(c, mem);
         md_snapshot_free(c);
     }
