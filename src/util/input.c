@@ -9,6 +9,7 @@
  * CPU is free (bench/RESULTS.md, session 6). Memory input and pipes are
  * read on the caller's thread. */
 #include <errno.h>
+#include <stdarg.h>
 #include <lzma.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -73,10 +74,15 @@ static void ahead_start(md_input *in);
 /* A decoder's error after `made` bytes of this read: they are still
  * returned (the reader then fails exactly where the data ends, however the
  * reads fall), the error with the next read. */
-static long codec_fail(md_input *in, size_t made, md_err *err, const char *fmt, const char *what)
+__attribute__((format(printf, 4, 5)))
+static long codec_fail(md_input *in, size_t made, md_err *err, const char *fmt, ...)
 {
-    md_err *to = made ? &in->pending : err;
-    md_err_set(to, MD_E_FORMAT, -1, fmt, what);
+    char what[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    md_err_set(made ? &in->pending : err, MD_E_FORMAT, -1, "%s", what);
     return made ? (long)made : MD_E_FORMAT;
 }
 
@@ -230,9 +236,9 @@ static long read_gzip(md_input *in, unsigned char *buf, size_t n, md_err *err)
             }
             in->done = 1;
         } else if (zr == Z_BUF_ERROR && in->eof_in) {
-            return codec_fail(in, (size_t)(in->z.next_out - buf), err, "%s", "gzip stream is truncated");
+            return codec_fail(in, (size_t)(in->z.next_out - buf), err, "gzip stream is truncated");
         } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
-            return codec_fail(in, (size_t)(in->z.next_out - buf), err, "%s", "gzip data is corrupt");
+            return codec_fail(in, (size_t)(in->z.next_out - buf), err, "gzip data is corrupt");
         }
     }
     return (long)(in->z.next_out - buf);
@@ -254,7 +260,7 @@ static long read_zstd(md_input *in, unsigned char *buf, size_t n, md_err *err)
             /* no progress and no input left: done only if the last frame
              * was complete (zlast == 0) */
             if (in->zlast != 0)
-                return codec_fail(in, ob.pos, err, "%s", "zstd stream is truncated");
+                return codec_fail(in, ob.pos, err, "zstd stream is truncated");
             break;
         }
         in->zlast = r;
@@ -276,12 +282,9 @@ static long read_xz(md_input *in, unsigned char *buf, size_t n, md_err *err)
         if (r == LZMA_STREAM_END)
             in->done = 1;
         else if (r == LZMA_BUF_ERROR && in->eof_in)
-            return codec_fail(in, n - in->xz.avail_out, err, "%s", "xz stream is truncated");
-        else if (r != LZMA_OK && r != LZMA_BUF_ERROR) {
-            char what[48];
-            snprintf(what, sizeof what, "xz data is corrupt (code %d)", (int)r);
-            return codec_fail(in, n - in->xz.avail_out, err, "%s", what);
-        }
+            return codec_fail(in, n - in->xz.avail_out, err, "xz stream is truncated");
+        else if (r != LZMA_OK && r != LZMA_BUF_ERROR)
+            return codec_fail(in, n - in->xz.avail_out, err, "xz data is corrupt (code %d)", (int)r);
     }
     return (long)(n - in->xz.avail_out);
 }
