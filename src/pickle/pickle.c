@@ -82,6 +82,13 @@ struct md_pkl {
                                 half of a trace's lists repeat the one before */
     unsigned char *seenbytes;
     size_t seenlen, seenbytecap;
+    /* The table pays where tracebacks repeat as distinct lists (torch's
+     * snapshots: a first repeat within the first ten lists, then thousands);
+     * where lists are shared through the memo instead, or never repeat, it
+     * is only hashing and copying (15 % of a 1 MB file's time): past
+     * SEEN_TRIAL new bodies with under a quarter as many repeats, off. */
+    size_t seen_hits, seen_new;
+    int seen_off;
     uint32_t memo_gen;
     md_pkl_limits lim;
     int proto;
@@ -908,6 +915,20 @@ static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
     return p->shared[k].o;
 }
 
+#define SEEN_TRIAL 256
+
+/* Turns the table off for the rest of the input (see seen_off). */
+static void seen_stop(md_pkl *p)
+{
+    free(p->seen);
+    free(p->seenbytes);
+    p->seen = NULL;
+    p->seenbytes = NULL;
+    p->nseen = p->seencap = p->seenlen = p->seenbytecap = 0;
+    p->seen_last = SIZE_MAX;
+    p->seen_off = 1;
+}
+
 static const unsigned char *seen_bytes(const md_pkl *p, const struct list_slot *e)
 {
     return (p->own ? p->seenbytes : p->buf) + e->off;
@@ -955,6 +976,10 @@ static const struct list_slot *seen_again(const md_pkl *p, const unsigned char *
  * memory) only means the next such list is read anew. */
 static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash, pv_obj *o)
 {
+    if (++p->seen_new >= SEEN_TRIAL && p->seen_hits * 4 < p->seen_new) {
+        seen_stop(p);
+        return;
+    }
     int moved = slots_room(&p->seen, &p->seencap, p->nseen);
     if (moved < 0)
         return;
@@ -1022,7 +1047,8 @@ static int fused_list(md_pkl *p, md_err *err)
     } else { /* (MARK gets APPENDS) or (get APPEND) */
         int marked = b[q] == '(', term = marked ? 'e' : 'a';
         size_t body = q + (size_t)marked, n, end;
-        const struct list_slot *e = seen_again(p, b + body, len - body, term);
+        int use_seen = !p->seen_off;
+        const struct list_slot *e = use_seen ? seen_again(p, b + body, len - body, term) : NULL;
         uint32_t caches[FUSED_MAX]; /* memo indices, then their caches */
         if (e) {
             end = body + e->len;
@@ -1031,9 +1057,10 @@ static int fused_list(md_pkl *p, md_err *err)
             if (end >= len || b[end] != term || (marked ? n < 2 : n != 1))
                 return 0;
         }
-        uint64_t hash = e ? 0 : md_hash(b + body, end - body, 0);
-        if (e || (e = seen_find(p, b + body, end - body, hash)) != NULL) {
+        uint64_t hash = e || !use_seen ? 0 : md_hash(b + body, end - body, 0);
+        if (e || (use_seen && (e = seen_find(p, b + body, end - body, hash)) != NULL)) {
             o = e->o; /* this list's bytes converted before */
+            p->seen_hits++;
         } else {
             uint32_t cache;
             for (size_t i = 0; i < n; i++)
@@ -1043,7 +1070,8 @@ static int fused_list(md_pkl *p, md_err *err)
                 return rc;
             if (!(o = shared_list(p, cache, err)))
                 return MD_E_NOMEM;
-            seen_add(p, b + body, end - body, hash, o);
+            if (use_seen)
+                seen_add(p, b + body, end - body, hash, o);
         }
         q = end + 1;
     }

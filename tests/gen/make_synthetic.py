@@ -417,6 +417,25 @@ def memo_overwrite():
     return bytes(w.out)
 
 
+def distinct_stacks():
+    """300 allocations with 300 different frames lists, then 50 frees whose
+    lists are new list objects with the same frames as the first 50 (what
+    torch writes for a repeated traceback: the same memo references in a
+    list of its own). The reader stops recognising lists by their bytes
+    after 256 new ones without repeats; the frees must still get the
+    allocations' stacks: event 301 + k has event 1 + k's stack."""
+    frames = [{"name": "f%d" % i, "filename": "/home/u/m.py", "line": i} for i in range(40)]
+    stacks = [[frames[k % 40], frames[k // 40], frames[39], frames[38]] for k in range(300)]
+    tr = [{"action": "segment_alloc", "addr": A, "size": 2 * MIB, "stream": 0, "frames": []}]
+    for k in range(300):
+        tr.append({"action": "alloc", "addr": A + 512 * k, "size": 512, "stream": 0,
+                   "frames": stacks[k]})
+    for k in range(50):
+        tr.append({"action": "free_requested", "addr": A + 512 * k, "size": 512, "stream": 0,
+                   "frames": list(stacks[k])})
+    return {"segments": [], "device_traces": [tr]}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -426,7 +445,7 @@ def main():
         "newer.pickle": (newer(), 5), "legacy_list.pickle": (legacy_list(), 4),
         "two_devices.pickle": (two_devices(), 4), "overflow.pickle": (overflow(), 4),
         "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
-        "interleaved.pickle": (interleaved(), 4),
+        "interleaved.pickle": (interleaved(), 4), "distinct_stacks.pickle": (distinct_stacks(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),

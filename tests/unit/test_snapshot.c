@@ -262,6 +262,33 @@ static void test_cut_compressed_alike(void **st)
     remove(tmp);
 }
 
+/* Lists stop being recognised by their bytes after 256 new ones with no
+ * repeat (tests/gen/make_synthetic.py distinct_stacks); a list repeated
+ * after that still gets its stack, and every stack its own frames. */
+static void test_distinct_stacks(void **st)
+{
+    (void)st;
+    md_snapshot *s = load_ok("synthetic/distinct_stacks.pickle");
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, 0, &n);
+    assert_int_equal(n, 351);
+    for (size_t k = 0; k < 300; k++) {
+        size_t nf;
+        const uint32_t *fr = md_snapshot_stack(s, ev[1 + k].stack, &nf);
+        assert_int_equal(nf, 4);
+        char want[2][8];
+        snprintf(want[0], sizeof want[0], "f%zu", k % 40);
+        snprintf(want[1], sizeof want[1], "f%zu", k / 40);
+        for (int i = 0; i < 2; i++)
+            assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, fr[i])->name), want[i]);
+        if (k)
+            assert_int_not_equal(ev[1 + k].stack, ev[k].stack);
+        if (k < 50)
+            assert_int_equal(ev[301 + k].stack, ev[1 + k].stack);
+    }
+    md_snapshot_free(s);
+}
+
 /* The same reference trace in every schema generation and pickler style
  * (tests/gen/make_synthetic.py) must read to the same events. */
 static void test_schema_versions(void **st)
@@ -471,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_memo_overwrite),
         cmocka_unit_test(test_truncated_real_file),
         cmocka_unit_test(test_cut_compressed_alike),
+        cmocka_unit_test(test_distinct_stacks),
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_v2_0_history_blocks),
         cmocka_unit_test(test_legacy_list_and_devices),
