@@ -9,7 +9,7 @@ ifeq ($(STATIC_DEPS),1)  # a binary for machines without these -dev packages
 LIBS = -Wl,-Bstatic -ljansson -lzstd -llzma -lz -Wl,-Bdynamic -lm -ldl -lpthread
 endif
 # The CLI is linked static (position-independent, so still randomized): a
-# run then skips the dynamic loader's work, 0.4-0.7 ms of every run and
+# run then skips the dynamic loader's work, 0.4-0.8 ms of every run and
 # 1.2 MB of resident memory (bench/RESULTS.md, session 6), which is most
 # of what a 1 MB snapshot costs. The sanitizer builds set CLI_STATIC=0.
 CLI_STATIC ?= 1

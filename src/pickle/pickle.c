@@ -1482,8 +1482,10 @@ static const char *not_pickle_hint(const unsigned char *b, size_t n)
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
 {
     int rc = need(p, 1, err);
+    if (rc == MD_E_FORMAT && p->eof) /* else a decoder's error, in its own words */
+        return md_err_set(err, MD_E_FORMAT, 0, "empty file: not a pickle");
     if (rc)
-        return rc == MD_E_FORMAT && p->eof ? md_err_set(err, MD_E_FORMAT, 0, "empty file: not a pickle") : rc;
+        return rc;
     int first = p->buf[p->pos];
     if (first != 0x80 && first != '(' && first != '}' && first != ']')
         return md_err_set(err, MD_E_FORMAT, 0, "not a pickle (first byte 0x%02x)%s", first,
@@ -1493,7 +1495,7 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err)
             return rc;
         rc = need(p, 1, err);
         if (rc) {
-            if (rc == MD_E_FORMAT && p->eof) /* not a decoder's error: its own words */
+            if (rc == MD_E_FORMAT && p->eof) /* as above */
                 return md_err_set(err, MD_E_FORMAT, p->base + (int64_t)p->len,
                                   "truncated: input ends before the pickle's STOP opcode");
             return rc;

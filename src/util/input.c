@@ -284,7 +284,8 @@ static long read_xz(md_input *in, unsigned char *buf, size_t n, md_err *err)
         else if (r == LZMA_BUF_ERROR && in->eof_in)
             return codec_fail(in, n - in->xz.avail_out, err, "xz stream is truncated");
         else if (r != LZMA_OK && r != LZMA_BUF_ERROR)
-            return codec_fail(in, n - in->xz.avail_out, err, "xz data is corrupt (code %d)", (int)r);
+            return codec_fail(in, n - in->xz.avail_out, err, "xz data is corrupt (code %d)",
+                              (int)r);
     }
     return (long)(n - in->xz.avail_out);
 }
