@@ -22,7 +22,7 @@ static void usage(FILE *o)
             "\n"
             "PATH is a PyTorch allocator snapshot (torch.cuda.memory._dump_snapshot;\n"
             "plain, .gz, .zst or .xz), a memdiag capture file (.mdcap), a directory of them\n"
-            "(a 'memdiag run' output), or a seed-script JSON report.\n"
+            "(a 'memdiag run' output), or a seed-script JSON report; - reads standard input.\n"
             "'memdiag COMMAND --help' shows a command's options.\n"
             "Exit status: 0 success, 2 unusable input or arguments, 3 (run) the job ran out\n"
             "of GPU memory.\n");

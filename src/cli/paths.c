@@ -143,14 +143,16 @@ int cli_expand_paths(char **args, int nargs, char ***out, size_t *nout)
     char **v = NULL;
     size_t n = 0, cap = 0;
     for (int i = 0; i < nargs; i++) {
+        /* "-": standard input, as in `zstdcat F | memdiag summary -` */
+        const char *a = strcmp(args[i], "-") ? args[i] : "/dev/stdin";
         struct stat st;
-        if (stat(args[i], &st) != 0) {
-            cli_fail("%s: no such file or directory", args[i]);
+        if (stat(a, &st) != 0) {
+            cli_fail("%s: no such file or directory", a);
             cli_free_paths(v, n);
             return EXIT_USAGE;
         }
-        int rc = S_ISDIR(st.st_mode) ? expand_dir(args[i], &v, &n, &cap)
-                                     : push(&v, &n, &cap, args[i]) ? EXIT_USAGE : 0;
+        int rc = S_ISDIR(st.st_mode) ? expand_dir(a, &v, &n, &cap)
+                                     : push(&v, &n, &cap, a) ? EXIT_USAGE : 0;
         if (rc) {
             cli_free_paths(v, n);
             return rc;

@@ -17,6 +17,7 @@ check "README examples agree with the binary" python3 tests/cli/readme_examples.
 # real snapshots: summary works and shows the indicators
 check "summary of a real snapshot" sh -c "$M summary $D/seed-exercise/snap-alpha-small-rank0.pickle | grep -q 'maximum_peak_allocated_mib *155.2'"
 check "compressed input" sh -c "$M summary $D/alpha-small.pickle.zst | grep -q 'first_step_persistent_change_mib *64.0'"
+check "- reads standard input" sh -c "cat $D/alpha-small.pickle.zst | $M summary - | grep -q 'first_step_persistent_change_mib *64.0'"
 check "a snapshot through a pipe, plain and compressed (not sniffed away)" sh -c "cat $D/seed-exercise/snap-alpha-small-rank0.pickle | $M summary /dev/stdin | grep -q 'maximum_peak_allocated_mib *155.2' && cat $D/alpha-small.pickle.zst | $M summary /dev/stdin | grep -q 'first_step_persistent_change_mib *64.0'"
 check "diagnose --json is valid JSON with schema 1" sh -c "$M diagnose --json $D/seed-exercise/snap-beta-ddp-rank0.pickle $D/seed-exercise/snap-beta-ddp-rank1.pickle | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"schema\"]==1 and [r[\"rank\"] for r in d[\"ranks\"]]==[0,1] and d[\"ranks\"][0][\"indicators\"][\"largest_forward_increase_mib\"]>200'"
 for f in $D/seed-exercise/snap-*.pickle $D/synthetic/*.pickle $D/captured/*.pickle.xz; do
