@@ -65,11 +65,12 @@ struct md_pkl {
     void *hook_ctx;
     md_pkl_list_fn list_hook;
     void *list_ctx;
-    /* converted lists by cache value: released lists hold nothing else, so
-     * lists converted alike share one (a trace's 70 000 frames lists are a
-     * few hundred stacks); hash = cache_hash(cache) there */
-    struct list_slot *shared;
-    size_t nshared, sharedcap; /* sharedcap: a power of two, or 0 */
+    /* converted lists by cache value (shared[cache - 1]): released lists
+     * hold nothing else, so lists converted alike share one (a trace's
+     * 70 000 frames lists are a few hundred stacks). Cache values are
+     * small (md_pkl_list_fn), so an array, not a hash table. */
+    pv_obj **shared;
+    size_t nshared, sharedcap; /* entries set (NULL or a list), room */
     /* converted lists by their bytes: a trace writes the same frames list
      * (the same memo references) tens of thousands of times; a list read
      * before is recognised by its bytes alone (seen_find). Valid while no
@@ -895,24 +896,29 @@ static int slots_room(struct list_slot **t, size_t *cap, size_t n)
 /* The released list standing for every list converted to cache. */
 static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
 {
-    if (slots_room(&p->shared, &p->sharedcap, p->nshared) < 0) {
-        md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    /* the hook's values count what it converted: never more than bytes read */
+    if (cache == 0 || cache > (uint64_t)p->base + p->pos + 1) {
+        md_err_set(err, MD_E_LIMIT, p->op_off, "list cache %u out of range", cache);
         return NULL;
     }
-    uint64_t hash = cache * 0x9e3779b97f4a7c15ULL >> 32;
-    size_t k = (size_t)hash & (p->sharedcap - 1);
-    while (p->shared[k].o && p->shared[k].o->cache != cache)
-        k = (k + 1) & (p->sharedcap - 1);
-    if (!p->shared[k].o) {
+    if (cache > p->nshared) {
+        if (md_grow((void **)&p->shared, &p->sharedcap, cache, sizeof *p->shared)) {
+            md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+            return NULL;
+        }
+        memset(p->shared + p->nshared, 0, (cache - p->nshared) * sizeof *p->shared);
+        p->nshared = cache;
+    }
+    pv_obj **slot = &p->shared[cache - 1];
+    if (!*slot) {
         md_pv v;
         if (new_obj(p, PVO_LIST, &v, err))
             return NULL;
         v.o->taken = PVO_RELEASED;
         v.o->cache = cache;
-        p->shared[k] = (struct list_slot){hash, 0, 0, 0, v.o};
-        p->nshared++;
+        *slot = v.o;
     }
-    return p->shared[k].o;
+    return *slot;
 }
 
 #define SEEN_TRIAL 256
