@@ -27,12 +27,12 @@ struct slab {
     _Alignas(16) unsigned char data[];
 };
 
-/* A slot of the two tables of converted lists (open addressing on hash;
- * o NULL = empty). */
+/* A slot of the table of lists seen (open addressing on hash; o NULL =
+ * empty). */
 struct list_slot {
     uint64_t hash;
-    size_t off;         /* seen: the body's bytes (seen_bytes) */
-    uint32_t len, gen;  /* seen: their length, memo_gen when added */
+    size_t off;         /* the body's bytes (seen_bytes) */
+    uint32_t len, gen;  /* their length, memo_gen when added */
     pv_obj *o;          /* the released list */
 };
 
@@ -868,7 +868,7 @@ static uint32_t converted(const md_pkl *p, uint32_t idx)
     return o->taken == PVO_RELEASED ? o->cache : 0;
 }
 
-/* Makes room in a table of list slots for one more (at most half full),
+/* Makes room in the table of list slots for one more (at most half full),
  * rehashing on the stored hashes. 1 if the slots moved, 0 if not, -1 if
  * there is no memory. */
 static int slots_room(struct list_slot **t, size_t *cap, size_t n)
