@@ -39,9 +39,8 @@ struct ahead {
     size_t len[NCHUNK];
     uint64_t filled, next; /* chunks filled / taken by the reader */
     size_t pos;            /* bytes of the reader's chunk already taken */
-    int ended, stop;       /* ended: no more chunks (see rc) */
-    long rc;               /* 0 at the end, or the error's code */
-    md_err err;
+    int ended, stop;       /* ended: no more chunks (see err) */
+    md_err err;            /* code 0 at the end, else the error met there */
 };
 
 struct md_input {
@@ -345,8 +344,7 @@ static void *ahead_main(void *arg)
             a->filled++;
         } else {
             a->ended = 1;
-            a->rc = r;
-            a->err = e;
+            a->err = e; /* decode's error code is what it returned */
         }
         pthread_cond_broadcast(&a->cv);
         if (r <= 0)
@@ -408,12 +406,11 @@ static long ahead_read(struct ahead *a, unsigned char *buf, size_t n, md_err *er
     while (a->next == a->filled && !a->ended)
         pthread_cond_wait(&a->cv, &a->mu);
     uint64_t ready = a->filled;
-    long rc = a->rc;
     pthread_mutex_unlock(&a->mu);
     if (a->next == ready) { /* nothing more: the end, or the error met there */
-        if (rc < 0) /* not *err = a->err: that would wipe the file's name */
+        if (a->err.code) /* not *err = a->err: that would wipe the file's name */
             md_err_set(err, a->err.code, a->err.offset, "%s", a->err.msg);
-        return rc;
+        return a->err.code;
     }
     size_t got = 0;
     while (got < n && a->next < ready) { /* chunks handed over are the reader's */

@@ -192,10 +192,7 @@ static void test_truncated_real_file(void **st)
     assert_true(fd >= 0);
     close(fd);
     for (size_t cut = 0; cut < n; cut += 5 * step) {
-        FILE *f = fopen(tmp, "wb");
-        assert_non_null(f);
-        assert_int_equal(fwrite(d, 1, cut, f), cut);
-        fclose(f);
+        write_file(tmp, d, cut);
         md_snapshot *s = NULL;
         md_err e;
         memset(&e, 0, sizeof e);
@@ -245,10 +242,7 @@ static void test_cut_compressed_alike(void **st)
         unsigned char *d = slurp(data_path(names[f], p, sizeof p), &n);
         assert_non_null(d);
         for (size_t cut = 1; cut < n; cut += n / 23 + 1) {
-            FILE *out = fopen(tmp, "wb");
-            assert_non_null(out);
-            assert_int_equal(fwrite(d, 1, cut, out), cut);
-            fclose(out);
+            write_file(tmp, d, cut);
             md_err m = load_bad(d, cut), a = load_cut_file(tmp, 1), b = load_cut_file(tmp, 0);
             assert_int_equal(m.code, MD_E_FORMAT);
             assert_int_equal(a.code, m.code);

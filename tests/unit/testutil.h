@@ -41,6 +41,15 @@ static inline unsigned char *slurp(const char *path, size_t *n)
     return b;
 }
 
+/* Writes data[0..n) to path (replacing it). */
+static inline void write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
 static inline md_snapshot *load_ok(const char *rel)
 {
     char p[1024];
