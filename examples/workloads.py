@@ -16,6 +16,11 @@ Workloads (--case):
   vocab   causal LM head over a large vocabulary (logits)
   oom     grows the batch until the allocator fails (oom)
 
+--compile default|reduce-overhead trains the torch.compile'd model (the
+latter through CUDA graphs, whose memory is a private pool of the
+allocator); --devices N splits the blocks over N GPUs of one process
+(naive model parallelism: one snapshot, one trace per device).
+
     python3 examples/workloads.py --case gamma --out runs/gamma
 
 With --plain it records nothing itself: run it under `memdiag run`, on one
@@ -60,6 +65,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--memory-fraction", type=float, default=0.02,
                    help="oom case: fraction of the GPU the process may use")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--compile", choices=("off", "default", "reduce-overhead"), default="off",
+                   help="torch.compile the model (reduce-overhead: CUDA graphs)")
+    p.add_argument("--devices", type=int, default=1,
+                   help="split the model's blocks over this many GPUs of one process")
     a = p.parse_args()
     if a.plain:
         return a
@@ -116,27 +125,48 @@ class Model(nn.Module):
         self.lm_head = lm_head
         self.out = nn.Linear(hidden, vocab if lm_head else 16, bias=False)
 
+    def place(self, devs: list) -> "Model":
+        """Embedding on the first device, the blocks spread in order, the
+        head on the last (one device: all of it there)."""
+        self.embed.to(devs[0])
+        self.pos.data = self.pos.data.to(devs[0])
+        for i, b in enumerate(self.blocks):
+            b.to(devs[i * len(devs) // len(self.blocks)])
+        self.norm.to(devs[-1])
+        self.out.to(devs[-1])
+        return self
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids) + self.pos[: ids.shape[1]]
         for b in self.blocks:
-            x = b(x)
-        x = self.norm(x)
+            x = b(x.to(b.ln1.weight.device))
+        x = self.norm(x.to(self.norm.weight.device))
         return self.out(x if self.lm_head else x[:, 0])
 
 
 PLAIN = False
+DEVICES: list = []  # the GPUs this process trains on
 
 
-def counters(step: int, phase: str) -> dict:
+def counters(step: int, phase: str) -> list:
+    """torch's counters on each device this process uses, one sample each."""
     if PLAIN:  # under memdiag run: no samples of our own, no device syncs
-        return {}
-    torch.cuda.synchronize()
-    free, total = torch.cuda.mem_get_info()
-    return {"step": step, "phase": phase,
-            "allocated_mib": torch.cuda.memory_allocated() / MIB,
-            "reserved_mib": torch.cuda.memory_reserved() / MIB,
-            "peak_allocated_mib": torch.cuda.max_memory_allocated() / MIB,
-            "device_used_mib": (total - free) / MIB}
+        return []
+    out = []
+    for d in DEVICES:
+        torch.cuda.synchronize(d)
+        free, total = torch.cuda.mem_get_info(d)
+        out.append({"step": step, "phase": phase, "device": d.index,
+                    "allocated_mib": torch.cuda.memory_allocated(d) / MIB,
+                    "reserved_mib": torch.cuda.memory_reserved(d) / MIB,
+                    "peak_allocated_mib": torch.cuda.max_memory_allocated(d) / MIB,
+                    "device_used_mib": (total - free) / MIB})
+    return out
+
+
+def reset_peaks() -> None:
+    for d in DEVICES:
+        torch.cuda.reset_peak_memory_stats(d)
 
 
 def loss_of(model, ids, targets, case, bf16):
@@ -145,8 +175,8 @@ def loss_of(model, ids, targets, case, bf16):
     if case == "vocab":  # shifted next-token loss on fp32 logits, the transformers way
         logits = logits.float()
         return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
-                                           ids[:, 1:].reshape(-1))
-    return nn.functional.cross_entropy(logits.float(), targets)
+                                           ids[:, 1:].reshape(-1).to(logits.device))
+    return nn.functional.cross_entropy(logits.float(), targets.to(logits.device))
 
 
 def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0,
@@ -154,20 +184,22 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
     layers, hidden, heads, ffn, seq = SIZES[a.preset]
     vocab = a.vocab if a.case == "vocab" else 4096
     max_seq = seq * 4 if a.case == "ragged" else seq
-    model = Model(vocab, hidden, heads, ffn, layers, max_seq, a.case == "vocab").to(dev)
+    model = Model(vocab, hidden, heads, ffn, layers, max_seq, a.case == "vocab").place(DEVICES)
     params = sum(p.numel() for p in model.parameters())
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index],
                                                     gradient_as_bucket_view=True)
-    torch.cuda.reset_peak_memory_stats()
-    samples.append(counters(-1, "after_model"))
+    if a.compile != "off":
+        model = torch.compile(model, mode=a.compile)
+    reset_peaks()
+    samples += counters(-1, "after_model")
     opt = (torch.optim.AdamW(model.parameters(), lr=1e-4) if a.case in ("beta", "ragged")
            else torch.optim.SGD(model.parameters(), lr=1e-3))
     gen = torch.Generator(device=dev).manual_seed(a.seed + rank)
     batch = a.batch + (a.rank_zero_extra if rank == 0 else 0)
     ids = torch.randint(vocab, (batch, seq), generator=gen, device=dev)
     targets = torch.randint(16, (batch,), generator=gen, device=dev)
-    samples.append(counters(-1, "after_input"))
+    samples += counters(-1, "after_input")
     kept = []
     times = []
     for step in range(a.steps):
@@ -181,20 +213,22 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
             batch *= 2
             ids = torch.randint(vocab, (batch, seq), generator=gen, device=dev)
             targets = torch.randint(16, (batch,), generator=gen, device=dev)
-        torch.cuda.reset_peak_memory_stats()
+        reset_peaks()
+        if a.compile == "reduce-overhead":  # a new step: graph outputs may be overwritten
+            torch.compiler.cudagraph_mark_step_begin()
         loss = loss_of(model, ids, targets, a.case, a.precision == "bf16")
-        samples.append(counters(step, "after_forward"))
+        samples += counters(step, "after_forward")
         # gamma's bug: the retained graph's saved tensors stay on the GPU
         # because each loss is kept; keptloss keeps the loss too, but its
         # graph's buffers were freed by backward, so no GPU memory leaks
         loss.backward(retain_graph=a.case == "gamma")
-        samples.append(counters(step, "after_backward"))
+        samples += counters(step, "after_backward")
         opt.step()
-        samples.append(counters(step, "after_optimizer_step"))
+        samples += counters(step, "after_optimizer_step")
         if a.case in ("gamma", "keptloss"):
             kept.append(loss)
         opt.zero_grad(set_to_none=True)
-        samples.append(counters(step, "after_clear_gradients"))
+        samples += counters(step, "after_clear_gradients")
         if t0 is not None:
             t1 = torch.cuda.Event(enable_timing=True)
             t1.record()
@@ -217,6 +251,12 @@ def main() -> int:
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     torch.cuda.set_device(dev)
+    global DEVICES
+    if a.devices > 1 and (world > 1 or a.devices > torch.cuda.device_count()):
+        print(f"workloads.py: --devices {a.devices} needs one process and that many GPUs",
+              file=sys.stderr)
+        return 2
+    DEVICES = [dev] if a.devices == 1 else [torch.device("cuda", i) for i in range(a.devices)]
     if world > 1:
         torch.distributed.init_process_group("nccl", device_id=dev)
     if a.precision == "bf16":  # every rank must support it, or none uses it
@@ -235,6 +275,7 @@ def main() -> int:
     samples: list = []
     result = {"case": a.case, "preset": a.preset, "batch": a.batch, "steps": a.steps,
               "precision": a.precision, "stacks": a.stacks, "max_entries": a.max_entries,
+              "compile": a.compile, "devices": [d.index for d in DEVICES],
               "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
               "torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev)}
     status = 0
@@ -247,11 +288,12 @@ def main() -> int:
         torch.distributed.destroy_process_group()
     if a.plain:
         return status
-    torch.cuda.synchronize()
-    result["end"] = {"allocated": torch.cuda.memory_allocated(),
-                     "reserved": torch.cuda.memory_reserved(),
-                     "max_allocated": torch.cuda.max_memory_allocated(),
-                     "max_reserved": torch.cuda.max_memory_reserved()}
+    for d in DEVICES:
+        torch.cuda.synchronize(d)
+    result["end"] = {"allocated": torch.cuda.memory_allocated(dev),
+                     "reserved": torch.cuda.memory_reserved(dev),
+                     "max_allocated": torch.cuda.max_memory_allocated(dev),
+                     "max_reserved": torch.cuda.max_memory_reserved(dev)}
     result["samples"] = samples
     torch.cuda.memory._dump_snapshot(str(a.out.with_suffix(".pickle")))
     torch.cuda.memory._record_memory_history(enabled=None)

@@ -358,6 +358,11 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err);
 /* Cross-rank findings (rank_imbalance) over analyses of one job's ranks. */
 int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nranks,
                       md_finding **out, size_t *n, md_err *err);
+/* The same over the CUDA devices of one process (one snapshot tracing
+ * several devices: model or pipeline parallelism); the finding names
+ * devices ("cuda:1") and its advice is about the model's split. */
+int md_diagnose_devices(const md_analysis *const *as, const int *devices, size_t ndevices,
+                        md_finding **out, size_t *n, md_err *err);
 
 /* ---- phase samples (the seed script's JSON reports) ------------------------ */
 

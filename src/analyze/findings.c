@@ -97,7 +97,7 @@ static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred
             snprintf(label, sizeof label, "%s:%d %s", md_snapshot_string(c->s, fr->filename),
                      fr->line, md_snapshot_string(c->s, fr->name));
         else
-            snprintf(label, sizeof label, "(no Python frames: autograd engine or C++)");
+            snprintf(label, sizeof label, "(no frames outside torch: autograd engine or C++)");
         size_t k = 0;
         while (k < ns && strcmp(sites[k].site, label))
             k++;
@@ -583,14 +583,43 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     return MD_OK;
 }
 
-/* Rank imbalance: the rank with the highest peak against the lowest, and
- * the first phase point where they part. */
-int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
-                      md_finding **out, size_t *n, md_err *err)
+/* Where two ranks, or two devices of one process, part: the first phase
+ * point of a step at which the higher holds a quarter of the difference
+ * more. */
+static void parting(md_finding *f, const md_analysis *ah, const md_analysis *al,
+                    const char *who, double diff)
+{
+    static const char *const names[] = {"before the forward", "forward", "backward",
+                                        "optimizer step", "zero_grad"};
+    const md_replay *rh = md_analysis_replay(ah), *rl = md_analysis_replay(al);
+    size_t nh, nl;
+    const md_step *sh = md_analysis_steps(ah, &nh), *sl = md_analysis_steps(al, &nl);
+    for (size_t k = 0; k < nh && k < nl; k++) {
+        long ih[5] = {sh[k].fwd_start, sh[k].after_forward, sh[k].after_backward,
+                      sh[k].after_optim, sh[k].after_zero};
+        long il[5] = {sl[k].fwd_start, sl[k].after_forward, sl[k].after_backward,
+                      sl[k].after_optim, sl[k].after_zero};
+        for (int ph = 0; ph < 5; ph++) {
+            double dh = (double)md_replay_at(rh, ih[ph]).allocated -
+                        (double)md_replay_at(rl, il[ph]).allocated;
+            if (dh >= diff / 4) {
+                f->phase = ph == 0 ? -1 : ph - 1;
+                MD_EVIDENCE(f, "they part in step %d's %s: %s holds %.1f MiB more by its end",
+                            sh[k].number, names[ph], who, dh / MIB);
+                return;
+            }
+        }
+    }
+}
+
+/* Imbalance: the highest peak against the lowest. ids name ranks, or the
+ * CUDA devices of one process (model or pipeline parallelism), whose
+ * remedy differs: the split of the model, not work one rank does. */
+static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, int devices,
+                     md_finding **out, size_t *n)
 {
     fctx c;
     memset(&c, 0, sizeof c);
-    (void)err;
     *out = NULL;
     *n = 0;
     if (nr < 2)
@@ -603,8 +632,8 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
         if (p < md_replay_peak_allocated(md_analysis_replay(as[lo])))
             lo = i;
     }
-    const md_replay *rh = md_analysis_replay(as[hi]), *rl = md_analysis_replay(as[lo]);
-    uint64_t ph = md_replay_peak_allocated(rh), pl = md_replay_peak_allocated(rl);
+    uint64_t ph = md_replay_peak_allocated(md_analysis_replay(as[hi]));
+    uint64_t pl = md_replay_peak_allocated(md_analysis_replay(as[lo]));
     uint64_t diff = ph - pl;
     if (hi == lo || !pl || diff < IMBALANCE_MIN || (double)diff < IMBALANCE_SHARE * (double)pl)
         return MD_OK; /* a rank with nothing allocated is a missing rank, not an imbalance */
@@ -612,46 +641,44 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
                         (double)diff >= 0.3 * (double)pl ? MD_SEV_WARNING : MD_SEV_INFO, diff);
     if (!f)
         return MD_E_NOMEM;
-    MD_SUMMARY(f, "rank %d peaks %.1f MiB (%.0f%%) above rank %d", ranks[hi], md_mib(diff),
-            100.0 * (double)diff / (double)pl, ranks[lo]);
-    MD_EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi], md_mib(ph), ranks[lo],
-             md_mib(pl));
-    size_t nh, nl;
-    const md_step *sh = md_analysis_steps(as[hi], &nh), *sl = md_analysis_steps(as[lo], &nl);
-    static const char *const names[] = {"before the forward", "forward", "backward",
-                                        "optimizer step", "zero_grad"};
-    double need = (double)diff / 4;
-    for (size_t k = 0; k < nh && k < nl; k++) {
-        long ih[5] = {sh[k].fwd_start, sh[k].after_forward, sh[k].after_backward,
-                      sh[k].after_optim, sh[k].after_zero};
-        long il[5] = {sl[k].fwd_start, sl[k].after_forward, sl[k].after_backward,
-                      sl[k].after_optim, sl[k].after_zero};
-        int found = -1;
-        double dh = 0;
-        for (int ph_i = 0; ph_i < 5 && found < 0; ph_i++) {
-            dh = (double)md_replay_at(rh, ih[ph_i]).allocated -
-                 (double)md_replay_at(rl, il[ph_i]).allocated;
-            if (dh >= need)
-                found = ph_i;
-        }
-        if (found >= 0) {
-            f->phase = found == 0 ? -1 : found - 1;
-            MD_EVIDENCE(f, "they part in step %d's %s: rank %d holds %.1f MiB more by its end",
-                     sh[k].number, names[found], ranks[hi], dh / MIB);
-            break;
-        }
-    }
+    char h[24], l[24];
+    snprintf(h, sizeof h, devices ? "cuda:%d" : "rank %d", ids[hi]);
+    snprintf(l, sizeof l, devices ? "cuda:%d" : "rank %d", ids[lo]);
+    MD_SUMMARY(f, "%s peaks %.1f MiB (%.0f%%) above %s", h, md_mib(diff),
+               100.0 * (double)diff / (double)pl, l);
+    MD_EVIDENCE(f, "peak allocated: %s %.1f MiB, %s %.1f MiB", h, md_mib(ph), l, md_mib(pl));
+    parting(f, as[hi], as[lo], h, (double)diff);
     const md_indicators *ih = md_analysis_indicators(as[hi]), *il = md_analysis_indicators(as[lo]);
     if (ih->valid && il->valid)
-        MD_EVIDENCE(f, "largest forward increase: rank %d %.1f MiB, rank %d %.1f MiB", ranks[hi],
-                 ih->largest_forward_increase_mib, ranks[lo], il->largest_forward_increase_mib);
-    MD_ADVICE(f, "Look for work only rank %d does in that phase: a larger local batch (uneven "
-              "sharding, rank-0 extras), longer sequences, rank-0 logging/evaluation, or gathered "
-              "checkpoints. Balanced, rank %d would need about %.1f MiB less.",
-           ranks[hi], ranks[hi], md_mib(diff));
+        MD_EVIDENCE(f, "largest forward increase: %s %.1f MiB, %s %.1f MiB", h,
+                    ih->largest_forward_increase_mib, l, il->largest_forward_increase_mib);
+    if (devices)
+        MD_ADVICE(f, "One process spreads the model over these devices (model or pipeline "
+                  "parallelism, device_map): move layers from %s to %s (another split point, "
+                  "or a smaller max_memory for %s). Balanced, %s would need about %.1f MiB less.",
+                  h, l, h, h, md_mib(diff));
+    else
+        MD_ADVICE(f, "Look for work only %s does in that phase: a larger local batch (uneven "
+                  "sharding, rank-0 extras), longer sequences, rank-0 logging/evaluation, or "
+                  "gathered checkpoints. Balanced, %s would need about %.1f MiB less.",
+                  h, h, md_mib(diff));
     *out = c.out;
     *n = c.n;
     return MD_OK;
+}
+
+int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
+                      md_finding **out, size_t *n, md_err *err)
+{
+    (void)err;
+    return imbalance(as, ranks, nr, 0, out, n);
+}
+
+int md_diagnose_devices(const md_analysis *const *as, const int *devices, size_t nd,
+                        md_finding **out, size_t *n, md_err *err)
+{
+    (void)err;
+    return imbalance(as, devices, nd, 1, out, n);
 }
 
 const char *md_severity_name(int sev)

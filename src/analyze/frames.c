@@ -33,29 +33,59 @@ static int is_torch_file(const char *fn)
     return strstr(fn, "/torch/") != NULL || !strncmp(fn, "torch/", 6);
 }
 
-/* torch's own Python, the standard library, frozen modules and memdiag's
- * capture hooks are not "user" code; third-party model code (transformers,
- * ...) is, because that is where a model's memory is decided. */
+/* Code torch.compile generated: Inductor's output modules, named
+ * c<52 base32 characters>.py, in its cache directory
+ * (/tmp/torchinductor_USER by default, TORCHINDUCTOR_CACHE_DIR). torch
+ * follows such a frame with the model's own source lines it came from. */
+static int is_inductor_output(const char *fn)
+{
+    if (strstr(fn, "/torchinductor_"))
+        return 1;
+    const char *base = strrchr(fn, '/');
+    base = base ? base + 1 : fn;
+    size_t n = strlen(base);
+    if (base[0] != 'c' || n < 40 + 4 || strcmp(base + n - 3, ".py"))
+        return 0;
+    for (size_t i = 1; i < n - 3; i++)
+        if (!((base[i] >= 'a' && base[i] <= 'z') || (base[i] >= '0' && base[i] <= '9')))
+            return 0;
+    return 1;
+}
+
+/* torch's own Python, the standard library, frozen modules, code
+ * torch.compile generated and memdiag's capture hooks are not "user" code;
+ * third-party model code (transformers, ...) is, because that is where a
+ * model's memory is decided. */
 static int is_user(const md_snapshot *s, const md_frame *f)
 {
     if (!is_python(s, f))
         return 0;
     const char *fn = md_strtab_get(&s->strs, f->filename);
-    if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py"))
+    if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py") ||
+        is_inductor_output(fn))
         return 0;
     if (strstr(fn, "/lib/python3") && !strstr(fn, "-packages/"))
         return 0; /* standard library */
     return 1;
 }
 
+/* The innermost user frame; without one, the innermost frame of code
+ * torch.compile generated (a CUDA-graphed backward has no model lines
+ * after it), which still names the kernel's buffer. */
 const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
 {
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
-    for (size_t i = 0; i < n; i++)
-        if (is_user(s, &s->frames[ids[i]]))
-            return &s->frames[ids[i]];
-    return NULL;
+    const md_frame *generated = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const md_frame *f = &s->frames[ids[i]];
+        if (is_user(s, f))
+            return f;
+        if (!generated && is_python(s, f) &&
+            is_inductor_output(md_strtab_get(&s->strs, f->filename)))
+            generated = f;
+    }
+    return generated;
 }
 
 const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
@@ -84,6 +114,15 @@ static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
     return strstr(md_strtab_get(&s->strs, f->name), part) != NULL;
 }
 
+/* Frame facts classify needs beyond the tags: a Python frame, and
+ * autograd.Function.apply, which is a custom function's forward when user
+ * code calls it and its backward when the autograd engine does (then it is
+ * the stack's outermost Python frame: the engine thread has no callers in
+ * Python). torch.compile's forward runs inside one such apply. */
+#define FT_PYTHON 0x1000
+#define FT_FUNCTION_APPLY 0x2000
+#define FT_INTERNAL (FT_PYTHON | FT_FUNCTION_APPLY)
+
 /* What one frame says about the phase (see classify). */
 static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
 {
@@ -94,13 +133,18 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         strstr(nm, "in_projection"))
         tags |= MD_TAG_MATMUL;
     if (is_python(s, f)) {
+        tags |= FT_PYTHON;
         if (frame_in(s, f, "torch/optim/"))
             tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
         else if (name_is(s, f, "zero_grad"))
             tags |= MD_TAG_ZERO_GRAD;
-        else if (frame_in(s, f, "torch/autograd/") ||
+        else if (frame_in(s, f, "torch/autograd/__init__.py") ||
+                 (frame_in(s, f, "torch/autograd/graph.py") &&
+                  name_is(s, f, "_engine_run_backward")) ||
                  (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward")))
             tags |= MD_TAG_BACKWARD;
+        else if (frame_in(s, f, "torch/autograd/function.py") && name_is(s, f, "apply"))
+            tags |= FT_FUNCTION_APPLY;
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&
                  (name_is(s, f, "_call_impl") || name_is(s, f, "_wrapped_call_impl")))
             tags |= MD_TAG_FORWARD;
@@ -128,18 +172,24 @@ static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack
 {
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
-    unsigned tags = 0;
+    unsigned tags = 0, outer_py = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t f = ids[i];
+        unsigned t;
         if (f < c->nframes) {
             if (!(c->ftags[f] & MD_TAG_KNOWN))
                 c->ftags[f] = (uint16_t)(frame_tags(s, &s->frames[f]) | MD_TAG_KNOWN);
-            tags |= c->ftags[f] & ~MD_TAG_KNOWN;
+            t = c->ftags[f] & ~MD_TAG_KNOWN;
         } else {
-            tags |= frame_tags(s, &s->frames[f]);
+            t = frame_tags(s, &s->frames[f]);
         }
+        tags |= t;
+        if (t & FT_PYTHON)
+            outer_py = t;
     }
-    return tags;
+    if (outer_py & FT_FUNCTION_APPLY)
+        tags |= MD_TAG_BACKWARD; /* the engine ran a custom function's backward */
+    return tags & ~FT_INTERNAL;
 }
 
 unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)

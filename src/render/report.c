@@ -97,13 +97,21 @@ const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, 
         return buf;
     }
     if (!site->frame_file) {
-        snprintf(buf, n, "(no Python frames: autograd engine or C++)");
+        snprintf(buf, n, "(no frames outside torch: autograd engine or C++)");
         return buf;
     }
     const char *file = md_snapshot_string(s, site->frame_file);
     snprintf(buf, n, "%s:%d %s", file, site->frame_line,
              md_snapshot_string(s, site->frame_name));
     return buf;
+}
+
+int md_ranks_one_process(const md_rank *ranks, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(ranks[i].path, ranks[0].path) || ranks[i].device == ranks[0].device)
+            return 0;
+    return n > 1;
 }
 
 int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nout, md_err *err)
@@ -120,11 +128,13 @@ int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nou
     if (!as || !nums) {
         rc = MD_E_NOMEM;
     } else {
+        int devices = md_ranks_one_process(ranks, n);
         for (size_t i = 0; i < n; i++) {
             as[i] = ranks[i].a;
-            nums[i] = ranks[i].rank;
+            nums[i] = devices ? ranks[i].device : ranks[i].rank;
         }
-        rc = md_diagnose_ranks(as, nums, n, out, nout, err);
+        rc = devices ? md_diagnose_devices(as, nums, n, out, nout, err)
+                     : md_diagnose_ranks(as, nums, n, out, nout, err);
     }
     free(as);
     free(nums);

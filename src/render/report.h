@@ -28,6 +28,9 @@ typedef struct md_rank {
 /* Builds the facts for one device of a snapshot. */
 int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err);
 void md_rank_free(md_rank *rk);
+/* Whether these are several devices of one snapshot (one process), not
+ * the ranks of a job. */
+int md_ranks_one_process(const md_rank *ranks, size_t n);
 /* Rank number from a file name ("...rank3..." -> 3), or -1. */
 int md_rank_from_name(const char *path);
 

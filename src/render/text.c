@@ -150,8 +150,8 @@ static int distinct_ranks(const md_rank *rk, size_t n)
 
 static void compare(FILE *o, const md_rank *rk, size_t n)
 {
-    int ranked = distinct_ranks(rk, n);
-    fprintf(o, "\n== %s compared\n", ranked ? "ranks" : "inputs");
+    int ranked = distinct_ranks(rk, n), devices = md_ranks_one_process(rk, n);
+    fprintf(o, "\n== %s compared\n", devices ? "devices" : ranked ? "ranks" : "inputs");
     fprintf(o, "  rank  device   peak MiB   reserved   fwd-increase  persistent   growth  file\n");
     size_t hi = 0, lo = 0;
     for (size_t i = 0; i < n; i++) {
@@ -167,7 +167,10 @@ static void compare(FILE *o, const md_rank *rk, size_t n)
             lo = i;
     }
     uint64_t a = md_replay_peak_allocated(rk[hi].r), b = md_replay_peak_allocated(rk[lo].r);
-    if (ranked && hi != lo && b)
+    if (devices && hi != lo && b)
+        fprintf(o, "  cuda:%d peaks %.1f MiB above cuda:%d (%.0f%% more)\n", rk[hi].device,
+                md_mib(a - b), rk[lo].device, 100.0 * (double)(a - b) / (double)b);
+    else if (ranked && hi != lo && b)
         fprintf(o, "  rank %d peaks %.1f MiB above rank %d (%.0f%% more)\n", rk[hi].rank,
                 md_mib(a - b), rk[lo].rank, 100.0 * (double)(a - b) / (double)b);
 }
@@ -277,6 +280,12 @@ static void brief_samples(FILE *o, const md_sample_rank *r, const md_finding *f,
         finding(o, &f[i], 0);
 }
 
+static const char *cross_title(const md_report *rep)
+{
+    return md_ranks_one_process(rep->ranks, rep->n) ? "cross-device findings"
+                                                    : "cross-rank findings";
+}
+
 void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
 {
     if (opt->brief) {
@@ -287,7 +296,7 @@ void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
         if (rep->n > 1)
             compare(o, rep->ranks, rep->n);
         if (rep->ncross)
-            findings(o, rep->cross, rep->ncross, 0, "cross-rank findings");
+            findings(o, rep->cross, rep->ncross, 0, cross_title(rep));
         return;
     }
     md_rank *ranks = rep->ranks;
@@ -315,5 +324,5 @@ void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
     if (n > 1)
         compare(o, ranks, n);
     if (rep->ncross)
-        findings(o, rep->cross, rep->ncross, opt->detail, "cross-rank findings");
+        findings(o, rep->cross, rep->ncross, opt->detail, cross_title(rep));
 }

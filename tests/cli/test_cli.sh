@@ -33,6 +33,12 @@ for j in $D/captured/*.json; do
     c=${j%.json}
     check "replay equals torch's counters: $(basename $c)" sh -c "$M diagnose --json $c.pickle.xz | python3 tests/cli/compare_samples.py $j 0.01"
 done
+C=$D/captured
+check "compiled model: the backward begins after the compiled forward (its frames hold autograd.Function.apply)" sh -c "$M diagnose --json $C/beta-compiled.pickle.xz | python3 -c 'import json,sys; s=json.load(sys.stdin)[\"ranks\"][0][\"steps\"][1]; assert abs(s[\"after_forward_mib\"]-219.097)<0.01, s'"
+check "compiled model: sites are the model's lines, not Inductor's generated modules" sh -c "$M summary $C/beta-compiled.pickle.xz | sed -n '/top sites/,/allocator/p' > $T/cs.txt && grep -q 'workloads.py:110 forward' $T/cs.txt && ! grep -q torchinductor $T/cs.txt"
+check "CUDA graphs: a graphed backward with no model lines keeps its generated frame" sh -c "$M summary $C/beta-cudagraphs.pickle.xz | grep -q 'temporaries .*torchinductor_root/.*partition_0'"
+check "two devices of one process: compared as devices, advice about the split" sh -c "$M diagnose $C/beta-two-devices.pickle.xz > $T/td.txt && grep -q '== devices compared' $T/td.txt && grep -q 'rank_imbalance: cuda:0 peaks 29.4 MiB (21%) above cuda:1' $T/td.txt && grep -q 'One process spreads the model' $T/td.txt && grep -q 'cross-device findings' $T/td.txt"
+check "two rank files are still ranks" sh -c "$M summary $D/seed-exercise/snap-beta-ddp-rank0.pickle $D/seed-exercise/snap-beta-ddp-rank1.pickle | grep -q '== ranks compared'"
 # run directories written by `memdiag run` on 2 x H200 (tests/gpu/memdiag_run.sh)
 R=$D/runs
 check "real DDP run: rank imbalance from snapshots and captures, once" sh -c "$M diagnose --json $R/ddp | python3 -c 'import json,sys; d=json.load(sys.stdin); assert [f[\"kind\"] for f in d[\"findings\"]]==[\"rank_imbalance\"], d[\"findings\"]; assert sorted(r[\"kind\"] for r in d[\"ranks\"])==[\"capture\",\"capture\",\"snapshot\",\"snapshot\"]'"

@@ -1,16 +1,19 @@
 #!/bin/sh
 # Everything GPU-side in one call (device machine: H200, torch 2.11):
 # captures real snapshots of examples/workloads.py for the CI fixtures in
-# tests/data/captured/, each with torch's own counters beside it.
-#   OUT=/some/dir sh tests/gpu/run.sh
+# tests/data/captured/, each with torch's own counters beside it, and
+# compares memdiag's replay with those counters where build/memdiag came
+# along (carried: the CLI is linked statically).
+#   OUT=/some/dir [CASES="name ..."] sh tests/gpu/run.sh
 # Results: $OUT/captures.tar.xz (snapshots .pickle.xz + .json) and $OUT/log.
 set -u
 OUT=${OUT:?set OUT to a directory}
 W=$(mktemp -d)
 log=$OUT/log
 py=python3
-run() { # NAME ARGS...
+run() { # NAME ARGS...: only the names in $CASES when it is set
     name=$1; shift
+    case " ${CASES:-$name} " in *" $name "*) ;; *) return ;; esac
     echo "== $name: $*" >>"$log"
     PYTHONUNBUFFERED=1 timeout 300 $py examples/workloads.py --out "$W/$name" "$@" >>"$log" 2>&1
     echo "   exit $?" >>"$log"
@@ -27,6 +30,19 @@ run ragged            --case ragged --batch 8 --steps 12 --stacks python
 run ragged-expandable --case ragged --batch 8 --steps 12 --stacks python --alloc-conf expandable_segments:True
 run vocab             --case vocab --batch 8 --steps 4 --stacks python
 run oom               --case oom --stacks python
+run alpha-small-all   --case alpha --stacks all
+run beta-compiled     --case beta --compile default --stacks python
+run beta-cudagraphs   --case beta --compile reduce-overhead --stacks python
+[ "$($py -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ] &&
+    run beta-two-devices --case beta --devices 2 --stacks python
+# memdiag's replay against torch's counters, where a built memdiag came along
+if [ -x build/memdiag ]; then
+    for j in "$W"/*.json; do
+        echo "== compare $(basename "$j" .json): $(build/memdiag diagnose --json "${j%.json}.pickle" |
+            python3 tests/cli/compare_samples.py "$j" 0.01)" >>"$log" 2>&1
+        build/memdiag summary "${j%.json}.pickle" >>"$log" 2>&1
+    done
+fi
 $py - "$W" <<'PY' >>"$log" 2>&1
 import lzma, sys, pathlib
 for p in sorted(pathlib.Path(sys.argv[1]).glob("*.pickle")):
