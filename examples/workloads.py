@@ -16,7 +16,8 @@ Workloads (--case):
   vocab   causal LM head over a large vocabulary (logits)
   oom     grows the batch until the allocator fails (oom)
 
---compile default|reduce-overhead trains the torch.compile'd model (the
+--checkpointing recomputes each block in backward; --precision fp16 uses a
+GradScaler. --compile default|reduce-overhead trains the torch.compile'd model (the
 latter through CUDA graphs, whose memory is a private pool of the
 allocator); --devices N splits the blocks over N GPUs of one process
 (naive model parallelism: one snapshot, one trace per device).
@@ -56,7 +57,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--preset", choices=("small", "medium"), default="small")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--steps", type=int, default=6)
-    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="bf16/fp16 autocast; fp16 with a GradScaler")
+    p.add_argument("--checkpointing", action="store_true",
+                   help="activation checkpointing of every block (recomputed in backward)")
     p.add_argument("--stacks", choices=("python", "all"), default="python")
     p.add_argument("--max-entries", type=int, default=200_000,
                    help="allocator history ring buffer (small values overflow)")
@@ -88,6 +92,7 @@ if ARGS.alloc_conf is not None:  # must precede CUDA initialisation
     os.environ["PYTORCH_CUDA_ALLOC_CONF"] = ARGS.alloc_conf
 
 import torch  # noqa: E402
+import torch.utils.checkpoint  # noqa: E402
 from torch import nn  # noqa: E402
 
 SIZES = {  # layers, hidden, heads, ffn, seq
@@ -124,6 +129,7 @@ class Model(nn.Module):
         self.norm = nn.LayerNorm(hidden)
         self.lm_head = lm_head
         self.out = nn.Linear(hidden, vocab if lm_head else 16, bias=False)
+        self.checkpointing = False
 
     def place(self, devs: list) -> "Model":
         """Embedding on the first device, the blocks spread in order, the
@@ -139,7 +145,11 @@ class Model(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids) + self.pos[: ids.shape[1]]
         for b in self.blocks:
-            x = b(x.to(b.ln1.weight.device))
+            x = x.to(b.ln1.weight.device)
+            if self.checkpointing:  # keep the block's input, recompute the rest in backward
+                x = torch.utils.checkpoint.checkpoint(b, x, use_reentrant=False)
+            else:
+                x = b(x)
         x = self.norm(x.to(self.norm.weight.device))
         return self.out(x if self.lm_head else x[:, 0])
 
@@ -169,8 +179,9 @@ def reset_peaks() -> None:
         torch.cuda.reset_peak_memory_stats(d)
 
 
-def loss_of(model, ids, targets, case, bf16):
-    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+def loss_of(model, ids, targets, case, precision):
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    with torch.autocast("cuda", dtype=dtype, enabled=precision != "fp32"):
         logits = model(ids)
     if case == "vocab":  # shifted next-token loss on fp32 logits, the transformers way
         logits = logits.float()
@@ -185,6 +196,7 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
     vocab = a.vocab if a.case == "vocab" else 4096
     max_seq = seq * 4 if a.case == "ragged" else seq
     model = Model(vocab, hidden, heads, ffn, layers, max_seq, a.case == "vocab").place(DEVICES)
+    model.checkpointing = a.checkpointing
     params = sum(p.numel() for p in model.parameters())
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index],
@@ -200,6 +212,7 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
     ids = torch.randint(vocab, (batch, seq), generator=gen, device=dev)
     targets = torch.randint(16, (batch,), generator=gen, device=dev)
     samples += counters(-1, "after_input")
+    scaler = torch.amp.GradScaler("cuda") if a.precision == "fp16" else None
     kept = []
     times = []
     for step in range(a.steps):
@@ -216,14 +229,18 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
         reset_peaks()
         if a.compile == "reduce-overhead":  # a new step: graph outputs may be overwritten
             torch.compiler.cudagraph_mark_step_begin()
-        loss = loss_of(model, ids, targets, a.case, a.precision == "bf16")
+        loss = loss_of(model, ids, targets, a.case, a.precision)
         samples += counters(step, "after_forward")
         # gamma's bug: the retained graph's saved tensors stay on the GPU
         # because each loss is kept; keptloss keeps the loss too, but its
         # graph's buffers were freed by backward, so no GPU memory leaks
-        loss.backward(retain_graph=a.case == "gamma")
+        (scaler.scale(loss) if scaler else loss).backward(retain_graph=a.case == "gamma")
         samples += counters(step, "after_backward")
-        opt.step()
+        if scaler:  # unscales, skips the step on inf/NaN gradients, adapts the scale
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
         samples += counters(step, "after_optimizer_step")
         if a.case in ("gamma", "keptloss"):
             kept.append(loss)

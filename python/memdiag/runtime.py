@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import threading
+import warnings
 
 from . import _lib
 
@@ -112,6 +113,8 @@ class Recorder:
         self.pci = None
         self.lock = threading.Lock()
         self.dumped = set()
+        self.suffix = ""  # "-pidN" when another process of this rank took the name
+        self.saw_reserved = False
 
     @property
     def lib(self):
@@ -133,9 +136,11 @@ class Recorder:
             self.cap = _lib.CaptureFile(self.lib, path, overwrite=self.opts.force)
         except OSError:
             # two processes with the same rank (no RANK set, several CUDA
-            # processes): the second gets its pid in the name
-            path = os.path.join(self.opts.out, f"{self._name()}-pid{os.getpid()}.mdcap")
+            # processes): the second gets its pid in its names, snapshots too
+            self.suffix = f"-pid{os.getpid()}"
+            path = os.path.join(self.opts.out, self._name() + self.suffix + ".mdcap")
             self.cap = _lib.CaptureFile(self.lib, path, overwrite=self.opts.force)
+        self.cap_path = path
         for k, v in self._metadata().items():
             self.cap.meta(k, v)
         if not self.opts.quiet and self.rank == 0:
@@ -169,6 +174,7 @@ class Recorder:
         with self.lock:
             self._open()
             alloc, res, peak = self.counters()
+            self.saw_reserved = self.saw_reserved or res > 0
             used = total = proc = _lib.NA
             if self.pci:
                 used, total, proc = _lib.nvml_memory(self.lib, self.pci)
@@ -187,6 +193,19 @@ class Recorder:
 
     def after_optimizer_step(self) -> None:
         self.sample("after_optimizer_step")
+        self._end_step()
+
+    def before_zero_grad(self) -> None:
+        # a forward and a backward since the last step but no optimizer
+        # step: GradScaler skipped it (the gradients overflowed, typically
+        # at the first steps of fp16 training). It still counts as a step,
+        # with an empty optimizer phase.
+        if self.sampled_forward == self.steps:
+            self.sample("after_backward")
+            self.sample("after_optimizer_step")
+            self._end_step()
+
+    def _end_step(self) -> None:
         self.steps += 1
         if self.cap is not None:
             self.cap.step(self.steps - 1)
@@ -224,7 +243,7 @@ class Recorder:
         if t is None or not self.recording:
             return None
         step = self.steps if reason == "window" or "{step}" in self.opts.name else None
-        base = self._name(step)
+        base = self._name(step) + self.suffix  # the capture file's pid suffix, if it took one
         path = os.path.join(self.opts.out, base + ("" if reason == "exit" else f"-{reason}")
                             + ".pickle")
         if path in self.dumped:
@@ -256,7 +275,29 @@ class Recorder:
     def on_signal(self, signum, frame) -> None:
         self.dump("signal")
 
+    def idle(self) -> bool:
+        """Whether this process used CUDA but never torch's allocator: no
+        step, no OOM, nothing ever reserved on any device (torch.compile's
+        compile workers start CUDA and allocate nothing)."""
+        if self.steps or self.oom_seen or self.saw_reserved or self.torch is None:
+            return False
+        try:
+            c = self.torch.cuda
+            return not any(c.max_memory_reserved(d) for d in range(c.device_count()))
+        except Exception:  # unsure: keep the files
+            return False
+
     def close(self) -> None:
+        if self.idle():  # leaves no files: nothing in them, and a name taken
+            self.stop_history()
+            if self.cap is not None:
+                self.cap.close(0)
+                self.cap = None
+                try:
+                    os.unlink(self.cap_path)
+                except OSError:
+                    pass
+            return
         if self.recording:
             self.dump("exit")
             self.stop_history()
@@ -279,6 +320,14 @@ def _safe(rec: Recorder, fn):
     return call
 
 
+def _forget_filter(f) -> None:
+    try:
+        warnings.filters.remove(f)
+        warnings._filters_mutated()  # CPython caches filter lookups per module
+    except (ValueError, AttributeError):
+        pass
+
+
 def install_torch_hooks(rec: Recorder, torch) -> None:
     """Phase points without per-module cost: a one-shot global forward
     pre-hook for the baseline before the first forward (removed after it
@@ -288,9 +337,16 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     optimizer step hooks, and zero_grad on optimizers and modules."""
     from torch.nn.modules import module as modmod
     handle = []
+    # torch.compile warns when a compiled module is called with global
+    # hooks present, as they would fire twice; this one fires once and is
+    # gone, so its warning is silenced until then (and only its)
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message=r"Using `torch\.compile\(module\)` when there are global hooks")
+    quiet = warnings.filters[0]
 
     def first_forward(m, a):
         handle[0].remove()
+        _forget_filter(quiet)
         _safe(rec, lambda: rec.sample("after_input", step=-1))()
     handle.append(modmod.register_module_forward_pre_hook(first_forward))
 
@@ -308,11 +364,13 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     optmod.register_optimizer_step_pre_hook(_safe(rec, rec.before_optimizer_step))
     optmod.register_optimizer_step_post_hook(_safe(rec, rec.after_optimizer_step))
     after_zero_grad = _safe(rec, rec.after_zero_grad)
+    before_zero_grad = _safe(rec, rec.before_zero_grad)
 
     def wrap(cls):
         orig = cls.zero_grad
 
         def zero_grad(self, *a, **k):
+            before_zero_grad()
             r = orig(self, *a, **k)
             after_zero_grad()
             return r

@@ -63,10 +63,28 @@ static int match_prefix(const char *s, const char *p)
     return !strncmp(s, p, strlen(p));
 }
 
-/* Optimizer/zero_grad intervals from annotations, for one device. */
+/* Whether events (lo, hi] hold a forward and, after it, a backward: a
+ * training iteration whose optimizer step did not run. */
+static int forward_then_backward(md_analysis *a, long lo, long hi)
+{
+    int fwd = 0;
+    for (long i = lo + 1; i <= hi; i++) {
+        unsigned t = md_stack_tags(&a->cache, a->s, a->ev[i].stack);
+        if (!fwd)
+            fwd = (t & MD_TAG_FORWARD) != 0;
+        else if ((t & MD_TAG_BACKWARD) || (a->ev[i].stack == 0 && a->ev[i].action == MD_ACT_ALLOC))
+            return 1;
+    }
+    return 0;
+}
+
 /* Optimizer/zero_grad intervals from annotations, for one device. With a
  * truncated history (ring buffer), steps whose previous boundary lies
- * before the first recorded event are marked partial. */
+ * before the first recorded event are marked partial. A zero_grad that
+ * closes no optimizer step but follows a forward and a backward closes a
+ * step whose optimizer step was skipped (GradScaler skips it when the
+ * gradients overflow, typically at the first steps of fp16 training): it
+ * counts, with an empty optimizer phase. */
 static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, size_t *cap)
 {
     const md_snapshot *s = a->s;
@@ -99,11 +117,18 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
             prev_end = an->time_us;
         } else if (is_zero && an->stage == 1) {
             open_zero = an->time_us;
-        } else if (is_zero && an->stage == 2 && open_zero >= 0 && n > 0) {
+        } else if (is_zero && an->stage == 2 && open_zero >= 0) {
             long z = index_before(a->ev, a->n, an->time_us, 1);
+            long zs = index_before(a->ev, a->n, open_zero, 0);
             /* a zero_grad after step k and before step k+1 closes step k */
-            if ((*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e) {
+            if (n > 0 && (*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e) {
                 (*out)[n - 1].zero_e = z;
+                prev_end = an->time_us;
+            } else if (forward_then_backward(a, n ? (*out)[n - 1].zero_e : -1, zs)) {
+                if (md_grow((void **)out, cap, n + 1, sizeof **out))
+                    return n;
+                int partial = t0 >= 0 && (prev_end >= 0 ? prev_end < t0 : open_zero < t0);
+                (*out)[n++] = (step_end){zs, zs, z, ord++, partial};
                 prev_end = an->time_us;
             }
             open_zero = -1;

@@ -3,8 +3,10 @@
 with torch's own counters recorded by examples/workloads.py (argv[1]):
 allocated after each phase, the step's peak and the reserved memory at its
 end, on every device the snapshot traces (a sample without a device is
-device 0's). Prints the worst difference; exits 1 if any exceeds argv[2]
-MiB (0.01), or if a device with samples has no rank in memdiag's output."""
+device 0's), and that the steps found are the run's last ones, numbered
+alike. Prints the worst difference; exits 1 if any exceeds argv[2] MiB
+(0.01), if a device with samples has no rank in memdiag's output, or if
+the steps differ."""
 import json
 import sys
 
@@ -35,6 +37,13 @@ def main():
     for dev, samples in sorted(by_dev.items()):
         if dev not in ranks:
             print(f"device {dev}: samples but no rank in memdiag's output")
+            sys.exit(1)
+        # the steps found are the run's, numbered as it numbers them (a
+        # history cut by its ring buffer keeps the last ones)
+        mine = [st["step"] for st in ranks[dev]["steps"]]
+        run = sorted({k for k, _ in samples if k >= 0})
+        if not mine or mine != run[len(run) - len(mine):]:
+            print(f"device {dev}: steps {mine}, the run's {run}")
             sys.exit(1)
         for k, want, have in pairs(ranks[dev], samples):
             if want is None:

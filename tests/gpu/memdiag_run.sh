@@ -3,6 +3,7 @@
 # workload on one GPU, an OOM, DDP over NCCL with rank-zero extra samples,
 # and the capture overhead on step time. Needs build-dev/ from
 #   make BUILD=build-dev STATIC_DEPS=1 build-dev/memdiag build-dev/libmemdiag_capture.so
+# ONLY="name ..." runs only those workloads (no C program, no overhead).
 # Results in $OUT: memdiag-run.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -11,8 +12,9 @@ W=$(mktemp -d)
 log=$OUT/log
 WL="python3 examples/workloads.py"
 echo "== gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | tr '\n' ' ')" >>"$log"
-check() { # NAME EXPECTED-STATUS COMMAND...
+check() { # NAME EXPECTED-STATUS COMMAND...: only the names in $ONLY when it is set
     name=$1; want=$2; shift 2
+    case " ${ONLY:-$name} " in *" $name "*) ;; *) return ;; esac
     PYTHONUNBUFFERED=1 timeout 400 "$@" >"$W/$name.out" 2>&1
     got=$?
     echo "== $name: exit $got (want $want)" >>"$log"
@@ -23,54 +25,64 @@ for c in alpha beta gamma; do
     check "$c" 0 "$M" run -o "$W/$c" -- $WL --case "$c" --plain
 done
 check oom 3 "$M" run -o "$W/oom" -- $WL --case oom --plain
+# torch.compile under capture: the global hooks must not break tracing or CUDA graphs
+check compiled 0 "$M" run -o "$W/compiled" -- $WL --case beta --compile default --plain
+check cudagraphs 0 "$M" run -o "$W/cudagraphs" -- $WL --case beta --compile reduce-overhead --plain
 check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/workloads.py --case beta --plain --rank-zero-extra 6
 # a Hugging Face model from a config, trained under memdiag run
 check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
-# a plain CUDA C program using the C API
-if nvcc -Iinclude examples/cuda_phases.cu -Lbuild-dev -lmemdiag_capture -Xlinker -rpath=$(pwd)/build-dev \
-        -o "$W/cuda_phases" >>"$log" 2>&1; then
-    mkdir -p "$W/cuda"
-    "$W/cuda_phases" "$W/cuda/rank0.mdcap" >>"$log" 2>&1
-    "$M" summary "$W/cuda" >"$W/cuda.out" 2>&1
-    echo "== cuda: $(grep -c leak "$W/cuda.out") leak lines" >>"$log"
-    tail -n 20 "$W/cuda.out" >>"$log"
-else
-    echo "== cuda: nvcc build failed" >>"$log"
-fi
-# capture overhead on step time: beta, medium preset, batch 8 (seed 000's setting)
-for mode in plain none python python-alloc all; do
-    for rep in 1 2 3; do
-        case $mode in
-            plain) $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
-            python-alloc) "$M" run --quiet --force --stacks python --context alloc -o "$W/ovh-$mode" -- \
-                $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
-            *) "$M" run --quiet --force --stacks $mode -o "$W/ovh-$mode" -- \
-                $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
-        esac
-        echo "overhead $mode rep $rep: $(grep step_ms "$W/t.out")" >>"$log"
+if [ -z "${ONLY:-}" ]; then # the C API and the overhead: full runs only
+    # a plain CUDA C program using the C API
+    if nvcc -Iinclude examples/cuda_phases.cu -Lbuild-dev -lmemdiag_capture -Xlinker -rpath=$(pwd)/build-dev \
+            -o "$W/cuda_phases" >>"$log" 2>&1; then
+        mkdir -p "$W/cuda"
+        "$W/cuda_phases" "$W/cuda/rank0.mdcap" >>"$log" 2>&1
+        "$M" summary "$W/cuda" >"$W/cuda.out" 2>&1
+        echo "== cuda: $(grep -c leak "$W/cuda.out") leak lines" >>"$log"
+        tail -n 20 "$W/cuda.out" >>"$log"
+    else
+        echo "== cuda: nvcc build failed" >>"$log"
+    fi
+    # capture overhead on step time: beta, medium preset, batch 8 (seed 000's setting)
+    for mode in plain none python python-alloc all; do
+        for rep in 1 2 3; do
+            case $mode in
+                plain) $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
+                python-alloc) "$M" run --quiet --force --stacks python --context alloc -o "$W/ovh-$mode" -- \
+                    $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
+                *) "$M" run --quiet --force --stacks $mode -o "$W/ovh-$mode" -- \
+                    $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
+            esac
+            echo "overhead $mode rep $rep: $(grep step_ms "$W/t.out")" >>"$log"
+        done
     done
-done
-rm -rf "$W"/ovh-*
+    rm -rf "$W"/ovh-*
+fi
 # the right cause for each workload, from memdiag's own JSON
 python3 - "$W" >>"$log" 2>&1 <<'PY'
-import json, sys
+import json, os, sys
 W = sys.argv[1]
 want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "beta": ({"optimizer_state", "library_workspace"}, {"leak"}),
         "gamma": ({"leak", "library_workspace"}, {"optimizer_state"}),
-        "oom": ({"oom"}, set()), "hf": ({"optimizer_state", "logits"}, {"leak"})}
+        "oom": ({"oom"}, set()), "hf": ({"optimizer_state", "logits"}, {"leak"}),
+        "compiled": ({"optimizer_state"}, {"leak"}), "cudagraphs": ({"optimizer_state"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
+    if not os.path.exists(f"{W}/{run}.diagnosis.json"):
+        continue  # not selected by ONLY
     d = json.load(open(f"{W}/{run}.diagnosis.json"))
     kinds = {f["kind"] for r in d["ranks"] for f in r["findings"]}
     ok = must <= kinds and not (must_not & kinds)
     bad += not ok
     print(f"{'PASS' if ok else 'FAIL'} {run}: {sorted(kinds)}")
-d = json.load(open(f"{W}/ddp.diagnosis.json"))
-ok = [f["kind"] for f in d["findings"]] == ["rank_imbalance"] and "rank 0" in d["findings"][0]["summary"]
-bad += not ok
-print(f"{'PASS' if ok else 'FAIL'} ddp: {[f['summary'] for f in d['findings']]}")
+if os.path.exists(f"{W}/ddp.diagnosis.json"):
+    d = json.load(open(f"{W}/ddp.diagnosis.json"))
+    ok = ([f["kind"] for f in d["findings"]] == ["rank_imbalance"] and
+          "rank 0" in d["findings"][0]["summary"])
+    bad += not ok
+    print(f"{'PASS' if ok else 'FAIL'} ddp: {[f['summary'] for f in d['findings']]}")
 print(f"gpu checks: {'all passed' if not bad else f'{bad} failed'}")
 PY
 tar -cJf "$OUT/memdiag-run.tar.xz" -C "$W" .

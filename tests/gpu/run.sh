@@ -33,6 +33,8 @@ run oom               --case oom --stacks python
 run alpha-small-all   --case alpha --stacks all
 run beta-compiled     --case beta --compile default --stacks python
 run beta-cudagraphs   --case beta --compile reduce-overhead --stacks python
+run beta-checkpointing --case beta --checkpointing --stacks python
+run alpha-fp16        --case alpha --precision fp16 --stacks python
 [ "$($py -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ] &&
     run beta-two-devices --case beta --devices 2 --stacks python
 # memdiag's replay against torch's counters, where a built memdiag came along

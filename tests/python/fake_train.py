@@ -14,6 +14,8 @@ ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--leak", type=int, default=0)
 ap.add_argument("--oom-at", type=int, default=-1)
 ap.add_argument("--sigusr1", action="store_true")
+ap.add_argument("--skip-step", type=int, default=-1,
+                help="no optimizer step in this iteration (as GradScaler on overflow)")
 a = ap.parse_args()
 
 
@@ -36,7 +38,8 @@ for step in range(a.steps):
     net(0)
     torch.Tensor().backward()
     torch.fake_alloc(-200 * MIB + a.leak * MIB + 50 * MIB)  # backward: activations go, grads come
-    opt.step()
+    if step != a.skip_step:
+        opt.step()
     torch.fake_alloc(-50 * MIB)  # zero_grad(set_to_none=True) frees the gradients
     opt.zero_grad()
 if a.sigusr1:

@@ -20,6 +20,10 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN --leak 30 --sigusr1 
 DESC="indicators from the capture's samples"
 ok sh -c "$M diagnose --json $T/a | python3 -c 'import json,sys; d=json.load(sys.stdin); r=[r for r in d[\"ranks\"] if r[\"kind\"]==\"capture\"][0]; i=r[\"indicators\"]; assert abs(i[\"between_step_growth_mib\"]-120)<1e-6 and abs(i[\"first_step_persistent_change_mib\"]-30)<1e-6, i'"
 
+DESC="a skipped optimizer step (GradScaler) still counts: the capture has every step"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/s -- python3 $TRAIN --skip-step 0 >$T/s.out 2>&1 &&
+  grep -q 'rank0.mdcap: complete, 5 steps' $T/s.out && $M summary $T/s/rank0.mdcap | grep -q '^    step 4 '"
+
 DESC="an existing output directory is not reused without --force"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN; test \$? -eq 2"
 
@@ -63,7 +67,16 @@ python3 \$1 &
 python3 \$1
 wait
 L
-PYTHONPATH=$FAKE $M run -o $T/i -- sh $T/two.sh $TRAIN >/dev/null 2>&1 && test -s $T/i/rank0.mdcap && ls $T/i | grep -q 'rank0-pid[0-9]*.mdcap'"
+PYTHONPATH=$FAKE $M run -o $T/i -- sh $T/two.sh $TRAIN >/dev/null 2>&1 && test -s $T/i/rank0.mdcap && ls $T/i | grep -q 'rank0-pid[0-9]*.mdcap' &&
+  test -s $T/i/rank0.pickle && ls $T/i | grep -q 'rank0-pid[0-9]*.pickle'"
+
+DESC="a process that starts CUDA and never allocates (a compile worker) leaves no files, takes no name"
+ok sh -c "cat >$T/idle.sh <<'L'
+python3 -c 'import torch; torch.cuda._lazy_init()'
+python3 \$1
+L
+PYTHONPATH=$FAKE $M run -o $T/l -- sh $T/idle.sh $TRAIN >$T/l.out 2>&1 && test -s $T/l/rank0.mdcap && test -s $T/l/rank0.pickle &&
+  ! ls $T/l | grep -q pid && grep -q 'rank0.mdcap: complete, 5 steps' $T/l.out"
 
 DESC="a failing capture never fails the job"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/j -- env MEMDIAG_NAME='r{bogus}' python3 $TRAIN >$T/j.out 2>&1; test \$? -eq 0 &&

@@ -85,6 +85,12 @@ class _Cuda(types.ModuleType):
     def max_memory_allocated(self, d=None):
         return _state["peak"]
 
+    def max_memory_reserved(self, d=None):
+        return _state["reserved"]
+
+    def device_count(self):
+        return 1
+
 
 cuda = _Cuda("torch.cuda")
 _C = types.SimpleNamespace(
