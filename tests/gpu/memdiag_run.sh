@@ -28,6 +28,8 @@ check oom 3 "$M" run -o "$W/oom" -- $WL --case oom --plain
 # torch.compile under capture: the global hooks must not break tracing or CUDA graphs
 check compiled 0 "$M" run -o "$W/compiled" -- $WL --case beta --compile default --plain
 check cudagraphs 0 "$M" run -o "$W/cudagraphs" -- $WL --case beta --compile reduce-overhead --plain
+# fp16 with a GradScaler, which skips the first optimizer step: still 6 steps
+check fp16 0 "$M" run -o "$W/fp16" -- $WL --case alpha --precision fp16 --plain
 check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/workloads.py --case beta --plain --rank-zero-extra 6
 # a Hugging Face model from a config, trained under memdiag run
@@ -67,7 +69,8 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "beta": ({"optimizer_state", "library_workspace"}, {"leak"}),
         "gamma": ({"leak", "library_workspace"}, {"optimizer_state"}),
         "oom": ({"oom"}, set()), "hf": ({"optimizer_state", "logits"}, {"leak"}),
-        "compiled": ({"optimizer_state"}, {"leak"}), "cudagraphs": ({"optimizer_state"}, {"leak"})}
+        "compiled": ({"optimizer_state"}, {"leak"}), "cudagraphs": ({"optimizer_state"}, {"leak"}),
+        "fp16": ({"library_workspace"}, {"leak", "optimizer_state"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):
@@ -77,6 +80,17 @@ for run, (must, must_not) in want.items():
     ok = must <= kinds and not (must_not & kinds)
     bad += not ok
     print(f"{'PASS' if ok else 'FAIL'} {run}: {sorted(kinds)}")
+for run in ("compiled", "cudagraphs"):  # compile workers leave no files, no hook warning
+    if os.path.isdir(f"{W}/{run}"):
+        files = sorted(os.listdir(f"{W}/{run}"))
+        out = open(f"{W}/{run}.out").read()
+        ok = files == ["manifest.json", "rank0.mdcap", "rank0.pickle"] and "global hooks" not in out
+        bad += not ok
+        print(f"{'PASS' if ok else 'FAIL'} {run} files: {files}")
+if os.path.isdir(f"{W}/fp16"):
+    ok = "rank0.mdcap: complete, 6 steps" in open(f"{W}/fp16.out").read()
+    bad += not ok
+    print(f"{'PASS' if ok else 'FAIL'} fp16: a skipped optimizer step still counts")
 if os.path.exists(f"{W}/ddp.diagnosis.json"):
     d = json.load(open(f"{W}/ddp.diagnosis.json"))
     ok = ([f["kind"] for f in d["findings"]] == ["rank_imbalance"] and
