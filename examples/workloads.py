@@ -20,7 +20,9 @@ Workloads (--case):
 GradScaler. --compile default|reduce-overhead trains the torch.compile'd model (the
 latter through CUDA graphs, whose memory is a private pool of the
 allocator); --devices N splits the blocks over N GPUs of one process
-(naive model parallelism: one snapshot, one trace per device).
+(naive model parallelism: one snapshot, one trace per device). Under
+torchrun --out names a pair of files per rank (OUT-rankN), and --fsdp
+shards the model with FSDP2 instead of replicating it with DDP.
 
     python3 examples/workloads.py --case gamma --out runs/gamma
 
@@ -73,11 +75,15 @@ def parse() -> argparse.Namespace:
                    help="torch.compile the model (reduce-overhead: CUDA graphs)")
     p.add_argument("--devices", type=int, default=1,
                    help="split the model's blocks over this many GPUs of one process")
+    p.add_argument("--fsdp", action="store_true",
+                   help="under torchrun: shard the model with FSDP2 (fully_shard) instead of DDP")
     a = p.parse_args()
     if a.plain:
         return a
     if a.out is None:
         p.error("--out is required unless --plain")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # under torchrun: a file pair per rank
+        a.out = a.out.parent / f"{a.out.name}-rank{os.environ.get('RANK', '0')}"
     for suffix in (".pickle", ".json"):
         f = a.out.with_suffix(suffix)
         if f.exists() and not a.force:
@@ -198,7 +204,12 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
     model = Model(vocab, hidden, heads, ffn, layers, max_seq, a.case == "vocab").place(DEVICES)
     model.checkpointing = a.checkpointing
     params = sum(p.numel() for p in model.parameters())
-    if world > 1:
+    if world > 1 and a.fsdp:  # each block a unit, then the rest
+        from torch.distributed.fsdp import fully_shard
+        for b in model.blocks:
+            fully_shard(b)
+        fully_shard(model)
+    elif world > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index],
                                                     gradient_as_bucket_view=True)
     if a.compile != "off":

@@ -247,6 +247,18 @@ static double expected_state_multiple(const char *opt)
     return 0;
 }
 
+/* Whether FSDP sharded the parameters live at index: the optimizer state
+ * is then this rank's shard already. */
+static int params_sharded(fctx *c, long index)
+{
+    const md_live_set *ls = live_at(c, index);
+    for (size_t i = 0; ls && i < ls->n; i++)
+        if (ls->live[i].category == MD_CAT_PARAMETER &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & MD_TAG_SHARDED))
+            return 1;
+    return 0;
+}
+
 static void find_optimizer_state(fctx *c)
 {
     if (!c->nst)
@@ -286,9 +298,16 @@ static void find_optimizer_state(fctx *c)
                  want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
-    MD_ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
-              "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter of "
-              "fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.", md_mib(state));
+    if (params_sharded(c, end))
+        MD_ADVICE(f, "Expected for this optimizer; FSDP already shards it with the parameters (this "
+                  "is this rank's share). To shrink it further: shard over more ranks, an 8-bit "
+                  "optimizer (about a quarter of fp32 Adam state), or a stateless optimizer; saving "
+                  "up to %.1f MiB.", md_mib(state));
+    else
+        MD_ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
+                  "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter "
+                  "of fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.",
+                  md_mib(state));
 }
 
 /* ---- library workspaces ---------------------------------------------------------- */

@@ -151,6 +151,10 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&
                  (name_is(s, f, "_apply") || name_is(s, f, "to") || name_is(s, f, "cuda")))
             tags |= MD_TAG_MODEL_INIT;
+        else if (frame_in(s, f, "torch/distributed/") &&
+                 (name_is(s, f, "fully_shard") || /* FSDP2's sharded parameters */
+                  (frame_in(s, f, "fully_sharded_data_parallel.py") && name_is(s, f, "__init__"))))
+            tags |= MD_TAG_MODEL_INIT | MD_TAG_SHARDED; /* FSDP1's flat parameters */
         return tags;
     }
     if (name_has(s, f, "autograd::Engine") || name_has(s, f, "autograd::engine") ||

@@ -35,8 +35,14 @@ run beta-compiled     --case beta --compile default --stacks python
 run beta-cudagraphs   --case beta --compile reduce-overhead --stacks python
 run beta-checkpointing --case beta --checkpointing --stacks python
 run alpha-fp16        --case alpha --precision fp16 --stacks python
-[ "$($py -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ] &&
+if [ "$($py -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ]; then
     run beta-two-devices --case beta --devices 2 --stacks python
+    # DDP and FSDP2 over NCCL, a file pair per rank (NAME-rankN)
+    py="$py -m torch.distributed.run --nproc-per-node 2"
+    run beta-ddp  --case beta --stacks python --rank-zero-extra 6
+    run beta-fsdp --case beta --stacks python --fsdp
+    py=python3
+fi
 # memdiag's replay against torch's counters, where a built memdiag came along
 if [ -x build/memdiag ]; then
     for j in "$W"/*.json; do
