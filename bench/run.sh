@@ -14,7 +14,9 @@ for n in $sizes; do
     f=bench/out/synthetic-$n.pickle
     [ -s "$f" ] || python3 bench/gen_snapshot.py "$n" "$f"
 done
-for x in ../shared/fixtures/bench/*.xz; do
+# real H200 snapshots: the shared ones, and two larger ones of transformers
+# models trained under `memdiag run` (bench/data/real/README.md)
+for x in ../shared/fixtures/bench/*.xz bench/data/real/*.pickle.xz; do
     [ -e "$x" ] || continue
     b=bench/out/$(basename "$x" .xz)
     [ -s "$b" ] || xz -dc "$x" >"$b"
