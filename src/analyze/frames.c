@@ -44,7 +44,7 @@ static int is_inductor_output(const char *fn)
     const char *base = strrchr(fn, '/');
     base = base ? base + 1 : fn;
     size_t n = strlen(base);
-    if (base[0] != 'c' || n < 40 + 4 || strcmp(base + n - 3, ".py"))
+    if (base[0] != 'c' || n < 1 + 40 + 3 || strcmp(base + n - 3, ".py")) /* a long hash */
         return 0;
     for (size_t i = 1; i < n - 3; i++)
         if (!((base[i] >= 'a' && base[i] <= 'z') || (base[i] >= '0' && base[i] <= '9')))
@@ -151,10 +151,10 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&
                  (name_is(s, f, "_apply") || name_is(s, f, "to") || name_is(s, f, "cuda")))
             tags |= MD_TAG_MODEL_INIT;
-        else if (frame_in(s, f, "torch/distributed/") &&
-                 (name_is(s, f, "fully_shard") || /* FSDP2's sharded parameters */
+        else if (frame_in(s, f, "torch/distributed/") && /* FSDP's sharded parameters: */
+                 (name_is(s, f, "fully_shard") ||           /* FSDP2 */
                   (frame_in(s, f, "fully_sharded_data_parallel.py") && name_is(s, f, "__init__"))))
-            tags |= MD_TAG_MODEL_INIT | MD_TAG_SHARDED; /* FSDP1's flat parameters */
+            tags |= MD_TAG_MODEL_INIT | MD_TAG_SHARDED;
         return tags;
     }
     if (name_has(s, f, "autograd::Engine") || name_has(s, f, "autograd::engine") ||
