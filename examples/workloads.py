@@ -21,8 +21,8 @@ GradScaler. --compile default|reduce-overhead trains the torch.compile'd model (
 latter through CUDA graphs, whose memory is a private pool of the
 allocator); --devices N splits the blocks over N GPUs of one process
 (naive model parallelism: one snapshot, one trace per device). Under
-torchrun --out names a pair of files per rank (OUT-rankN), and --fsdp
-shards the model with FSDP2 instead of replicating it with DDP.
+torchrun --out names a pair of files per rank (OUT-rankN), and --fsdp 2
+(or 1) shards the model with FSDP2 (FSDP1) instead of replicating it with DDP.
 
     python3 examples/workloads.py --case gamma --out runs/gamma
 
@@ -75,8 +75,9 @@ def parse() -> argparse.Namespace:
                    help="torch.compile the model (reduce-overhead: CUDA graphs)")
     p.add_argument("--devices", type=int, default=1,
                    help="split the model's blocks over this many GPUs of one process")
-    p.add_argument("--fsdp", action="store_true",
-                   help="under torchrun: shard the model with FSDP2 (fully_shard) instead of DDP")
+    p.add_argument("--fsdp", choices=("off", "1", "2"), default="off",
+                   help="under torchrun: shard the model with FSDP (1: FullyShardedDataParallel, "
+                        "2: fully_shard) instead of DDP")
     a = p.parse_args()
     if a.plain:
         return a
@@ -204,11 +205,17 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
     model = Model(vocab, hidden, heads, ffn, layers, max_seq, a.case == "vocab").place(DEVICES)
     model.checkpointing = a.checkpointing
     params = sum(p.numel() for p in model.parameters())
-    if world > 1 and a.fsdp:  # each block a unit, then the rest
+    if world > 1 and a.fsdp == "2":  # each block a unit, then the rest
         from torch.distributed.fsdp import fully_shard
         for b in model.blocks:
             fully_shard(b)
         fully_shard(model)
+    elif world > 1 and a.fsdp == "1":
+        from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        model = FullyShardedDataParallel(model, auto_wrap_policy=ModuleWrapPolicy({Block}),
+                                         sharding_strategy=ShardingStrategy.FULL_SHARD,
+                                         device_id=dev, use_orig_params=True)
     elif world > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index],
                                                     gradient_as_bucket_view=True)

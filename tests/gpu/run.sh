@@ -40,7 +40,8 @@ if [ "$($py -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ]; then
     # DDP and FSDP2 over NCCL, a file pair per rank (NAME-rankN)
     py="$py -m torch.distributed.run --nproc-per-node 2"
     run beta-ddp  --case beta --stacks python --rank-zero-extra 6
-    run beta-fsdp --case beta --stacks python --fsdp
+    run beta-fsdp --case beta --stacks python --fsdp 2
+    run beta-fsdp1 --case beta --stacks python --fsdp 1
     py=python3
 fi
 # memdiag's replay against torch's counters, where a built memdiag came along
