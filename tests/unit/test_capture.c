@@ -82,6 +82,11 @@ static void test_round_trip(void **st)
 static void test_sigkill_mid_write(void **st)
 {
     (void)st;
+    /* blocked before the fork: the child may signal before the parent runs */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &set, &old);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -96,14 +101,11 @@ static void test_sigkill_mid_write(void **st)
                 kill(getppid(), SIGUSR2); /* enough written: tell the parent */
         }
     }
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR2);
-    sigprocmask(SIG_BLOCK, &set, NULL);
     int sig;
     sigwait(&set, &sig);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     md_sample_rank r;
     md_capture_info info;
     md_err e;
