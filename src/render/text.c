@@ -22,12 +22,16 @@ static const char *stacks_kind(const md_snapshot *s)
     return (f & MD_HAS_CPP_FRAMES) ? "Python + C++" : "Python";
 }
 
-static void header(FILE *o, const md_rank *rk)
+/* devices: the ranks are devices of one process, not a job's ranks */
+static void header(FILE *o, const md_rank *rk, int devices)
 {
     size_t n;
     const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
     double span = n && ev[0].time_us >= 0 ? (double)(ev[n - 1].time_us - ev[0].time_us) / 1e6 : -1;
-    fprintf(o, "== rank %d (cuda:%d)  %s\n", rk->rank, rk->device, rk->path);
+    if (devices)
+        fprintf(o, "== cuda:%d  %s\n", rk->device, rk->path);
+    else
+        fprintf(o, "== rank %d (cuda:%d)  %s\n", rk->rank, rk->device, rk->path);
     fprintf(o, "  trace       %zu events", n);
     if (span >= 0)
         fprintf(o, " over %.2f s", span);
@@ -254,10 +258,10 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
         findings(o, f, nf, 0, "findings (memdiag diagnose for evidence)");
 }
 
-static void brief_rank(FILE *o, md_rank *rk)
+static void brief_rank(FILE *o, md_rank *rk, int devices)
 {
     const md_indicators *in = md_analysis_indicators(rk->a);
-    header(o, rk);
+    header(o, rk, devices);
     peak_line(o, rk);
     if (in->valid)
         fprintf(o, "  indicators  persistent after step %d %.1f MiB, growth %.1f MiB, "
@@ -280,23 +284,20 @@ static void brief_samples(FILE *o, const md_sample_rank *r, const md_finding *f,
         finding(o, &f[i], 0);
 }
 
-static const char *cross_title(const md_report *rep)
-{
-    return md_ranks_one_process(rep->ranks, rep->n) ? "cross-device findings"
-                                                    : "cross-rank findings";
-}
 
 void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
 {
+    int devices = md_ranks_one_process(rep->ranks, rep->n);
     if (opt->brief) {
         for (size_t i = 0; i < rep->n; i++)
-            brief_rank(o, &rep->ranks[i]);
+            brief_rank(o, &rep->ranks[i], devices);
         for (size_t i = 0; i < rep->nsranks; i++)
             brief_samples(o, &rep->sranks[i], rep->sfindings[i], rep->nsfindings[i]);
         if (rep->n > 1)
             compare(o, rep->ranks, rep->n);
         if (rep->ncross)
-            findings(o, rep->cross, rep->ncross, 0, cross_title(rep));
+            findings(o, rep->cross, rep->ncross, 0,
+                     devices ? "cross-device findings" : "cross-rank findings");
         return;
     }
     md_rank *ranks = rep->ranks;
@@ -305,7 +306,7 @@ void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
         md_rank *rk = &ranks[i];
         if (i)
             fprintf(o, "\n");
-        header(o, rk);
+        header(o, rk, devices);
         peak_line(o, rk);
         if (opt->detail)
             findings(o, rk->findings, rk->nfindings, 1, "findings");
@@ -324,5 +325,6 @@ void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
     if (n > 1)
         compare(o, ranks, n);
     if (rep->ncross)
-        findings(o, rep->cross, rep->ncross, opt->detail, cross_title(rep));
+        findings(o, rep->cross, rep->ncross, opt->detail,
+                 devices ? "cross-device findings" : "cross-rank findings");
 }
