@@ -93,6 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (md_snapshot_load_mem(data, size, "fuzz", &s, &e) != MD_OK)
         return 0;
+    md_replay *rs[4];
+    md_analysis *as[4];
+    int ids[4], na = 0;
     for (int d = 0; d < md_snapshot_ndevices(s) && d < 4; d++) {
         md_replay *r;
         md_analysis *a;
@@ -108,9 +111,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             size_t nf;
             if (md_diagnose(a, &f, &nf, &e) == MD_OK)
                 free(f);
-            md_analysis_free(a);
+            rs[na] = r, as[na] = a, ids[na++] = d; /* compared across devices below */
+            continue;
         }
         md_replay_free(r);
+    }
+    md_finding *f;
+    size_t nf;
+    if (md_diagnose_devices((const md_analysis *const *)as, ids, (size_t)na, &f, &nf, &e) == MD_OK)
+        free(f);
+    for (int i = 0; i < na; i++) {
+        md_analysis_free(as[i]);
+        md_replay_free(rs[i]);
     }
     md_snapshot_free(s);
     return 0;
