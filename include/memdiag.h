@@ -319,6 +319,20 @@ typedef struct md_site {
 int md_sites_at(const md_analysis *a, long index, md_site **out, size_t *n,
                 uint64_t by_category[MD_CAT_COUNT], md_err *err);
 
+/* The caching allocator's private pools on a device at the end of the
+ * history (segments whose pool id is not (0, 0)): CUDA graphs
+ * (torch.compile mode="reduce-overhead", torch.cuda.graph) and
+ * torch.cuda.MemPool. Their memory serves only allocations made in that
+ * pool, so it is reserved memory the rest of the job cannot reuse. */
+typedef struct md_pools {
+    int count;           /* distinct private pools */
+    int segments;
+    uint64_t reserved;   /* their segments' bytes */
+    uint64_t allocated;  /* in use within them */
+} md_pools;
+
+md_pools md_private_pools(const md_snapshot *s, int device);
+
 /* Category of one live allocation (needs the steps found by md_analyze). */
 md_category md_analysis_category(const md_analysis *a, const md_live *l);
 

@@ -194,6 +194,18 @@ static void settings(jw *w, const md_rank *rk)
     jw_close(w, '}');
 }
 
+static void pools(jw *w, const md_rank *rk)
+{
+    md_pools p = md_private_pools(rk->s, rk->device);
+    jw_key(w, "private_pools");
+    jw_open(w, '{');
+    KV(w, "count", jw_int(w, p.count));
+    KV(w, "segments", jw_int(w, p.segments));
+    KV(w, "reserved_mib", jw_mib(w, md_mib(p.reserved)));
+    KV(w, "allocated_mib", jw_mib(w, md_mib(p.allocated)));
+    jw_close(w, '}');
+}
+
 static void findings(jw *w, const md_finding *f, size_t n)
 {
     jw_key(w, "findings");
@@ -240,6 +252,7 @@ static void rank(jw *w, const md_rank *rk)
     peak(w, rk);
     steps(w, rk);
     settings(w, rk);
+    pools(w, rk);
     findings(w, rk->findings, rk->nfindings);
     jw_close(w, '}');
 }

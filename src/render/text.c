@@ -120,6 +120,19 @@ static void at_peak(FILE *o, const md_rank *rk, int top)
     }
 }
 
+/* Private pools hold reserved memory only their own allocations reuse:
+ * the answer to "reserved is far above allocated" under CUDA graphs. */
+static void pools(FILE *o, const md_rank *rk)
+{
+    md_pools p = md_private_pools(rk->s, rk->device);
+    if (!p.count)
+        return;
+    fprintf(o, "  pools       %.1f MiB reserved at the end is in %d private pool%s (CUDA graphs, "
+               "MemPool), %.1f MiB of it allocated; only allocations in %s can use it\n",
+            md_mib(p.reserved), p.count, p.count > 1 ? "s" : "", md_mib(p.allocated),
+            p.count > 1 ? "those pools" : "that pool");
+}
+
 static void settings(FILE *o, const md_rank *rk)
 {
     const md_settings *st = md_snapshot_settings(rk->s);
@@ -141,6 +154,7 @@ static void settings(FILE *o, const md_rank *rk)
     if (st->gc_threshold > 0)
         fprintf(o, "; garbage_collection_threshold %.2f", st->gc_threshold);
     fprintf(o, "\n");
+    pools(o, rk);
 }
 
 static int distinct_ranks(const md_rank *rk, size_t n)
