@@ -99,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int d = 0; d < md_snapshot_ndevices(s) && d < 4; d++) {
         md_replay *r;
         md_analysis *a;
+        (void)md_private_pools(s, d);
         if (md_replay_run(s, d, &r, &e) != MD_OK)
             continue;
         if (md_analyze(s, r, &a, &e) == MD_OK) {
