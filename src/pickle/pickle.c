@@ -33,6 +33,7 @@ struct list_slot {
     uint64_t hash;
     size_t off;         /* the body's bytes (seen_bytes) */
     uint32_t len, gen;  /* their length, memo_gen when added */
+    uint32_t next;      /* slot + 1 of the list read after this one last time, 0: none */
     pv_obj *o;          /* the released list */
 };
 
@@ -886,6 +887,7 @@ static int slots_room(struct list_slot **t, size_t *cap, size_t n)
         while (nt[k].o)
             k = (k + 1) & (nc - 1);
         nt[k] = (*t)[i];
+        nt[k].next = 0; /* slots moved: the successions start again */
     }
     free(*t);
     *t = nt;
@@ -964,18 +966,36 @@ static const struct list_slot *seen_find(md_pkl *p, const unsigned char *b, size
     return &p->seen[k];
 }
 
-/* The list found or added last, if the body at b (avail bytes there) is
- * its bytes followed by the opcode term: no walk, no hash. */
-static const struct list_slot *seen_again(const md_pkl *p, const unsigned char *b,
-                                          size_t avail, int term)
+static int seen_is(const md_pkl *p, const struct list_slot *e, const unsigned char *b,
+                   size_t avail, int term)
+{
+    return e->o && e->gen == p->memo_gen && e->len < avail && b[e->len] == term &&
+           !memcmp(seen_bytes(p, e), b, e->len);
+}
+
+/* A guess without a walk or a hash: the list that followed the one read
+ * last the time before (a training step allocates in the same order as
+ * the step before it, so frames lists recur in sequence), else the one
+ * read last again; checked against the body at b (avail bytes there) and
+ * the opcode term after it. */
+static const struct list_slot *seen_again(md_pkl *p, const unsigned char *b, size_t avail,
+                                          int term)
 {
     if (p->seen_last >= p->seencap)
         return NULL;
-    const struct list_slot *e = &p->seen[p->seen_last];
-    if (e->gen != p->memo_gen || e->len >= avail || b[e->len] != term ||
-        memcmp(seen_bytes(p, e), b, e->len))
-        return NULL;
-    return e;
+    const struct list_slot *last = &p->seen[p->seen_last];
+    if (last->next && seen_is(p, &p->seen[last->next - 1], b, avail, term)) {
+        p->seen_last = last->next - 1;
+        return &p->seen[p->seen_last];
+    }
+    return seen_is(p, last, b, avail, term) ? last : NULL;
+}
+
+/* Remembers that the list in slot k followed the one in slot prev. */
+static void seen_follows(md_pkl *p, size_t prev, size_t k)
+{
+    if (prev < p->seencap && k < p->seencap)
+        p->seen[prev].next = (uint32_t)k + 1;
 }
 
 /* Remembers that the list body b[0..n) converted to o. Failing to (no
@@ -1006,7 +1026,7 @@ static void seen_add(md_pkl *p, const unsigned char *b, size_t n, uint64_t hash,
         off = p->seenlen;
         p->seenlen += n;
     }
-    p->seen[k] = (struct list_slot){hash, off, (uint32_t)n, p->memo_gen, o};
+    p->seen[k] = (struct list_slot){hash, off, (uint32_t)n, p->memo_gen, 0, o};
     p->nseen++;
     p->seen_last = k;
 }
@@ -1054,6 +1074,7 @@ static int fused_list(md_pkl *p, md_err *err)
         int marked = b[q] == '(', term = marked ? 'e' : 'a';
         size_t body = q + (size_t)marked, n, end;
         int use_seen = !p->seen_off;
+        size_t prev = p->seen_last, cap0 = p->seencap;
         const struct list_slot *e = use_seen ? seen_again(p, b + body, len - body, term) : NULL;
         uint32_t caches[FUSED_MAX]; /* memo indices, then their caches */
         if (e) {
@@ -1079,6 +1100,8 @@ static int fused_list(md_pkl *p, md_err *err)
             if (use_seen)
                 seen_add(p, b + body, end - body, hash, o);
         }
+        if (use_seen && p->seencap == cap0) /* slots not moved since prev was taken */
+            seen_follows(p, prev, p->seen_last);
         q = end + 1;
     }
     md_pv v;

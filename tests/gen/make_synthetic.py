@@ -436,6 +436,25 @@ def distinct_stacks():
     return {"segments": [], "device_traces": [tr]}
 
 
+LIST_SEQUENCE = "ABACADABAC"
+LIST_FRAMES = {"A": (0, 1), "B": (2, 3), "C": (2, 3, 4), "D": (2, 5)}
+
+
+def list_sequence():
+    """Frames lists in a sequence that repeats and then strays (LIST_SEQUENCE,
+    each a new list over the same frame dicts, so the same bytes): the reader
+    guesses each list from the one that followed the previous list before,
+    and must reject a wrong guess. B's bytes are the start of C's (only the
+    byte after them tells), D shares its first frame with B and C. Event
+    1 + k has the frames of LIST_FRAMES[LIST_SEQUENCE[k]], innermost first."""
+    frames = [{"name": "f%d" % i, "filename": "/home/u/m.py", "line": i} for i in range(6)]
+    tr = [{"action": "segment_alloc", "addr": A, "size": 2 * MIB, "stream": 0, "frames": []}]
+    for k, c in enumerate(LIST_SEQUENCE):
+        tr.append({"action": "alloc", "addr": A + 512 * k, "size": 512, "stream": 0,
+                   "frames": [frames[i] for i in LIST_FRAMES[c]]})
+    return {"segments": [], "device_traces": [tr]}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -446,6 +465,7 @@ def main():
         "two_devices.pickle": (two_devices(), 4), "overflow.pickle": (overflow(), 4),
         "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
         "interleaved.pickle": (interleaved(), 4), "distinct_stacks.pickle": (distinct_stacks(), 4),
+        "list_sequence.pickle": (list_sequence(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),

@@ -2,6 +2,7 @@
  * SIGKILL mid-stream (readable up to the last complete record), torn and
  * corrupt tails, version and magic checks, no overwrite without asking. */
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -92,14 +93,17 @@ static void test_sigkill_mid_write(void **st)
     if (pid == 0) {
         md_cap *c;
         md_err e;
-        if (md_cap_open(path, 1, &c, &e))
+        /* never outlive the test: an orphan writing forever fills the disk */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1 || md_cap_open(path, 1, &c, &e))
             _exit(1);
-        for (int k = 0;; k++) {
+        for (int k = 0; k < 1000000; k++) { /* ~70 MB at most, then stop unclosed */
             md_cap_sample s = sample(k, MD_SP_AFTER_FORWARD, (uint64_t)k % 1000);
             md_cap_write_sample(c, &s);
             if (k == 2000)
                 kill(getppid(), SIGUSR2); /* enough written: tell the parent */
         }
+        _exit(0);
     }
     int sig;
     sigwait(&set, &sig);

@@ -283,6 +283,31 @@ static void test_distinct_stacks(void **st)
     md_snapshot_free(s);
 }
 
+/* Frames lists guessed from the list that followed the previous one the
+ * time before (tests/gen/make_synthetic.py list_sequence): a wrong guess,
+ * including one whose bytes start the real list's, is rejected, and every
+ * event gets its own frames. */
+static void test_list_sequence(void **st)
+{
+    (void)st;
+    static const char *const seq = "ABACADABAC";
+    static const char *const names[4] = {"f0 f1", "f2 f3", "f2 f3 f4", "f2 f5"};
+    md_snapshot *s = load_ok("synthetic/list_sequence.pickle");
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, 0, &n);
+    assert_int_equal(n, 1 + strlen(seq));
+    for (size_t k = 0; seq[k]; k++) {
+        size_t nf;
+        const uint32_t *fr = md_snapshot_stack(s, ev[1 + k].stack, &nf);
+        char got[64] = "";
+        for (size_t i = 0; i < nf; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "",
+                     md_snapshot_string(s, md_snapshot_frame(s, fr[i])->name));
+        assert_string_equal(got, names[seq[k] - 'A']);
+    }
+    md_snapshot_free(s);
+}
+
 /* The same reference trace in every schema generation and pickler style
  * (tests/gen/make_synthetic.py) must read to the same events. */
 static void test_schema_versions(void **st)
@@ -493,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_truncated_real_file),
         cmocka_unit_test(test_cut_compressed_alike),
         cmocka_unit_test(test_distinct_stacks),
+        cmocka_unit_test(test_list_sequence),
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_v2_0_history_blocks),
         cmocka_unit_test(test_legacy_list_and_devices),
