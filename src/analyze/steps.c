@@ -137,6 +137,29 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
     return n;
 }
 
+/* Steps from optimizer annotations that no zero_grad annotation closed:
+ * the gradients were cleared through the model (module.zero_grad, as
+ * Hugging Face's Trainer does), which torch does not annotate. Such a step
+ * ends with the run of zero_grad frames' events after its optimizer step,
+ * if one comes before the next forward. */
+static void zero_grad_from_frames(md_analysis *a, step_end *e, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (e[k].zero_e != e[k].opt_e)
+            continue;
+        long hi = k + 1 < n ? e[k + 1].opt_s : (long)a->n - 1, last = -1;
+        for (long i = e[k].opt_e + 1; i <= hi; i++) {
+            unsigned t = md_stack_tags(&a->cache, a->s, a->ev[i].stack);
+            if (t & MD_TAG_ZERO_GRAD)
+                last = i;
+            else if (last >= 0 || (t & MD_TAG_FORWARD))
+                break;
+        }
+        if (last >= 0)
+            e[k].zero_e = last;
+    }
+}
+
 /* Optimizer/zero_grad runs from frames when there are no annotations. */
 static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
 {
@@ -364,6 +387,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     n = ends_from_annotations(a, md_replay_device(r), &ends, &cap);
     if (n > 0) {
         a->source = MD_STEPS_FROM_ANNOTATIONS;
+        zero_grad_from_frames(a, ends, n);
     } else {
         n = ends_from_frames(a, &ends, &cap);
         if (n > 0)
