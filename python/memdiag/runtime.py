@@ -107,6 +107,9 @@ class Recorder:
         self.cap = None
         self.steps = 0
         self.sampled_forward = -1
+        self.in_step = False  # between the optimizer step's pre- and post-hook
+        self.closure = False  # this step's backward runs inside its optimizer step
+        self.pending_backward = False
         self.disabled = False
         self.recording = False
         self.oom_seen = False
@@ -189,18 +192,34 @@ class Recorder:
             self.sample("after_forward")
 
     def before_optimizer_step(self) -> None:
-        self.sample("after_backward")
+        self.in_step = True
+        # no backward yet: a closure (PyTorch Lightning's automatic
+        # optimization) runs forward and backward inside the step; the
+        # backward's end is its after_backward
+        self.closure = self.sampled_forward != self.steps
+        if self.closure:
+            self.pending_backward = True
+        else:
+            self.sample("after_backward")
+
+    def after_backward(self) -> None:
+        if self.pending_backward:
+            self.pending_backward = False
+            self.sample("after_backward")
 
     def after_optimizer_step(self) -> None:
+        self.in_step = False
         self.sample("after_optimizer_step")
+        if self.closure:  # gradients stay until the next step's closure zeroes them
+            self.sample("after_clear_gradients")
         self._end_step()
 
     def before_zero_grad(self) -> None:
         # a forward and a backward since the last step but no optimizer
         # step: GradScaler skipped it (the gradients overflowed, typically
         # at the first steps of fp16 training). It still counts as a step,
-        # with an empty optimizer phase.
-        if self.sampled_forward == self.steps:
+        # with an empty optimizer phase. (Inside a closure: the step's own.)
+        if self.sampled_forward == self.steps and not self.in_step:
             self.sample("after_backward")
             self.sample("after_optimizer_step")
             self._end_step()
@@ -218,8 +237,9 @@ class Recorder:
 
     def after_zero_grad(self) -> None:
         # zero_grad closes the step just finished (also when called at the
-        # start of the next one); before any step it closes nothing
-        if self.steps:
+        # start of the next one); before any step, or inside a closure
+        # (after the next step's forward), it closes nothing
+        if self.steps and not self.in_step:
             self.sample("after_clear_gradients", step=self.steps - 1)
 
     # ---- allocator history ------------------------------------------------------
@@ -353,10 +373,13 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     orig_backward = torch.autograd.backward
 
     before_backward = _safe(rec, rec.before_backward)
+    after_backward = _safe(rec, rec.after_backward)
 
     def backward(*a, **k):
         before_backward()
-        return orig_backward(*a, **k)
+        r = orig_backward(*a, **k)
+        after_backward()
+        return r
     backward.__wrapped__ = orig_backward
     torch.autograd.backward = backward
 

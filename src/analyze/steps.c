@@ -117,6 +117,8 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
             prev_end = an->time_us;
         } else if (is_zero && an->stage == 1) {
             open_zero = an->time_us;
+        } else if (is_zero && an->stage == 2 && open_zero >= 0 && open_opt >= 0) {
+            open_zero = -1; /* inside optimizer.step: a closure's zero_grad closes nothing */
         } else if (is_zero && an->stage == 2 && open_zero >= 0) {
             long z = index_before(a->ev, a->n, an->time_us, 1);
             long zs = index_before(a->ev, a->n, open_zero, 0);
@@ -214,6 +216,30 @@ static long first_tagged(md_analysis *a, long lo, long hi, unsigned tags, int fr
     return hi + 1;
 }
 
+/* A step whose forward and backward run inside optimizer.step, in the
+ * closure PyTorch Lightning passes it (automatic optimization): the
+ * forward is the first module call inside the step, the backward its
+ * first autograd event after that, and the optimizer's own phase begins
+ * after the backward's last event. 1 with *fwd, *bwd and *opt_s set. */
+static int closure_step(md_analysis *a, const step_end *e, int frames, long *fwd, long *bwd,
+                        long *opt_s)
+{
+    long f = first_tagged(a, e->opt_s, e->opt_e, MD_TAG_FORWARD, 0);
+    long b = f <= e->opt_e ? first_tagged(a, f, e->opt_e, MD_TAG_BACKWARD, frames) : e->opt_e + 1;
+    if (b > e->opt_e)
+        return 0;
+    long last = b;
+    for (long i = b + 1; i <= e->opt_e; i++) {
+        uint32_t st = a->ev[i].stack;
+        if ((md_stack_tags(&a->cache, a->s, st) & MD_TAG_BACKWARD) || (frames && st == 0))
+            last = i;
+    }
+    *fwd = f;
+    *bwd = b;
+    *opt_s = last;
+    return 1;
+}
+
 static int build_steps(md_analysis *a, const step_end *e, size_t n)
 {
     long lo = -1;
@@ -225,11 +251,16 @@ static int build_steps(md_analysis *a, const step_end *e, size_t n)
             continue;
         }
         st.number = e[k].number;
-        long fwd = first_tagged(a, lo, e[k].opt_s, MD_TAG_FORWARD, 0);
-        if (fwd > e[k].opt_s) /* no forward seen: the step starts at lo */
+        long opt_s = e[k].opt_s;
+        long fwd = first_tagged(a, lo, opt_s, MD_TAG_FORWARD, 0), bwd;
+        if (fwd > opt_s && closure_step(a, &e[k], frames, &fwd, &bwd, &opt_s)) {
+            st.fwd_start = fwd - 1;
+            goto phases;
+        }
+        if (fwd > opt_s) /* no forward seen: the step starts at lo */
             fwd = lo + 1;
         st.fwd_start = fwd - 1;
-        long bwd = first_tagged(a, st.fwd_start, e[k].opt_s, MD_TAG_BACKWARD, frames);
+        bwd = first_tagged(a, st.fwd_start, opt_s, MD_TAG_BACKWARD, frames);
         if (fwd == lo + 1 && bwd > e[k].opt_s && a->ev && lo + 1 <= e[k].opt_s &&
             !(md_stack_tags(&a->cache, a->s, a->ev[lo + 1].stack) & MD_TAG_FORWARD)) {
             /* neither forward nor backward: e.g. zero_grad before the first
@@ -237,8 +268,9 @@ static int build_steps(md_analysis *a, const step_end *e, size_t n)
             lo = e[k].zero_e;
             continue;
         }
+phases:
         st.after_forward = bwd - 1;
-        st.after_backward = e[k].opt_s;
+        st.after_backward = opt_s;
         st.after_optim = e[k].opt_e;
         st.after_zero = e[k].zero_e;
         st.peak = 0;

@@ -49,11 +49,12 @@ check "real OOM run: the oom finding with the per-process limit" sh -c "$M diagn
 check "real HF run: both 32 MiB cuBLAS workspaces found (one from RoPE's a @ b, no matmul frame)" sh -c "$M diagnose --json $R/hf | python3 -c 'import json,sys; d=json.load(sys.stdin); f=[x for x in d[\"ranks\"][0][\"findings\"] if x[\"kind\"]==\"library_workspace\"]; sys.exit(0 if f and f[0][\"bytes\"]==67108864 else 1)'"
 check "real HF run: AdamW state 2x, logits at 12 bytes per element, transformers sites" sh -c "$M diagnose $R/hf > $T/hf.txt 2>&1 && grep -q 'AdamW keeps 385.8 MiB of state, 1.99 x' $T/hf.txt && grep -q '12.0 bytes per logit element' $T/hf.txt && grep -q 'modeling_llama.py' $T/hf.txt"
 check "real leak under memdiag run: snapshot and capture agree" sh -c "$M diagnose $R/gamma > $T/g.txt 2>&1 && test \$(grep -c 'leak: memory grows by 53.2 MiB every step' $T/g.txt) -eq 2"
-for r in ddp gamma hf trainer; do
+for r in ddp gamma hf trainer lightning; do
     check "real run $r: each rank's snapshot and capture give the same indicators" sh -c "$M diagnose --json $R/$r | python3 tests/cli/compare_run.py 0.01"
 done
 check "real OOM run: snapshot and capture agree but for the peak of the failing step" sh -c "$M diagnose --json $R/oom | python3 tests/cli/compare_run.py 0.01 maximum_peak_allocated_mib"
 check "HF Trainer (model.zero_grad, 2 micro-batches, bf16): zero_grad found from frames ends each step" sh -c "$M summary $R/trainer | grep -q '^    step 0             170.8      738.0      408.4      749.9       576.4  1443.4'"
+check "PyTorch Lightning (forward, zero_grad, backward inside optimizer.step's closure): every step found, its phases inside the step" sh -c "$M summary $R/lightning > $T/pl.txt && grep -q 'steps       6, found from optimizer annotations' $T/pl.txt && grep -q '^    step 0             129.1      198.1      322.2      578.5       578.5   706.6' $T/pl.txt && grep -q '^    step 5             578.5      486.4      578.5      578.5       578.5   706.6' $T/pl.txt"
 check "run directories validate against schema 1" sh -c "for r in $R/*; do $M diagnose --json \$r 2>/dev/null | python3 tests/cli/validate_json.py || exit 1; done"
 # real captures without annotations: steps from stack frames, same figures
 check "frames fallback equals torch's counters (Python stacks)" sh -c "$M diagnose --json $D/derived/gamma-small-py-noann.pickle.xz | python3 tests/cli/compare_samples.py $D/captured/gamma-small-py.json 0.01 && $M summary $D/derived/gamma-small-py-noann.pickle.xz | grep -q 'found from stack frames'"

@@ -36,6 +36,8 @@ check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per
 check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
 # Hugging Face's Trainer: accelerate, 2 micro-batches a step, bf16, model.zero_grad
 check trainer 0 "$M" run -o "$W/trainer" -- python3 examples/hf_trainer.py --accumulate 2 --steps 6
+# PyTorch Lightning: forward, zero_grad and backward inside optimizer.step's closure
+check lightning 0 "$M" run -o "$W/lightning" -- python3 examples/pl_train.py --steps 6
 if [ -z "${ONLY:-}" ]; then # the C API and the overhead: full runs only
     # a plain CUDA C program using the C API
     if nvcc -Iinclude examples/cuda_phases.cu -Lbuild-dev -lmemdiag_capture -Xlinker -rpath=$(pwd)/build-dev \
@@ -73,7 +75,8 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "oom": ({"oom"}, set()), "hf": ({"optimizer_state", "logits"}, {"leak"}),
         "compiled": ({"optimizer_state"}, {"leak"}), "cudagraphs": ({"optimizer_state"}, {"leak"}),
         "fp16": ({"library_workspace"}, {"leak", "optimizer_state"}),
-        "trainer": ({"optimizer_state", "logits"}, {"leak"})}
+        "trainer": ({"optimizer_state", "logits"}, {"leak"}),
+        "lightning": ({"optimizer_state"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):

@@ -16,6 +16,9 @@ ap.add_argument("--oom-at", type=int, default=-1)
 ap.add_argument("--sigusr1", action="store_true")
 ap.add_argument("--skip-step", type=int, default=-1,
                 help="no optimizer step in this iteration (as GradScaler on overflow)")
+ap.add_argument("--closure", action="store_true",
+                help="PyTorch Lightning's order: opt.step(closure), the closure runs "
+                     "forward, zero_grad, backward")
 a = ap.parse_args()
 
 
@@ -32,6 +35,21 @@ class Opt(torch.optim.Optimizer):
 
 torch.fake_alloc(100 * MIB)  # parameters
 net, opt = Net(), Opt()
+if a.closure:
+    grads = [0]
+
+    def closure():
+        net(0)                                  # forward: +200 MiB of activations
+        torch.fake_alloc(-grads[0])             # zero_grad frees last step's gradients
+        opt.zero_grad()
+        torch.Tensor().backward()               # activations go, gradients come
+        grads[0] = 50 * MIB
+
+    torch._state["on_backward"] = lambda: torch.fake_alloc(-200 * MIB + 50 * MIB)
+
+    for step in range(a.steps):
+        opt.step(closure)
+    raise SystemExit(0)
 for step in range(a.steps):
     if step == a.oom_at:
         torch.fake_oom(1 << 30)

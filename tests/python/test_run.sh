@@ -24,6 +24,12 @@ DESC="a skipped optimizer step (GradScaler) still counts: the capture has every 
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/s -- python3 $TRAIN --skip-step 0 >$T/s.out 2>&1 &&
   grep -q 'rank0.mdcap: complete, 5 steps' $T/s.out && $M summary $T/s/rank0.mdcap | grep -q '^    step 4 '"
 
+DESC="PyTorch Lightning's closure (forward, zero_grad, backward inside optimizer.step): every phase where it happens"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/cl -- python3 $TRAIN --closure >$T/cl.out 2>&1 &&
+  grep -q 'rank0.mdcap: complete, 5 steps' $T/cl.out && $M summary $T/cl/rank0.mdcap > $T/cl.txt &&
+  grep -q '^    step 0           300.0      150.0      150.0       150.0 ' $T/cl.txt &&
+  grep -q '^    step 4           300.0      150.0      150.0       150.0 ' $T/cl.txt"
+
 DESC="an existing output directory is not reused without --force"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN; test \$? -eq 2"
 

@@ -10,9 +10,11 @@ def register_optimizer_step_post_hook(fn):
 
 
 class Optimizer:
-    def step(self):
+    def step(self, closure=None):
         for h in _pre:
             h(self, (), {})
+        if closure is not None:  # PyTorch Lightning's way: forward and backward inside
+            closure()
         self._step()
         for h in _post:
             h(self, (), {})
