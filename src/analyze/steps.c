@@ -162,13 +162,29 @@ static void zero_grad_from_frames(md_analysis *a, step_end *e, size_t n)
     }
 }
 
-/* Optimizer/zero_grad runs from frames when there are no annotations. */
+/* Optimizer/zero_grad runs from frames when there are no annotations (torch
+ * before 2.5). */
 static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
 {
     size_t n = 0;
-    int in_opt = 0, in_zero = 0, have_opt = 0;
+    int in_opt = 0, in_zero = 0, have_opt = 0, closure = 0, bwd = 0;
     for (size_t i = 0; i < a->n; i++) {
         unsigned t = md_stack_tags(&a->cache, a->s, a->ev[i].stack);
+        /* a forward, backward or zero_grad with optimizer.step on the stack
+         * runs in a closure (PyTorch Lightning): the step's own work, not
+         * its update; the closure's zero_grad closes nothing. Then only
+         * optimizer work after a backward is an update (the closure's own
+         * bookkeeping between forward and backward has the step's frames) */
+        if ((t & MD_TAG_OPTIM) && (t & (MD_TAG_FORWARD | MD_TAG_BACKWARD | MD_TAG_ZERO_GRAD))) {
+            closure = 1;
+            if (t & MD_TAG_ZERO_GRAD)
+                continue;
+            t &= ~(unsigned)MD_TAG_OPTIM;
+        }
+        if ((t & MD_TAG_BACKWARD) || (a->ev[i].stack == 0 && a->ev[i].action == MD_ACT_ALLOC))
+            bwd = 1;
+        if ((t & MD_TAG_OPTIM) && closure && !in_opt && !bwd)
+            continue;
         if (t & MD_TAG_OPTIM) {
             if (!have_opt) {
                 const char *o = md_optimizer_from_stack(a->s, a->ev[i].stack);
@@ -182,6 +198,7 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
                 (*out)[n] = (step_end){(long)i - 1, (long)i, (long)i, (int)n, 0};
                 n++;
                 in_opt = 1;
+                bwd = 0;
             } else {
                 (*out)[n - 1].opt_e = (*out)[n - 1].zero_e = (long)i;
             }

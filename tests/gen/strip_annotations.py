@@ -11,7 +11,8 @@ import pickle
 
 PAIRS = [("tests/data/captured/gamma-small-py.pickle.xz", "tests/data/derived/gamma-small-py-noann.pickle.xz"),
          ("tests/data/captured/beta-small-py.pickle.xz", "tests/data/derived/beta-small-py-noann.pickle.xz"),
-         ("tests/data/seed-exercise/snap-beta-small-rank0.pickle", "tests/data/derived/snap-beta-small-noann.pickle.xz")]
+         ("tests/data/seed-exercise/snap-beta-small-rank0.pickle", "tests/data/derived/snap-beta-small-noann.pickle.xz"),
+         ("tests/data/runs/lightning/rank0.pickle.xz", "tests/data/derived/lightning-noann.pickle.xz")]
 
 for src, dst in PAIRS:
     raw = lzma.open(src).read() if src.endswith(".xz") else open(src, "rb").read()
