@@ -36,6 +36,8 @@ check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per
 check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
 # Hugging Face's Trainer: accelerate, 2 micro-batches a step, bf16, model.zero_grad
 check trainer 0 "$M" run -o "$W/trainer" -- python3 examples/hf_trainer.py --accumulate 2 --steps 6
+check trainer-ddp 0 "$M" run -o "$W/trainer-ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
+    examples/hf_trainer.py --accumulate 2 --steps 6
 # PyTorch Lightning: forward, zero_grad and backward inside optimizer.step's closure
 check lightning 0 "$M" run -o "$W/lightning" -- python3 examples/pl_train.py --steps 6
 if [ -z "${ONLY:-}" ]; then # the C API and the overhead: full runs only
@@ -76,7 +78,8 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "compiled": ({"optimizer_state"}, {"leak"}), "cudagraphs": ({"optimizer_state"}, {"leak"}),
         "fp16": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "trainer": ({"optimizer_state", "logits"}, {"leak"}),
-        "lightning": ({"optimizer_state"}, {"leak"})}
+        "lightning": ({"optimizer_state"}, {"leak"}),
+        "trainer-ddp": ({"optimizer_state", "logits"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):
@@ -86,6 +89,18 @@ for run, (must, must_not) in want.items():
     ok = must <= kinds and not (must_not & kinds)
     bad += not ok
     print(f"{'PASS' if ok else 'FAIL'} {run}: {sorted(kinds)}")
+for run in want:  # each rank's snapshot and capture: the same indicators (tests/cli/compare_run.py)
+    if not os.path.exists(f"{W}/{run}.diagnosis.json"):
+        continue
+    by = {}
+    for r in json.load(open(f"{W}/{run}.diagnosis.json"))["ranks"]:
+        by.setdefault(r["rank"], {})[r["kind"]] = r["indicators"]
+    skip = {"maximum_peak_allocated_mib"} if run == "oom" else set()  # peaks after the last sample
+    diff = [(k, rank) for rank, kinds in by.items() if set(kinds) == {"snapshot", "capture"}
+            for k in set(kinds["snapshot"]) - skip
+            if abs(kinds["snapshot"][k] - kinds["capture"].get(k, 1e18)) > 0.01]
+    bad += bool(diff)
+    print(f"{'PASS' if not diff else 'FAIL'} {run}: snapshot and capture agree {diff}")
 for run in ("compiled", "cudagraphs"):  # compile workers leave no files, no hook warning
     if os.path.isdir(f"{W}/{run}"):
         files = sorted(os.listdir(f"{W}/{run}"))
