@@ -318,6 +318,13 @@ class Recorder:
                 except OSError:
                     pass
             return
+        if self.cap is not None and not self.disabled:
+            # the counters once more: the peak of a step that failed (an
+            # OOM) or ran after the last hook is only here
+            try:
+                self.sample("at_exit", step=-1)
+            except Exception:  # a late failure must not lose the snapshot
+                pass
         if self.recording:
             self.dump("exit")
             self.stop_history()

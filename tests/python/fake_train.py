@@ -51,7 +51,8 @@ if a.closure:
         opt.step(closure)
     raise SystemExit(0)
 for step in range(a.steps):
-    if step == a.oom_at:
+    if step == a.oom_at:  # a larger batch's forward, then a request that fails
+        torch.fake_alloc(400 * MIB)
         torch.fake_oom(1 << 30)
     net(0)
     torch.Tensor().backward()

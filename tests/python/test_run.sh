@@ -41,6 +41,9 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/b -- python3 $TRAIN --oom-at 2 >$T/b.out
   test -s $T/b/rank0-oom.pickle && grep -q 'oom: out of memory: a request for 1024.0 MiB' $T/b.out &&
   grep -q '\"exit_status\": 1' $T/b/manifest.json"
 
+DESC="the failing step's peak, after the last hook, is in the capture (sampled at exit)"
+ok sh -c "$M diagnose --json $T/b | python3 -c 'import json,sys; r=[r for r in json.load(sys.stdin)[\"ranks\"] if r[\"kind\"]==\"capture\"][0]; assert r[\"indicators\"][\"maximum_peak_allocated_mib\"]==500, r[\"indicators\"]'"
+
 DESC="the job's own exit status passes through"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/c -- python3 -c 'import sys; sys.exit(7)'; test \$? -eq 7"
 
