@@ -225,6 +225,7 @@ class Recorder:
             self._end_step()
 
     def _end_step(self) -> None:
+        self.pending_backward = False  # a step that ran no backward leaves none due
         self.steps += 1
         if self.cap is not None:
             self.cap.step(self.steps - 1)
