@@ -412,7 +412,19 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
 
 
 def counters_of(torch):
+    """(allocated, reserved, peak allocated) on the current device. One call
+    for the three: torch.cuda.memory_allocated() and its siblings each build
+    every allocator statistic into a flat, sorted dict to read one of them,
+    and a sample runs four times a step."""
+    nested = getattr(torch.cuda, "memory_stats_as_nested_dict", None)
+
     def counters():
+        if nested is not None:
+            s = nested()
+            a = s.get("allocated_bytes", {}).get("all")
+            r = s.get("reserved_bytes", {}).get("all")
+            if a is not None and r is not None:
+                return a.get("current", 0), r.get("current", 0), a.get("peak", 0)
         return (torch.cuda.memory_allocated(), torch.cuda.memory_reserved(),
                 torch.cuda.max_memory_allocated())
     return counters

@@ -14,6 +14,43 @@ from memdiag import _lib, runtime  # noqa: E402
 MEMDIAG = os.environ.get("MEMDIAG", os.path.join(ROOT, "build", "memdiag"))
 
 
+class Counters(unittest.TestCase):
+    """One statistics call a sample where torch has the nested dict; the three
+    flat getters where it has not; the same figures either way."""
+
+    class Flat:
+        def memory_allocated(self):
+            return 1
+
+        def memory_reserved(self):
+            return 2
+
+        def max_memory_allocated(self):
+            return 3
+
+    class Nested(Flat):
+        calls = 0
+
+        def memory_stats_as_nested_dict(self):
+            self.calls += 1
+            return {"allocated_bytes": {"all": {"current": 1, "peak": 3}},
+                    "reserved_bytes": {"all": {"current": 2, "peak": 2}}}
+
+        def memory_allocated(self):
+            raise AssertionError("flat getter called")
+
+    def test_both_paths(self):
+        class T:
+            pass
+        for cuda in (self.Flat(), self.Nested()):
+            t = T()
+            t.cuda = cuda
+            self.assertEqual(runtime.counters_of(t)(), (1, 2, 3))
+        t.cuda = self.Nested()
+        runtime.counters_of(t)()
+        self.assertEqual(t.cuda.calls, 1)
+
+
 class Templates(unittest.TestCase):
     def test_expand(self):
         self.assertEqual(runtime.expand("{run}-rank{rank}.{step}", run="r", rank=3, step=7),

@@ -88,6 +88,10 @@ class _Cuda(types.ModuleType):
     def max_memory_reserved(self, d=None):
         return _state["reserved"]
 
+    def memory_stats_as_nested_dict(self, d=None):
+        return {"allocated_bytes": {"all": {"current": _state["allocated"], "peak": _state["peak"]}},
+                "reserved_bytes": {"all": {"current": _state["reserved"], "peak": _state["reserved"]}}}
+
     def device_count(self):
         return 1
 
