@@ -540,6 +540,23 @@ static long step_of(const md_analysis *a, long idx)
     return lo < a->nsteps ? (long)lo : -1;
 }
 
+/* Whether a backward began while the allocation at i lived (before fr):
+ * what a forward inside a step's backward phase keeps that long, it kept
+ * for a backward (gradient accumulation: a later micro-batch's forward
+ * runs after the first backward). */
+static int lived_into_backward(const md_analysis *a, long i, long fr)
+{
+    md_stack_cache *c = (md_stack_cache *)&a->cache;
+    int frames = (a->s->features & MD_HAS_FRAMES) != 0;
+    for (long j = i + 1; j < fr; j++) {
+        uint32_t st = a->ev[j].stack;
+        if ((md_stack_tags(c, a->s, st) & MD_TAG_BACKWARD) ||
+            (frames && st == 0 && a->ev[j].action == MD_ACT_ALLOC))
+            return 1;
+    }
+    return 0;
+}
+
 md_category md_categorize(const md_analysis *a, const md_live *l)
 {
     unsigned tags = md_stack_tags((md_stack_cache *)&a->cache, a->s, l->stack);
@@ -561,8 +578,13 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
         return MD_CAT_OTHER;
     if (i <= s->after_forward)
         return (fr < 0 || fr > s->after_forward) ? MD_CAT_ACTIVATION : MD_CAT_TEMPORARY;
-    if (i <= s->after_backward)
-        return (fr < 0 || fr > s->after_backward) ? MD_CAT_GRADIENT : MD_CAT_TEMPORARY;
+    if (i <= s->after_backward) {
+        if (fr < 0 || fr > s->after_backward)
+            return MD_CAT_GRADIENT;
+        if ((tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD) && lived_into_backward(a, i, fr))
+            return MD_CAT_ACTIVATION;
+        return MD_CAT_TEMPORARY;
+    }
     if (i <= s->after_optim)
         return (fr < 0 || fr > s->after_optim) ? MD_CAT_OPTIMIZER_STATE : MD_CAT_TEMPORARY;
     return MD_CAT_OTHER;
