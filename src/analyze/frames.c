@@ -52,21 +52,25 @@ static int is_inductor_output(const char *fn)
     return 1;
 }
 
-/* torch's own Python, the standard library, frozen modules, code
- * torch.compile generated and memdiag's capture hooks are not "user" code;
- * third-party model code (transformers, ...) is, because that is where a
- * model's memory is decided. */
-static int is_user(const md_snapshot *s, const md_frame *f)
+/* Whose code a frame is. torch's own Python, the standard library, frozen
+ * modules and memdiag's capture hooks are nobody's here; code
+ * torch.compile generated is its own kind; third-party model code
+ * (transformers, ...) is the user's, because that is where a model's
+ * memory is decided. */
+enum { OWNER_OTHER, OWNER_USER, OWNER_GENERATED };
+
+static int owner(const md_snapshot *s, const md_frame *f)
 {
     if (!is_python(s, f))
-        return 0;
+        return OWNER_OTHER;
     const char *fn = md_strtab_get(&s->strs, f->filename);
-    if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py") ||
-        is_inductor_output(fn))
-        return 0;
+    if (is_inductor_output(fn))
+        return OWNER_GENERATED;
+    if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py"))
+        return OWNER_OTHER;
     if (strstr(fn, "/lib/python3") && !strstr(fn, "-packages/"))
-        return 0; /* standard library */
-    return 1;
+        return OWNER_OTHER; /* standard library */
+    return OWNER_USER;
 }
 
 /* The innermost user frame; without one, the innermost frame of code
@@ -79,10 +83,10 @@ const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
     const md_frame *generated = NULL;
     for (size_t i = 0; i < n; i++) {
         const md_frame *f = &s->frames[ids[i]];
-        if (is_user(s, f))
+        int o = owner(s, f);
+        if (o == OWNER_USER)
             return f;
-        if (!generated && is_python(s, f) &&
-            is_inductor_output(md_strtab_get(&s->strs, f->filename)))
+        if (o == OWNER_GENERATED && !generated)
             generated = f;
     }
     return generated;

@@ -63,16 +63,26 @@ static int match_prefix(const char *s, const char *p)
     return !strncmp(s, p, strlen(p));
 }
 
+/* Whether event i is backward work: an autograd frame, or, where stacks
+ * were recorded, an allocation with none (stacks='python': the autograd
+ * engine's thread has no Python frames). */
+static int backward_event(const md_analysis *a, long i)
+{
+    uint32_t st = a->ev[i].stack;
+    if (st == 0)
+        return (a->s->features & MD_HAS_FRAMES) && a->ev[i].action == MD_ACT_ALLOC;
+    return (md_stack_tags((md_stack_cache *)&a->cache, a->s, st) & MD_TAG_BACKWARD) != 0;
+}
+
 /* Whether events (lo, hi] hold a forward and, after it, a backward: a
  * training iteration whose optimizer step did not run. */
 static int forward_then_backward(md_analysis *a, long lo, long hi)
 {
     int fwd = 0;
     for (long i = lo + 1; i <= hi; i++) {
-        unsigned t = md_stack_tags(&a->cache, a->s, a->ev[i].stack);
         if (!fwd)
-            fwd = (t & MD_TAG_FORWARD) != 0;
-        else if ((t & MD_TAG_BACKWARD) || (a->ev[i].stack == 0 && a->ev[i].action == MD_ACT_ALLOC))
+            fwd = (md_stack_tags(&a->cache, a->s, a->ev[i].stack) & MD_TAG_FORWARD) != 0;
+        else if (backward_event(a, i))
             return 1;
     }
     return 0;
@@ -181,7 +191,7 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
                 continue;
             t &= ~(unsigned)MD_TAG_OPTIM;
         }
-        if ((t & MD_TAG_BACKWARD) || (a->ev[i].stack == 0 && a->ev[i].action == MD_ACT_ALLOC))
+        if (backward_event(a, (long)i))
             bwd = 1;
         if ((t & MD_TAG_OPTIM) && closure && !in_opt && !bwd)
             continue;
@@ -546,14 +556,9 @@ static long step_of(const md_analysis *a, long idx)
  * runs after the first backward). */
 static int lived_into_backward(const md_analysis *a, long i, long fr)
 {
-    md_stack_cache *c = (md_stack_cache *)&a->cache;
-    int frames = (a->s->features & MD_HAS_FRAMES) != 0;
-    for (long j = i + 1; j < fr; j++) {
-        uint32_t st = a->ev[j].stack;
-        if ((md_stack_tags(c, a->s, st) & MD_TAG_BACKWARD) ||
-            (frames && st == 0 && a->ev[j].action == MD_ACT_ALLOC))
+    for (long j = i + 1; j < fr; j++)
+        if (backward_event(a, j))
             return 1;
-    }
     return 0;
 }
 

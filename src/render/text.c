@@ -166,9 +166,10 @@ static int distinct_ranks(const md_rank *rk, size_t n)
     return 1;
 }
 
-static void compare(FILE *o, const md_rank *rk, size_t n)
+/* devices: the ranks are devices of one process (md_ranks_one_process) */
+static void compare(FILE *o, const md_rank *rk, size_t n, int devices)
 {
-    int ranked = distinct_ranks(rk, n), devices = md_ranks_one_process(rk, n);
+    int ranked = distinct_ranks(rk, n);
     fprintf(o, "\n== %s compared\n", devices ? "devices" : ranked ? "ranks" : "inputs");
     fprintf(o, "  rank  device   peak MiB   reserved   fwd-increase  persistent   growth  file\n");
     size_t hi = 0, lo = 0;
@@ -308,7 +309,7 @@ void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
         for (size_t i = 0; i < rep->nsranks; i++)
             brief_samples(o, &rep->sranks[i], rep->sfindings[i], rep->nsfindings[i]);
         if (rep->n > 1)
-            compare(o, rep->ranks, rep->n);
+            compare(o, rep->ranks, rep->n, devices);
         if (rep->ncross)
             findings(o, rep->cross, rep->ncross, 0,
                      devices ? "cross-device findings" : "cross-rank findings");
@@ -337,7 +338,7 @@ void md_render_text(FILE *o, const md_report *rep, const md_out_opts *opt)
         sample_rank(o, &rep->sranks[i], rep->sfindings[i], rep->nsfindings[i], opt);
     }
     if (n > 1)
-        compare(o, ranks, n);
+        compare(o, ranks, n, devices);
     if (rep->ncross)
         findings(o, rep->cross, rep->ncross, opt->detail,
                  devices ? "cross-device findings" : "cross-rank findings");
