@@ -53,6 +53,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--plain", action="store_true",
                    help="train only: no own snapshot or JSON (for memdiag run)")
     p.add_argument("--time", action="store_true", help="print the mean step time")
+    p.add_argument("--record", action="store_true",
+                   help="with --plain: record torch's allocator history all the same "
+                        "(torch's recorder alone, for overhead measurements)")
     p.add_argument("--rank-zero-extra", type=int, default=0,
                    help="DDP: extra samples in rank 0's local batch")
     p.add_argument("--force", action="store_true", help="replace existing outputs")
@@ -305,7 +308,7 @@ def main() -> int:
     if a.case == "oom":
         torch.cuda.set_per_process_memory_fraction(a.memory_fraction, dev)
         a.steps = 64
-    if not a.plain:
+    if not a.plain or a.record:
         torch.cuda.memory._record_memory_history(max_entries=a.max_entries, stacks=a.stacks)
     samples: list = []
     result = {"case": a.case, "preset": a.preset, "batch": a.batch, "steps": a.steps,

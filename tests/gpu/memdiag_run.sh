@@ -3,7 +3,8 @@
 # workload on one GPU, an OOM, DDP over NCCL with rank-zero extra samples,
 # and the capture overhead on step time. Needs build-dev/ from
 #   make BUILD=build-dev STATIC_DEPS=1 build-dev/memdiag build-dev/libmemdiag_capture.so
-# ONLY="name ..." runs only those workloads (no C program, no overhead).
+# ONLY="name ..." runs only those workloads (no C program; no overhead unless
+# OVERHEAD="mode ..." asks for it, REPS=N times each).
 # Results in $OUT: memdiag-run.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -52,21 +53,28 @@ if [ -z "${ONLY:-}" ]; then # the C API and the overhead: full runs only
     else
         echo "== cuda: nvcc build failed" >>"$log"
     fi
-    # capture overhead on step time: beta, medium preset, batch 8 (seed 000's setting)
-    for mode in plain none python python-alloc all; do
-        for rep in 1 2 3; do
-            case $mode in
-                plain) $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
-                python-alloc) "$M" run --quiet --force --stacks python --context alloc -o "$W/ovh-$mode" -- \
-                    $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
-                *) "$M" run --quiet --force --stacks $mode -o "$W/ovh-$mode" -- \
-                    $WL --case beta --preset medium --batch 8 --steps 60 --plain --time >"$W/t.out" 2>&1 ;;
-            esac
-            echo "overhead $mode rep $rep: $(grep step_ms "$W/t.out")" >>"$log"
-        done
-    done
-    rm -rf "$W"/ovh-*
 fi
+# Capture overhead on step time: beta, medium preset, batch 8 (seed 000's setting).
+# Modes run interleaved (rep-major) so a lease's drift falls on all alike; "record" is
+# torch's recorder alone (Python stacks, no memdiag). All modes on full runs, none
+# under ONLY unless OVERHEAD="modes ..." names them; REPS runs of each (3).
+if [ -z "${OVERHEAD+set}" ]; then
+    if [ -z "${ONLY:-}" ]; then OVERHEAD="plain record none python python-alloc all"; else OVERHEAD=; fi
+fi
+for rep in $(seq 1 "${REPS:-3}"); do
+    for mode in $OVERHEAD; do
+        B="--case beta --preset medium --batch 8 --steps 60 --plain --time"
+        case $mode in
+            plain) $WL $B >"$W/t.out" 2>&1 ;;
+            record) $WL $B --record >"$W/t.out" 2>&1 ;;
+            python-alloc) "$M" run --quiet --force --stacks python --context alloc -o "$W/ovh-$mode" -- \
+                $WL $B >"$W/t.out" 2>&1 ;;
+            *) "$M" run --quiet --force --stacks "$mode" -o "$W/ovh-$mode" -- $WL $B >"$W/t.out" 2>&1 ;;
+        esac
+        echo "overhead $mode rep $rep: $(grep step_ms "$W/t.out")" >>"$log"
+    done
+done
+rm -rf "$W"/ovh-*
 # the right cause for each workload, from memdiag's own JSON
 python3 - "$W" >>"$log" 2>&1 <<'PY'
 import json, os, subprocess, sys
