@@ -299,6 +299,11 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out,
 void md_analysis_free(md_analysis *a);
 const md_step *md_analysis_steps(const md_analysis *a, size_t *n);
 int md_analysis_step_source(const md_analysis *a); /* MD_STEPS_* or 0 */
+/* The device whose optimizer annotations gave the steps: the analysed
+ * device's own, or, where it has none, the lowest device of the same
+ * snapshot that has them (one process: DataParallel, a model split over
+ * devices); -1 when the steps came from frames or were not found. */
+int md_analysis_step_device(const md_analysis *a);
 const md_indicators *md_analysis_indicators(const md_analysis *a);
 /* Name of the optimizer class seen in annotations/frames ("" if unknown). */
 const char *md_analysis_optimizer(const md_analysis *a);

@@ -30,6 +30,7 @@ struct md_analysis {
     md_step *steps;
     size_t nsteps, stepcap;
     int source;
+    int step_device; /* whose annotations gave the steps; -1 if none did */
     md_indicators ind;
     char optimizer[32];
     md_stack_cache cache;
@@ -147,6 +148,27 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
         }
     }
     return n;
+}
+
+/* The device whose annotations mark this device's steps. torch tags an
+ * annotation with the device current when it ran, but optimizer.step and
+ * zero_grad are calls of the process and drive every device it uses (one
+ * process, one clock): a device with no step annotations of its own
+ * (DataParallel's replicas, a model split over devices) takes those of the
+ * lowest device that has them. */
+static int annotation_device(const md_snapshot *s, int device)
+{
+    int best = -1;
+    for (size_t i = 0; i < s->nanns; i++) {
+        const char *name = md_strtab_get(&s->strs, s->anns[i].name);
+        if (!match_prefix(name, "Optimizer.step#") && !match_prefix(name, "Optimizer.zero_grad#"))
+            continue;
+        if (s->anns[i].device == device)
+            return device;
+        if (best < 0 || s->anns[i].device < best)
+            best = s->anns[i].device;
+    }
+    return best >= 0 ? best : device;
 }
 
 /* Steps from optimizer annotations that no zero_grad annotation closed:
@@ -443,11 +465,13 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->cache.user = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.user);
     if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
         goto nomem;
-    n = ends_from_annotations(a, md_replay_device(r), &ends, &cap);
+    a->step_device = annotation_device(s, md_replay_device(r));
+    n = ends_from_annotations(a, a->step_device, &ends, &cap);
     if (n > 0) {
         a->source = MD_STEPS_FROM_ANNOTATIONS;
         zero_grad_from_frames(a, ends, n);
     } else {
+        a->step_device = -1;
         n = ends_from_frames(a, &ends, &cap);
         if (n > 0)
             a->source = MD_STEPS_FROM_FRAMES;
@@ -485,6 +509,7 @@ const md_step *md_analysis_steps(const md_analysis *a, size_t *n)
 }
 
 int md_analysis_step_source(const md_analysis *a) { return a->source; }
+int md_analysis_step_device(const md_analysis *a) { return a->source ? a->step_device : -1; }
 const md_indicators *md_analysis_indicators(const md_analysis *a) { return &a->ind; }
 const char *md_analysis_optimizer(const md_analysis *a) { return a->optimizer; }
 const md_snapshot *md_analysis_snapshot(const md_analysis *a) { return a->s; }

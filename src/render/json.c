@@ -123,6 +123,8 @@ static void steps(jw *w, const md_rank *rk)
     KV(w, "steps_source", jw_str(w, src == MD_STEPS_FROM_ANNOTATIONS ? "annotations"
                                     : src == MD_STEPS_FROM_FRAMES    ? "frames"
                                                                      : "none"));
+    if (src == MD_STEPS_FROM_ANNOTATIONS && md_analysis_step_device(rk->a) != rk->device)
+        KV(w, "steps_device", jw_int(w, md_analysis_step_device(rk->a)));
     KV(w, "optimizer", jw_str(w, md_analysis_optimizer(rk->a)));
     jw_key(w, "steps");
     jw_open(w, '[');

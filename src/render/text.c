@@ -67,8 +67,12 @@ static void steps_table(FILE *o, const md_rank *rk)
         fprintf(o, "  steps       none found (no optimizer annotations or optimizer/backward frames)\n");
         return;
     }
-    fprintf(o, "  steps       %zu, found from %s%s%s\n", n,
-            src == MD_STEPS_FROM_ANNOTATIONS ? "optimizer annotations" : "stack frames",
+    char from[64] = "";
+    int dev = md_analysis_step_device(rk->a);
+    if (src == MD_STEPS_FROM_ANNOTATIONS && dev != rk->device)
+        snprintf(from, sizeof from, " (cuda:%d's; this device has none)", dev);
+    fprintf(o, "  steps       %zu, found from %s%s%s%s\n", n,
+            src == MD_STEPS_FROM_ANNOTATIONS ? "optimizer annotations" : "stack frames", from,
             opt[0] ? ", optimizer " : "", opt);
     fprintf(o, "\n  MiB allocated   before-fwd  after-fwd  after-bwd  after-opt  after-zero   peak\n");
     for (size_t k = 0; k < n; k++)

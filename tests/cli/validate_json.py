@@ -42,6 +42,9 @@ def main():
         need(isinstance(ind, dict) and set(ind) <= INDICATORS and
              "maximum_peak_allocated_mib" in ind, f"{w}.indicators")
         need(all(isinstance(v, (int, float)) for v in ind.values()), f"{w}.indicators numbers")
+        if "steps_device" in r:  # only where another device's annotations gave the steps
+            need(isinstance(r["steps_device"], int) and r["steps_device"] != r["device"] and
+                 r.get("steps_source") == "annotations", f"{w}.steps_device")
         need(isinstance(r.get("findings"), list), f"{w}.findings")
         for j, f in enumerate(r["findings"]):
             finding(f, f"{w}.findings[{j}]")
