@@ -424,6 +424,10 @@ typedef struct md_capture_info {
 typedef struct md_sample_rank {
     int rank;
     int local_rank;
+    int device;                /* CUDA device index; -1 when not recorded */
+    int further_device;        /* a further device of the process whose capture
+                                  this is (DataParallel, a model split), not the
+                                  process's own */
     char source[512];
     char gpu[64];
     double device_total_mib;   /* 0 when unknown */
@@ -467,6 +471,9 @@ typedef struct md_cap_sample {
 int md_cap_open(const char *path, int overwrite, md_cap **out, md_err *err);
 int md_cap_meta(md_cap *c, const char *key, const char *value);
 int md_cap_write_sample(md_cap *c, const md_cap_sample *s);
+/* The same phase point on another device the process uses (DataParallel's
+ * replicas, a model split over devices): one record per further device. */
+int md_cap_write_device_sample(md_cap *c, int device, const md_cap_sample *s);
 int md_cap_step(md_cap *c, int step);
 int md_cap_snapshot(md_cap *c, const char *path, const char *reason);
 /* limit: what the allocator may use (the device total, or less under
@@ -483,12 +490,21 @@ int md_cap_close(md_cap *c, int status);
 int md_nvml_memory(const char *pci_bus_id, uint64_t *used, uint64_t *total,
                    uint64_t *process_used);
 
-/* Reads a capture file into one sample rank (rank from its META); the
- * _mem form reads bytes already in memory (name is for messages). */
+/* Reads a capture file into one sample rank: the process's own device
+ * (rank from its META); the _mem form reads bytes already in memory (name
+ * is for messages). */
 int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_rank *rank,
                         md_capture_info *info, md_err *err);
 int md_capture_load(const char *path, md_sample_rank *rank, md_capture_info *info,
                     md_err *err);
+/* The same, with a series for each further device the process used
+ * (further_device set, in device order) after its own: *ranks is malloc'd,
+ * md_sample_ranks_free releases it. */
+int md_capture_load_devices(const char *path, md_sample_rank **ranks, size_t *n,
+                            md_capture_info *info, md_err *err);
+int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
+                                md_sample_rank **ranks, size_t *n, md_capture_info *info,
+                                md_err *err);
 
 /* ---- predict: a training step's memory before running it ------------------ */
 

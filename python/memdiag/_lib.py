@@ -50,20 +50,22 @@ def load() -> ctypes.CDLL:
     lib.md_cap_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(vp), ctypes.POINTER(Err)]
     lib.md_cap_meta.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p]
     lib.md_cap_write_sample.argtypes = [vp, ctypes.POINTER(Sample)]
+    lib.md_cap_write_device_sample.argtypes = [vp, ctypes.c_int, ctypes.POINTER(Sample)]
     lib.md_cap_step.argtypes = [vp, ctypes.c_int]
     lib.md_cap_snapshot.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p]
     lib.md_cap_oom.argtypes = [vp, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64]
     lib.md_cap_close.argtypes = [vp, ctypes.c_int]
     u64p = ctypes.POINTER(ctypes.c_uint64)
     lib.md_nvml_memory.argtypes = [ctypes.c_char_p, u64p, u64p, u64p]
-    for f in ("md_cap_open", "md_cap_meta", "md_cap_write_sample", "md_cap_step",
+    for f in ("md_cap_open", "md_cap_meta", "md_cap_write_sample", "md_cap_write_device_sample",
+              "md_cap_step",
               "md_cap_snapshot", "md_cap_oom", "md_cap_close", "md_nvml_memory"):
         getattr(lib, f).restype = ctypes.c_int
     return lib
 
 
 class CaptureFile:
-    """One capture file (one process, one device)."""
+    """One capture file (one process: its own device, and any further ones)."""
 
     def __init__(self, lib: ctypes.CDLL, path: str, overwrite: bool = False):
         self._lib = lib
@@ -82,6 +84,14 @@ class CaptureFile:
         s = Sample(step, PHASES.get(phase, 7), allocated, reserved, peak, device_used,
                    device_total, process_used)
         self._lib.md_cap_write_sample(self._h, ctypes.byref(s))
+
+    def device_sample(self, device: int, step: int, phase: str, allocated: int, reserved: int,
+                      peak: int, device_used: int = NA, device_total: int = NA,
+                      process_used: int = NA) -> None:
+        """The same phase point on a further device of the process."""
+        s = Sample(step, PHASES.get(phase, 7), allocated, reserved, peak, device_used,
+                   device_total, process_used)
+        self._lib.md_cap_write_device_sample(self._h, device, ctypes.byref(s))
 
     def step(self, n: int) -> None:
         self._lib.md_cap_step(self._h, n)

@@ -114,6 +114,9 @@ class Recorder:
         self.recording = False
         self.oom_seen = False
         self.pci = None
+        self.device = None  # the process's own device (current at the first sample)
+        self.ndevices = 1
+        self.further = {}  # further device -> PCI bus id (None: unknown), once it reserved
         self.lock = threading.Lock()
         self.dumped = set()
         self.suffix = ""  # "-pidN" when another process of this rank took the name
@@ -158,15 +161,10 @@ class Recorder:
         if t is not None:
             meta["torch"] = t.__version__
             meta["cuda"] = t.version.cuda or ""
-            dev = t.cuda.current_device()
-            p = t.cuda.get_device_properties(dev)
+            self.ndevices = t.cuda.device_count()
+            p = t.cuda.get_device_properties(t.cuda.current_device())
             meta["gpu"] = p.name
             meta["device_total_mib"] = p.total_memory / 2**20
-            meta["device"] = dev
-            try:
-                self.pci = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
-            except AttributeError:
-                self.pci = None
         return meta
 
     # ---- samples ----------------------------------------------------------
@@ -177,12 +175,56 @@ class Recorder:
         with self.lock:
             self._open()
             alloc, res, peak = self.counters()
+            self._own_device()
             self.saw_reserved = self.saw_reserved or res > 0
             used = total = proc = _lib.NA
             if self.pci:
                 used, total, proc = _lib.nvml_memory(self.lib, self.pci)
-            self.cap.sample(self.steps if step is None else step, phase, alloc, res, peak,
-                            used, total, proc)
+            step = self.steps if step is None else step
+            self.cap.sample(step, phase, alloc, res, peak, used, total, proc)
+            for d in self._further_devices():
+                self._sample_further(d, step, phase)
+
+    def _own_device(self) -> None:
+        """The process's device is the current one at each sample: a
+        torchrun process may start CUDA on cuda:0 and then move to its local
+        rank's. The capture says which (META cuda_device) when it changes,
+        and NVML follows it."""
+        if self.torch is None:
+            return
+        d = self.torch.cuda.current_device()
+        if d != self.device:
+            self.device = d
+            self.cap.meta("cuda_device", d)
+            self.pci = self._pci_of_device(d)
+
+    def _further_devices(self):
+        """The other devices to sample: every visible one for the first three
+        steps (DataParallel's replicas start at the first forward, a split
+        model before it), then those that reserved memory by then; other
+        ranks' GPUs, visible but unused, stop costing a call."""
+        if self.ndevices < 2 or self.device is None:
+            return ()
+        if self.steps < 3:
+            return [d for d in range(self.ndevices) if d != self.device]
+        return list(self.further)
+
+    def _sample_further(self, d: int, step: int, phase: str) -> None:
+        alloc, res, peak = self.counters(d)
+        used = total = proc = _lib.NA
+        if res > 0:
+            if d not in self.further:
+                self.further[d] = self._pci_of_device(d)
+            self.saw_reserved = True
+            if self.further[d]:
+                used, total, proc = _lib.nvml_memory(self.lib, self.further[d])
+        self.cap.device_sample(d, step, phase, alloc, res, peak, used, total, proc)
+
+    def _pci_of_device(self, d: int):
+        try:
+            return pci_of(self.torch.cuda.get_device_properties(d))
+        except Exception:
+            return None
 
     def before_backward(self) -> None:
         # the first backward of a step ends its forward (with gradient
@@ -411,22 +453,31 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     wrap(torch.nn.Module)
 
 
+def pci_of(props):
+    """NVML's PCI bus id of a device, from torch's device properties."""
+    try:
+        return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+    except AttributeError:
+        return None
+
+
 def counters_of(torch):
-    """(allocated, reserved, peak allocated) on the current device. One call
-    for the three: torch.cuda.memory_allocated() and its siblings each build
-    every allocator statistic into a flat, sorted dict to read one of them,
-    and a sample runs four times a step."""
+    """(allocated, reserved, peak allocated) on a device (default: the
+    current one). One call for the three: torch.cuda.memory_allocated() and
+    its siblings each build every allocator statistic into a flat, sorted
+    dict to read one of them, and a sample runs four times a step. Reading
+    another device's statistics creates no context on it."""
     nested = getattr(torch.cuda, "memory_stats_as_nested_dict", None)
 
-    def counters():
+    def counters(device=None):
         if nested is not None:
-            s = nested()
+            s = nested(device)
             a = s.get("allocated_bytes", {}).get("all")
             r = s.get("reserved_bytes", {}).get("all")
             if a is not None and r is not None:
                 return a.get("current", 0), r.get("current", 0), a.get("peak", 0)
-        return (torch.cuda.memory_allocated(), torch.cuda.memory_reserved(),
-                torch.cuda.max_memory_allocated())
+        return (torch.cuda.memory_allocated(device), torch.cuda.memory_reserved(device),
+                torch.cuda.max_memory_allocated(device))
     return counters
 
 

@@ -188,9 +188,16 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
     (void)err;
     *out = NULL;
     *n = 0;
-    if (nr < 2)
+    /* ranks are compared by their own devices; a process's further
+     * devices (DataParallel, a model split) are not ranks */
+    while (hi < nr && r[hi].further_device)
+        hi++;
+    if (hi >= nr)
         return MD_OK;
-    for (size_t i = 1; i < nr; i++) {
+    lo = hi;
+    for (size_t i = hi + 1; i < nr; i++) {
+        if (r[i].further_device)
+            continue;
         if (r[i].indicators.maximum_peak_allocated_mib > r[hi].indicators.maximum_peak_allocated_mib)
             hi = i;
         if (r[i].indicators.maximum_peak_allocated_mib < r[lo].indicators.maximum_peak_allocated_mib)

@@ -26,7 +26,10 @@ enum md_cap_record {
     MD_CAP_STEP = 3,     /* i64 time_ns | i32 step: an optimizer step finished */
     MD_CAP_SNAPSHOT = 4, /* i64 time_ns | path \0 reason \0 */
     MD_CAP_OOM = 5,      /* i64 time_ns | u64 requested | u64 device_free | u64 limit */
-    MD_CAP_END = 6       /* i64 time_ns | i32 status: the process closed the file */
+    MD_CAP_END = 6,      /* i64 time_ns | i32 status: the process closed the file */
+    MD_CAP_DEVICE_SAMPLE = 7 /* i32 device | a sample's payload: the same phase point
+                                on a further device the process uses (DataParallel,
+                                a model split); readers before it skip it */
 };
 
 /* MD_CAP_SAMPLE payload, field by field (61 bytes):
@@ -36,6 +39,7 @@ enum md_cap_record {
  * (bytes; UINT64_MAX = not measured). */
 #define MD_CAP_SAMPLE_LEN (8 + 4 + 1 + 6 * 8)
 _Static_assert(MD_CAP_SAMPLE_LEN == 61, "sample record size is part of the format");
+#define MD_CAP_DEVICE_SAMPLE_LEN (4 + MD_CAP_SAMPLE_LEN)
 
 #define MD_CAP_NA UINT64_MAX
 

@@ -113,9 +113,8 @@ int md_cap_meta(md_cap *c, const char *key, const char *value)
     return record_strings(c, MD_CAP_META, 0, key, value);
 }
 
-int md_cap_write_sample(md_cap *c, const md_cap_sample *s)
+static unsigned char *put_sample(unsigned char *p, const md_cap_sample *s)
 {
-    unsigned char b[MD_CAP_SAMPLE_LEN], *p = b;
     p = put_u64(p, (uint64_t)now_ns());
     p = put_u32(p, (uint32_t)s->step);
     *p++ = (unsigned char)s->phase;
@@ -124,8 +123,21 @@ int md_cap_write_sample(md_cap *c, const md_cap_sample *s)
     p = put_u64(p, s->peak_allocated);
     p = put_u64(p, s->device_used);
     p = put_u64(p, s->device_total);
-    put_u64(p, s->process_used);
+    return put_u64(p, s->process_used);
+}
+
+int md_cap_write_sample(md_cap *c, const md_cap_sample *s)
+{
+    unsigned char b[MD_CAP_SAMPLE_LEN];
+    put_sample(b, s);
     return record(c, MD_CAP_SAMPLE, b, sizeof b);
+}
+
+int md_cap_write_device_sample(md_cap *c, int device, const md_cap_sample *s)
+{
+    unsigned char b[MD_CAP_DEVICE_SAMPLE_LEN];
+    put_sample(put_u32(b, (uint32_t)device), s);
+    return record(c, MD_CAP_DEVICE_SAMPLE, b, sizeof b);
 }
 
 int md_cap_step(md_cap *c, int step)

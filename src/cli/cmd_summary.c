@@ -72,20 +72,31 @@ static int push_sample_rank(loaded *L, const md_sample_rank *r)
     return 0;
 }
 
+/* Moves the ranks' samples into L and frees the array. */
+static int push_sample_ranks(loaded *L, md_sample_rank *r, size_t n)
+{
+    size_t i = 0;
+    for (; i < n; i++)
+        if (push_sample_rank(L, &r[i]))
+            break;
+    for (size_t k = i; k < n; k++) /* out of memory: free what was not moved */
+        free(r[k].samples);
+    free(r);
+    return i < n ? -1 : 0;
+}
+
+/* The process's own device, then each further device it used. */
 static int add_capture(loaded *L, const char *path)
 {
     md_err err = {0};
-    md_sample_rank r;
+    md_sample_rank *r;
+    size_t n;
     md_capture_info info;
-    if (md_capture_load(path, &r, &info, &err)) {
+    if (md_capture_load_devices(path, &r, &n, &info, &err)) {
         cli_fail_err(&err);
         return -1;
     }
-    if (push_sample_rank(L, &r)) {
-        free(r.samples);
-        return -1;
-    }
-    return 0;
+    return push_sample_ranks(L, r, n);
 }
 
 static int add_json(loaded *L, const char *path)
@@ -97,18 +108,7 @@ static int add_json(loaded *L, const char *path)
         cli_fail_err(&err);
         return -1;
     }
-    size_t i = 0;
-    for (; i < n; i++)
-        if (push_sample_rank(L, &r[i]))
-            break;
-    if (i < n) { /* out of memory: free what was not moved */
-        for (size_t k = i; k < n; k++)
-            free(r[k].samples);
-        free(r);
-        return -1;
-    }
-    free(r); /* the samples moved into L->sranks */
-    return 0;
+    return push_sample_ranks(L, r, n);
 }
 
 /* Moves a finished job's snapshot and ranks into L. */

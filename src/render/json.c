@@ -264,7 +264,7 @@ static void sample_rank(jw *w, const md_sample_rank *r, const md_finding *f, siz
     const md_indicators *in = &r->indicators;
     jw_open(w, '{');
     KV(w, "rank", jw_int(w, r->rank));
-    KV(w, "device", jw_int(w, r->local_rank));
+    KV(w, "device", jw_int(w, r->device >= 0 ? r->device : r->local_rank));
     KV(w, "source", jw_str(w, r->source));
     KV(w, "kind", jw_str(w, r->has_capture ? "capture" : "samples"));
     if (r->has_capture) {

@@ -224,8 +224,12 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
                         const md_out_opts *opt)
 {
     const md_indicators *in = &r->indicators;
-    fprintf(o, "== rank %d (local %d)  %s  [phase samples, no allocator history]\n", r->rank,
-            r->local_rank, r->source);
+    if (r->further_device)
+        fprintf(o, "== rank %d cuda:%d  %s  [phase samples of a further device of the process]\n",
+                r->rank, r->device, r->source);
+    else
+        fprintf(o, "== rank %d (local %d)  %s  [phase samples, no allocator history]\n", r->rank,
+                r->local_rank, r->source);
     if (r->has_capture) {
         const md_capture_info *ci = &r->capture;
         fprintf(o, "  capture     %s", ci->complete ? "complete" : "INCOMPLETE: the process "
@@ -294,7 +298,10 @@ static void brief_rank(FILE *o, md_rank *rk, int devices)
 
 static void brief_samples(FILE *o, const md_sample_rank *r, const md_finding *f, size_t nf)
 {
-    fprintf(o, "== rank %d capture %s: %s", r->rank, r->source,
+    char dev[32] = "";
+    if (r->further_device)
+        snprintf(dev, sizeof dev, " (cuda:%d)", r->device);
+    fprintf(o, "== rank %d capture %s%s: %s", r->rank, r->source, dev,
             !r->has_capture ? "samples" : r->capture.complete ? "complete" : "INCOMPLETE (killed?)");
     if (r->has_capture)
         fprintf(o, ", %zu steps", r->capture.steps);

@@ -36,12 +36,25 @@ static void meta(md_sample_rank *r, md_capture_info *info, const unsigned char *
         r->rank = atoi(v);
     else if (!strcmp(k, "local_rank"))
         r->local_rank = atoi(v);
+    else if (!strcmp(k, "cuda_device")) /* the last one: the process may move */
+        r->device = atoi(v);
     else if (!strcmp(k, "world_size"))
         info->world_size = atoi(v);
     else if (!strcmp(k, "gpu"))
         snprintf(r->gpu, sizeof r->gpu, "%s", v);
     else if (!strcmp(k, "device_total_mib"))
         r->device_total_mib = atof(v);
+}
+
+static void snapshot(md_capture_info *info, const unsigned char *p, uint32_t len)
+{
+    if (len <= 9 || !memchr(p + 8, 0, len - 8))
+        return;
+    snprintf(info->snapshot, sizeof info->snapshot, "%s", (const char *)p + 8);
+    const char *reason = (const char *)p + 9 + strlen((const char *)p + 8);
+    const char *end = (const char *)p + len;
+    if (reason < end && memchr(reason, 0, (size_t)(end - reason)))
+        snprintf(info->snapshot_reason, sizeof info->snapshot_reason, "%s", reason);
 }
 
 static int sample(md_sample_rank *r, size_t *cap, const unsigned char *p)
@@ -61,8 +74,49 @@ static int sample(md_sample_rank *r, size_t *cap, const unsigned char *p)
     return 0;
 }
 
+/* Series of the further devices a process used, in device order. */
+typedef struct further {
+    md_sample_rank *r;
+    size_t n, cap;
+    size_t *samplecap;
+} further;
+
+#define MAX_DEVICE 4096
+
+static md_sample_rank *further_series(further *f, int device, size_t **samplecap)
+{
+    size_t i = 0;
+    while (i < f->n && f->r[i].device < device)
+        i++;
+    if (i == f->n || f->r[i].device != device) {
+        size_t c = f->cap;
+        if (md_grow((void **)&f->r, &f->cap, f->n + 1, sizeof *f->r) ||
+            md_grow((void **)&f->samplecap, &c, f->n + 1, sizeof *f->samplecap))
+            return NULL;
+        memmove(f->r + i + 1, f->r + i, (f->n - i) * sizeof *f->r);
+        memmove(f->samplecap + i + 1, f->samplecap + i, (f->n - i) * sizeof *f->samplecap);
+        memset(&f->r[i], 0, sizeof f->r[i]);
+        f->r[i].device = device;
+        f->r[i].further_device = 1;
+        f->samplecap[i] = 0;
+        f->n++;
+    }
+    *samplecap = &f->samplecap[i];
+    return &f->r[i];
+}
+
+static int device_sample(further *f, const unsigned char *p)
+{
+    int device = (int32_t)get_u32(p);
+    size_t *cap;
+    if (device < 0 || device >= MAX_DEVICE)
+        return 0; /* not a device index: skipped, like an unknown record */
+    md_sample_rank *r = further_series(f, device, &cap);
+    return r ? sample(r, cap, p + 4) : -1;
+}
+
 static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture_info *info,
-                 md_err *err)
+                 further *f, md_err *err)
 {
     size_t pos = MD_CAP_HEADER_LEN, cap = 0;
     while (pos < n) {
@@ -81,21 +135,19 @@ static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture
             info->truncated = 1;
             break;
         }
+        int rc = 0;
         switch (type) {
         case MD_CAP_META: meta(r, info, p, len); break;
         case MD_CAP_SAMPLE:
-            if (len == MD_CAP_SAMPLE_LEN && sample(r, &cap, p))
-                return md_err_set(err, MD_E_NOMEM, (int64_t)pos, "out of memory");
+            if (len == MD_CAP_SAMPLE_LEN)
+                rc = sample(r, &cap, p);
+            break;
+        case MD_CAP_DEVICE_SAMPLE:
+            if (len == MD_CAP_DEVICE_SAMPLE_LEN && f)
+                rc = device_sample(f, p);
             break;
         case MD_CAP_STEP: info->steps++; break;
-        case MD_CAP_SNAPSHOT:
-            if (len > 9 && memchr(p + 8, 0, len - 8)) {
-                snprintf(info->snapshot, sizeof info->snapshot, "%s", (const char *)p + 8);
-                const char *reason = (const char *)p + 9 + strlen((const char *)p + 8);
-                if (reason < (const char *)p + len && memchr(reason, 0, (size_t)((const char *)p + len - reason)))
-                    snprintf(info->snapshot_reason, sizeof info->snapshot_reason, "%s", reason);
-            }
-            break;
+        case MD_CAP_SNAPSHOT: snapshot(info, p, len); break;
         case MD_CAP_OOM:
             if (len >= 32) {
                 info->ooms++;
@@ -112,17 +164,66 @@ static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture
             break;
         default: break; /* newer record types within version 1: skipped */
         }
+        if (rc)
+            return md_err_set(err, MD_E_NOMEM, (int64_t)pos, "out of memory");
         pos += 9 + len;
     }
     return MD_OK;
 }
 
-int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_rank *r,
-                        md_capture_info *info, md_err *err)
+/* A further device that never reserved memory was visible, not used (the
+ * runtime samples every device for a process's first steps): dropped. */
+static int used(const md_sample_rank *r)
+{
+    for (size_t i = 0; i < r->nsamples; i++)
+        if (r->samples[i].reserved_mib > 0)
+            return 1;
+    return 0;
+}
+
+/* The own device's series, then each used further device's, sharing its
+ * rank, source and capture facts. */
+static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_t *nout)
+{
+    size_t k = 1;
+    md_sample_rank *all = malloc((f->n + 1) * sizeof *all);
+    if (!all)
+        return -1;
+    all[0] = *own;
+    for (size_t i = 0; i < f->n; i++) {
+        md_sample_rank *x = &f->r[i];
+        if (!used(x) || x->device == own->device) {
+            free(x->samples);
+            continue;
+        }
+        x->rank = own->rank;
+        x->local_rank = own->local_rank;
+        x->has_capture = 1;
+        x->capture = own->capture;
+        memcpy(x->source, own->source, sizeof x->source); /* gpu: its own is not recorded */
+        all[k++] = *x;
+    }
+    f->n = 0;
+    *out = all;
+    *nout = k;
+    return 0;
+}
+
+static void further_free(further *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->r[i].samples);
+    free(f->r);
+    free(f->samplecap);
+}
+
+static int load_mem(const void *data, size_t n, const char *name, md_sample_rank *r,
+                    md_capture_info *info, further *f, md_err *err)
 {
     const unsigned char *b = data;
     memset(r, 0, sizeof *r);
     memset(info, 0, sizeof *info);
+    r->device = -1;
     info->status = -1;
     md_err_file(err, name);
     snprintf(r->source, sizeof r->source, "%s", name);
@@ -134,7 +235,7 @@ int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_
                         "capture file version %u is newer than this memdiag reads (%u): "
                         "update memdiag", get_u32(b + MD_CAP_MAGIC_LEN), MD_CAP_VERSION);
     else
-        rc = parse(b, n, r, info, err);
+        rc = parse(b, n, r, info, f, err);
     r->has_capture = 1;
     r->capture = *info;
     if (rc) {
@@ -145,22 +246,42 @@ int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_
     return rc;
 }
 
-int md_capture_load(const char *path, md_sample_rank *r, md_capture_info *info, md_err *err)
+int md_capture_load_mem(const void *data, size_t n, const char *name, md_sample_rank *r,
+                        md_capture_info *info, md_err *err)
+{
+    return load_mem(data, n, name, r, info, NULL, err);
+}
+
+int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
+                                md_sample_rank **ranks, size_t *n, md_capture_info *info,
+                                md_err *err)
+{
+    further f = {0};
+    md_sample_rank own;
+    *ranks = NULL;
+    *n = 0;
+    int rc = load_mem(data, len, name, &own, info, &f, err);
+    if (rc == MD_OK && assemble(&own, &f, ranks, n)) {
+        free(own.samples);
+        rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    further_free(&f);
+    return rc;
+}
+
+/* The whole file in memory (capture files are small: ~100 bytes a sample). */
+static int slurp(const char *path, unsigned char **out, size_t *len, md_err *err)
 {
     md_err_file(err, path);
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        memset(r, 0, sizeof *r);
-        memset(info, 0, sizeof *info);
+    if (!f)
         return md_err_set(err, MD_E_IO, -1, "cannot open capture file");
-    }
     unsigned char *b = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
         if (md_grow((void **)&b, &cap, n + 65536, 1)) {
             free(b);
             fclose(f);
-            memset(r, 0, sizeof *r);
             return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
         }
         size_t got = fread(b + n, 1, cap - n, f);
@@ -169,7 +290,37 @@ int md_capture_load(const char *path, md_sample_rank *r, md_capture_info *info, 
             break;
     }
     fclose(f);
-    int rc = md_capture_load_mem(b, n, path, r, info, err);
+    *out = b;
+    *len = n;
+    return MD_OK;
+}
+
+int md_capture_load_devices(const char *path, md_sample_rank **ranks, size_t *n,
+                            md_capture_info *info, md_err *err)
+{
+    unsigned char *b;
+    size_t len;
+    *ranks = NULL;
+    *n = 0;
+    memset(info, 0, sizeof *info);
+    int rc = slurp(path, &b, &len, err);
+    if (rc)
+        return rc;
+    rc = md_capture_load_devices_mem(b, len, path, ranks, n, info, err);
+    free(b);
+    return rc;
+}
+
+int md_capture_load(const char *path, md_sample_rank *r, md_capture_info *info, md_err *err)
+{
+    unsigned char *b;
+    size_t len;
+    memset(r, 0, sizeof *r);
+    memset(info, 0, sizeof *info);
+    int rc = slurp(path, &b, &len, err);
+    if (rc)
+        return rc;
+    rc = md_capture_load_mem(b, len, path, r, info, err);
     free(b);
     return rc;
 }

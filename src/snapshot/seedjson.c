@@ -59,6 +59,7 @@ static int read_rank(json_t *jr, md_sample_rank *r, const char *path, size_t ri,
     json_t *rank = json_object_get(jr, "rank"), *lr = json_object_get(jr, "local_rank");
     r->rank = json_is_integer(rank) ? (int)json_integer_value(rank) : (int)ri;
     r->local_rank = json_is_integer(lr) ? (int)json_integer_value(lr) : r->rank;
+    r->device = -1;
     snprintf(r->source, sizeof r->source, "%s", path);
     json_t *gpu = json_object_get(jr, "gpu_name");
     if (json_is_string(gpu))

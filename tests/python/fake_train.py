@@ -19,6 +19,8 @@ ap.add_argument("--skip-step", type=int, default=-1,
 ap.add_argument("--closure", action="store_true",
                 help="PyTorch Lightning's order: opt.step(closure), the closure runs "
                      "forward, zero_grad, backward")
+ap.add_argument("--replica", type=int, default=0,
+                help="MiB a DataParallel replica's forward keeps on cuda:1 until its backward")
 a = ap.parse_args()
 
 
@@ -55,8 +57,10 @@ for step in range(a.steps):
         torch.fake_alloc(400 * MIB)
         torch.fake_oom(1 << 30)
     net(0)
+    torch.fake_alloc(a.replica * MIB, device=1)
     torch.Tensor().backward()
     torch.fake_alloc(-200 * MIB + a.leak * MIB + 50 * MIB)  # backward: activations go, grads come
+    torch.fake_alloc(-a.replica * MIB, device=1)
     if step != a.skip_step:
         opt.step()
     torch.fake_alloc(-50 * MIB)  # zero_grad(set_to_none=True) frees the gradients

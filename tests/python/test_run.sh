@@ -30,6 +30,13 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/cl -- python3 $TRAIN --closure >$T/cl.ou
   grep -q '^    step 0           300.0      150.0      150.0       150.0 ' $T/cl.txt &&
   grep -q '^    step 4           300.0      150.0      150.0       150.0 ' $T/cl.txt"
 
+DESC="a further device of the process (DataParallel's replica on cuda:1) gets a series of its own; a visible, unused cuda:2 none"
+ok sh -c "FAKE_TORCH_DEVICES=3 PYTHONPATH=$FAKE $M run -o $T/dp -- python3 $TRAIN --replica 80 >$T/dp.out 2>&1 &&
+  grep -q '^== rank 0 capture .*rank0.mdcap (cuda:1): complete, 5 steps' $T/dp.out &&
+  ! grep -q 'cuda:2' $T/dp.out && $M summary $T/dp/rank0.mdcap >$T/dp.txt &&
+  grep -q '^== rank 0 cuda:1 ' $T/dp.txt && grep -Eq '^    step 4 +80\.0 +0\.0 +0\.0 +0\.0 ' $T/dp.txt &&
+  $M diagnose --json $T/dp | python3 -c 'import json,sys; r=[(r[\"device\"], r[\"indicators\"][\"largest_forward_increase_mib\"]) for r in json.load(sys.stdin)[\"ranks\"] if r[\"kind\"]==\"capture\"]; assert r==[(0, 200.0), (1, 80.0)], r'"
+
 DESC="an existing output directory is not reused without --force"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN; test \$? -eq 2"
 

@@ -18,25 +18,26 @@ class Counters(unittest.TestCase):
     """One statistics call a sample where torch has the nested dict; the three
     flat getters where it has not; the same figures either way."""
 
-    class Flat:
-        def memory_allocated(self):
-            return 1
+    class Flat:  # device None: the current one (1, 2, 3); cuda:1 ten times that
+        def memory_allocated(self, device=None):
+            return 1 if device is None else 10 * device
 
-        def memory_reserved(self):
-            return 2
+        def memory_reserved(self, device=None):
+            return 2 if device is None else 20 * device
 
-        def max_memory_allocated(self):
-            return 3
+        def max_memory_allocated(self, device=None):
+            return 3 if device is None else 30 * device
 
     class Nested(Flat):
         calls = 0
 
-        def memory_stats_as_nested_dict(self):
+        def memory_stats_as_nested_dict(self, device=None):
             self.calls += 1
-            return {"allocated_bytes": {"all": {"current": 1, "peak": 3}},
-                    "reserved_bytes": {"all": {"current": 2, "peak": 2}}}
+            k = 1 if device is None else 10 * device
+            return {"allocated_bytes": {"all": {"current": 1 * k, "peak": 3 * k}},
+                    "reserved_bytes": {"all": {"current": 2 * k, "peak": 2 * k}}}
 
-        def memory_allocated(self):
+        def memory_allocated(self, device=None):
             raise AssertionError("flat getter called")
 
     def test_both_paths(self):
@@ -46,6 +47,7 @@ class Counters(unittest.TestCase):
             t = T()
             t.cuda = cuda
             self.assertEqual(runtime.counters_of(t)(), (1, 2, 3))
+            self.assertEqual(runtime.counters_of(t)(1), (10, 20, 30))  # a further device
         t.cuda = self.Nested()
         runtime.counters_of(t)()
         self.assertEqual(t.cuda.calls, 1)

@@ -174,10 +174,63 @@ static void test_torn_and_corrupt(void **st)
     free(b);
 }
 
+/* A process on three devices of four: its own (cuda:2), DataParallel's
+ * replica on cuda:0 and cuda:3, cuda:1 visible but never used. */
+static void test_further_devices(void **st)
+{
+    (void)st;
+    md_cap *c;
+    md_err e;
+    assert_int_equal(md_cap_open(path, 0, &c, &e), MD_OK);
+    md_cap_meta(c, "rank", "1");
+    md_cap_meta(c, "cuda_device", "0"); /* CUDA started on cuda:0, */
+    md_cap_meta(c, "cuda_device", "2"); /* then the process moved to its own */
+    for (int k = 0; k < 2; k++) {
+        md_cap_sample own = sample(k, MD_SP_AFTER_FORWARD, 300);
+        md_cap_sample rep = sample(k, MD_SP_AFTER_FORWARD, 40 + 10 * (uint64_t)k);
+        md_cap_sample none = {k, MD_SP_AFTER_FORWARD, 0, 0, 0, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+        md_cap_write_sample(c, &own);
+        md_cap_write_device_sample(c, 3, &rep);
+        md_cap_write_device_sample(c, 1, &none);
+        md_cap_write_device_sample(c, 0, &rep);
+        md_cap_write_device_sample(c, 2, &rep); /* its own device again: ignored */
+        md_cap_write_device_sample(c, -5, &rep); /* not a device: skipped */
+        md_cap_step(c, k);
+    }
+    assert_int_equal(md_cap_close(c, 0), MD_OK);
+
+    md_sample_rank *r;
+    size_t n;
+    md_capture_info info;
+    assert_int_equal(md_capture_load_devices(path, &r, &n, &info, &e), MD_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(r[0].device, 2);
+    assert_false(r[0].further_device);
+    assert_int_equal(r[0].nsamples, 2);
+    assert_true(r[0].samples[1].allocated_mib == 300.0);
+    int devs[2] = {r[1].device, r[2].device};
+    assert_int_equal(devs[0], 0);
+    assert_int_equal(devs[1], 3);
+    for (int i = 1; i < 3; i++) {
+        assert_true(r[i].further_device);
+        assert_int_equal(r[i].rank, 1);
+        assert_true(r[i].has_capture && r[i].capture.complete && r[i].capture.steps == 2);
+        assert_int_equal(r[i].nsamples, 2);
+        assert_true(r[i].samples[1].allocated_mib == 50.0);
+    }
+    md_sample_ranks_free(r, n);
+    /* the one-series reader sees the process's own device alone */
+    md_sample_rank one;
+    assert_int_equal(md_capture_load(path, &one, &info, &e), MD_OK);
+    assert_int_equal(one.nsamples, 2);
+    free(one.samples);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_further_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_and_corrupt, setup, teardown),
     };

@@ -16,12 +16,23 @@ def is_grad_enabled():
     return _state["grad"]
 
 
-def fake_alloc(nbytes):
+_others = {}  # device (1 up to FAKE_TORCH_DEVICES - 1) -> its counters
+
+
+def _counters(d):
+    """The counters of device d (None or 0: the current device, _state)."""
+    if d in (None, 0):
+        return _state
+    return _others.setdefault(d, {"allocated": 0, "reserved": 0, "peak": 0})
+
+
+def fake_alloc(nbytes, device=0):
     """Test hook: the job allocates (or frees, if negative) nbytes."""
     cuda._lazy_init()
-    _state["allocated"] += nbytes
-    _state["reserved"] = max(_state["reserved"], _state["allocated"])
-    _state["peak"] = max(_state["peak"], _state["allocated"])
+    c = _counters(device)
+    c["allocated"] += nbytes
+    c["reserved"] = max(c["reserved"], c["allocated"])
+    c["peak"] = max(c["peak"], c["allocated"])
 
 
 def fake_oom(nbytes):
@@ -77,23 +88,24 @@ class _Cuda(types.ModuleType):
         return _Props()
 
     def memory_allocated(self, d=None):
-        return _state["allocated"]
+        return _counters(d)["allocated"]
 
     def memory_reserved(self, d=None):
-        return _state["reserved"]
+        return _counters(d)["reserved"]
 
     def max_memory_allocated(self, d=None):
-        return _state["peak"]
+        return _counters(d)["peak"]
 
     def max_memory_reserved(self, d=None):
-        return _state["reserved"]
+        return _counters(d)["reserved"]
 
     def memory_stats_as_nested_dict(self, d=None):
-        return {"allocated_bytes": {"all": {"current": _state["allocated"], "peak": _state["peak"]}},
-                "reserved_bytes": {"all": {"current": _state["reserved"], "peak": _state["reserved"]}}}
+        c = _counters(d)
+        return {"allocated_bytes": {"all": {"current": c["allocated"], "peak": c["peak"]}},
+                "reserved_bytes": {"all": {"current": c["reserved"], "peak": c["reserved"]}}}
 
     def device_count(self):
-        return 1
+        return int(os.environ.get("FAKE_TORCH_DEVICES", "1"))
 
 
 cuda = _Cuda("torch.cuda")
