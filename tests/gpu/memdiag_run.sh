@@ -36,7 +36,12 @@ check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per
 # a Hugging Face model from a config, trained under memdiag run
 check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
 # Hugging Face's Trainer: accelerate, 2 micro-batches a step, bf16, model.zero_grad
-check trainer 0 "$M" run -o "$W/trainer" -- python3 examples/hf_trainer.py --accumulate 2 --steps 6
+check trainer 0 env CUDA_VISIBLE_DEVICES=0 "$M" run -o "$W/trainer" -- python3 examples/hf_trainer.py --accumulate 2 --steps 6
+# the same with two GPUs visible and no launcher: the Trainer wraps the model in
+# DataParallel (replicas on cuda:1, one process); the capture follows both devices
+check trainer-dp 0 "$M" run -o "$W/trainer-dp" -- python3 examples/hf_trainer.py --accumulate 2 --steps 6
+# a model split over two GPUs of one process
+check split 0 "$M" run -o "$W/split" -- $WL --case beta --devices 2 --plain
 check trainer-ddp 0 "$M" run -o "$W/trainer-ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/hf_trainer.py --accumulate 2 --steps 6
 # PyTorch Lightning: forward, zero_grad and backward inside optimizer.step's closure
@@ -87,7 +92,9 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "fp16": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "trainer": ({"optimizer_state", "logits"}, {"leak"}),
         "lightning": ({"optimizer_state"}, {"leak"}),
-        "trainer-ddp": ({"optimizer_state", "logits"}, {"leak"})}
+        "trainer-ddp": ({"optimizer_state", "logits"}, {"leak"}),
+        "trainer-dp": ({"optimizer_state", "logits"}, {"leak"}),
+        "split": ({"optimizer_state"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):
