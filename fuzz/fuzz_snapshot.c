@@ -61,12 +61,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         load_windowed(data, size);
     md_snapshot *s = NULL;
     md_err e;
-    md_sample_rank cr, *jr;
+    md_sample_rank *cr, *jr;
     md_capture_info ci;
-    size_t nj;
-    if (md_capture_load_mem(data, size, "fuzz", &cr, &ci, &e) == MD_OK) {
-        samples(&cr, 1);
-        free(cr.samples);
+    size_t nc, nj;
+    if (md_capture_load_devices_mem(data, size, "fuzz", &cr, &nc, &ci, &e) == MD_OK) {
+        samples(cr, nc);
+        md_sample_ranks_free(cr, nc);
     }
     if (size && data[0] == '{' && md_seedjson_load_mem(data, size, "fuzz", &jr, &nj, &e) == MD_OK) {
         samples(jr, nj);

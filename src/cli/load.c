@@ -24,8 +24,9 @@ typedef struct pool {
 } pool;
 
 /* A rank for each device that holds data: a trace where any device has
- * one, else segments. Ranks are numbered from the file name ("rank3")
- * when it has one, else by device. */
+ * one, else segments. A file is one process: its devices share its rank,
+ * taken from the file name ("rank3") when it has one, else the number of
+ * its first device. */
 static int build_ranks(cli_snap_job *j)
 {
     const md_snapshot *s = j->snap;
@@ -40,7 +41,7 @@ static int build_ranks(cli_snap_job *j)
     for (int d = 0; d <= maxdev; d++) {
         if (!cli_device_has_data(s, d, traces))
             continue;
-        int rank = named >= 0 && !j->nranks ? named : d;
+        int rank = named >= 0 ? named : j->nranks ? j->ranks[0].rank : d;
         if (md_grow((void **)&j->ranks, &cap, j->nranks + 1, sizeof *j->ranks))
             return md_err_set(&j->err, MD_E_NOMEM, -1, "out of memory");
         if (md_rank_build(&j->ranks[j->nranks], s, d, rank, &j->err))

@@ -118,7 +118,8 @@ int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nou
 {
     *out = NULL;
     *nout = 0;
-    for (size_t i = 0; i < n; i++)
+    int devices = md_ranks_one_process(ranks, n);
+    for (size_t i = 0; i < n && !devices; i++)
         for (size_t j = i + 1; j < n; j++)
             if (ranks[i].rank == ranks[j].rank)
                 return MD_OK; /* not one job's ranks: nothing to compare */
@@ -128,7 +129,6 @@ int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nou
     if (!as || !nums) {
         rc = MD_E_NOMEM;
     } else {
-        int devices = md_ranks_one_process(ranks, n);
         for (size_t i = 0; i < n; i++) {
             as[i] = ranks[i].a;
             nums[i] = devices ? ranks[i].device : ranks[i].rank;
