@@ -59,6 +59,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--rank-zero-extra", type=int, default=0,
                    help="DDP: extra samples in rank 0's local batch")
     p.add_argument("--force", action="store_true", help="replace existing outputs")
+    p.add_argument("--stray", type=int, default=0,
+                   help="DDP: ranks above 0 also keep this many MiB on cuda:0, rank 0's GPU "
+                        "(as a checkpoint loaded without map_location does)")
     p.add_argument("--preset", choices=("small", "medium"), default="small")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--steps", type=int, default=6)
@@ -166,6 +169,7 @@ class Model(nn.Module):
 
 PLAIN = False
 DEVICES: list = []  # the GPUs this process trains on
+STRAY = None  # --stray: a tensor on another rank's GPU
 
 
 def counters(step: int, phase: str) -> list:
@@ -224,6 +228,9 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
                                                     gradient_as_bucket_view=True)
     if a.compile != "off":
         model = torch.compile(model, mode=a.compile)
+    global STRAY
+    if a.stray and rank > 0:  # kept to the end, on another rank's GPU
+        STRAY = torch.zeros(a.stray * MIB // 4, device="cuda:0")
     reset_peaks()
     samples += counters(-1, "after_model")
     opt = (torch.optim.AdamW(model.parameters(), lr=1e-4) if a.case in ("beta", "ragged")
