@@ -38,11 +38,21 @@ struct md_analysis {
     int next_live;
 };
 
+/* A moment given by an annotation: the state before time t, or up to and
+ * including it (incl); t < 0 where a boundary came from frames. */
+typedef struct moment {
+    int64_t t;
+    int incl;
+} moment;
+
 typedef struct step_end {
     long opt_s, opt_e, zero_e; /* state indices */
     int number;
     int partial; /* began before the recorded history: not a full step */
+    moment m_opt_s, m_opt_e, m_zero_e; /* what the three indices stand for */
 } step_end;
+
+#define NO_MOMENT ((moment){-1, 0})
 
 /* Last event index whose time is < t (strict) or <= t; -1 if none. */
 static long index_before(const md_event *ev, size_t n, int64_t t, int inclusive)
@@ -123,7 +133,8 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
             long s0 = index_before(a->ev, a->n, open_opt, 0);
             long e0 = index_before(a->ev, a->n, an->time_us, 1);
             int partial = t0 >= 0 && (open_opt < t0 || (prev_end >= 0 && prev_end < t0));
-            (*out)[n++] = (step_end){s0, e0, e0, ord++, partial};
+            moment ms = {open_opt, 0}, me = {an->time_us, 1};
+            (*out)[n++] = (step_end){s0, e0, e0, ord++, partial, ms, me, me};
             open_opt = -1;
             prev_end = an->time_us;
         } else if (is_zero && an->stage == 1) {
@@ -136,12 +147,14 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
             /* a zero_grad after step k and before step k+1 closes step k */
             if (n > 0 && (*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e) {
                 (*out)[n - 1].zero_e = z;
+                (*out)[n - 1].m_zero_e = (moment){an->time_us, 1};
                 prev_end = an->time_us;
             } else if (forward_then_backward(a, n ? (*out)[n - 1].zero_e : -1, zs)) {
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
                 int partial = t0 >= 0 && (prev_end >= 0 ? prev_end < t0 : open_zero < t0);
-                (*out)[n++] = (step_end){zs, zs, z, ord++, partial};
+                moment ms = {open_zero, 0}, me = {an->time_us, 1};
+                (*out)[n++] = (step_end){zs, zs, z, ord++, partial, ms, ms, me};
                 prev_end = an->time_us;
             }
             open_zero = -1;
@@ -189,8 +202,10 @@ static void zero_grad_from_frames(md_analysis *a, step_end *e, size_t n)
             else if (last >= 0 || (t & MD_TAG_FORWARD))
                 break;
         }
-        if (last >= 0)
+        if (last >= 0) {
             e[k].zero_e = last;
+            e[k].m_zero_e = NO_MOMENT;
+        }
     }
 }
 
@@ -227,7 +242,8 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
             if (!in_opt) {
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
-                (*out)[n] = (step_end){(long)i - 1, (long)i, (long)i, (int)n, 0};
+                (*out)[n] = (step_end){(long)i - 1, (long)i, (long)i, (int)n, 0,
+                                        NO_MOMENT, NO_MOMENT, NO_MOMENT};
                 n++;
                 in_opt = 1;
                 bwd = 0;
@@ -239,7 +255,8 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
             if (!in_zero && (n == 0 || !in_opt)) { /* zero_grad with no step seen */
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
-                (*out)[n] = (step_end){(long)i - 1, (long)i - 1, (long)i, (int)n, 0};
+                (*out)[n] = (step_end){(long)i - 1, (long)i - 1, (long)i, (int)n, 0,
+                                        NO_MOMENT, NO_MOMENT, NO_MOMENT};
                 n++;
             }
             (*out)[n - 1].zero_e = (long)i;
@@ -289,12 +306,22 @@ static int closure_step(md_analysis *a, const step_end *e, int frames, long *fwd
     return 1;
 }
 
-static int build_steps(md_analysis *a, const step_end *e, size_t n)
+/* Where step k's peak search starts (after lo), and the step end it came from. */
+typedef struct step_src {
+    long lo;
+    size_t end;
+} step_src;
+
+/* The phase points of each full step, as indices into a->ev, into
+ * a->steps, with each one's step_src. */
+static int phase_steps(md_analysis *a, const step_end *e, size_t n, step_src **src_out)
 {
     long lo = -1;
+    step_src *los = NULL;
+    size_t locap = 0;
     int frames = (a->s->features & MD_HAS_FRAMES) != 0;
     for (size_t k = 0; k < n; k++) {
-        md_step st;
+        md_step st = {0};
         if (e[k].partial) {
             lo = e[k].zero_e;
             continue;
@@ -322,21 +349,105 @@ phases:
         st.after_backward = opt_s;
         st.after_optim = e[k].opt_e;
         st.after_zero = e[k].zero_e;
-        st.peak = 0;
-        st.peak_index = -1;
-        for (long i = lo + 1; i <= st.after_zero; i++) {
-            md_point p = md_replay_at(a->r, i);
-            if (p.allocated > st.peak || st.peak_index < 0) {
-                st.peak = p.allocated;
-                st.peak_index = i;
-            }
-        }
-        if (md_grow((void **)&a->steps, &a->stepcap, a->nsteps + 1, sizeof st))
+        if (md_grow((void **)&a->steps, &a->stepcap, a->nsteps + 1, sizeof st) ||
+            md_grow((void **)&los, &locap, a->nsteps + 1, sizeof *los)) {
+            free(los);
             return -1;
+        }
+        los[a->nsteps] = (step_src){lo, k};
         a->steps[a->nsteps++] = st;
         lo = st.after_zero;
     }
+    *src_out = los;
     return 0;
+}
+
+/* Each step's highest allocated, from the state it starts in (a step may
+ * allocate nothing on this device) to its end. */
+static void step_peaks(md_analysis *a, const step_src *src)
+{
+    for (size_t k = 0; k < a->nsteps; k++) {
+        md_step *st = &a->steps[k];
+        st->peak = md_replay_at(a->r, src[k].lo).allocated;
+        st->peak_index = src[k].lo;
+        for (long i = src[k].lo + 1; i <= st->after_zero; i++) {
+            uint64_t v = md_replay_at(a->r, i).allocated;
+            if (v > st->peak) {
+                st->peak = v;
+                st->peak_index = i;
+            }
+        }
+    }
+}
+
+/* The state after the annotations' device's event i, as the same moment
+ * on this device: an annotation's own time where the boundary is one
+ * (ann_i: the index it gave there), else just before that device's next
+ * event. */
+static long at_moment(const md_analysis *a, const md_event *lead, size_t nlead, long i,
+                      moment m, long ann_i)
+{
+    if (m.t >= 0 && i == ann_i)
+        return index_before(a->ev, a->n, m.t, m.incl);
+    if (i < 0)
+        return -1;
+    if ((size_t)i + 1 >= nlead)
+        return (long)a->n - 1;
+    return index_before(a->ev, a->n, lead[i + 1].time_us, 0);
+}
+
+/* A forward or backward that shows on this device before the moment the
+ * annotations' device gives moves that phase's start earlier: with a model
+ * split over devices, the backward starts on the last device while the
+ * first is still idle. */
+static void earlier_own_phases(md_analysis *a, md_step *st, long lo)
+{
+    int frames = (a->s->features & MD_HAS_FRAMES) != 0;
+    long fwd = first_tagged(a, lo, st->after_backward, MD_TAG_FORWARD, 0);
+    if (fwd <= st->after_backward && fwd - 1 < st->fwd_start)
+        st->fwd_start = fwd - 1;
+    long bwd = first_tagged(a, st->fwd_start, st->after_backward, MD_TAG_BACKWARD, frames);
+    if (bwd <= st->after_backward && bwd - 1 < st->after_forward)
+        st->after_forward = bwd - 1;
+}
+
+/* Steps and phases of a device without annotations of its own, found on
+ * the device whose annotations it takes (the phases are the process's
+ * moments, as memdiag's capture samples every device at once), then
+ * placed on this device's events by time. */
+static int borrowed_steps(md_analysis *a, step_end **ends, size_t *cap, step_src **src)
+{
+    md_analysis lead = *a; /* shares the tag caches; events of that device */
+    lead.ev = md_snapshot_events(a->s, a->step_device, &lead.n);
+    size_t n = ends_from_annotations(&lead, a->step_device, ends, cap);
+    memcpy(a->optimizer, lead.optimizer, sizeof a->optimizer);
+    if (n == 0)
+        return 0;
+    zero_grad_from_frames(&lead, *ends, n);
+    int rc = phase_steps(&lead, *ends, n, src);
+    a->steps = lead.steps; /* freed with a, whatever happened */
+    a->nsteps = lead.nsteps;
+    a->stepcap = lead.stepcap;
+    if (rc)
+        return -1;
+    const md_event *ev = lead.ev;
+    long prev_zero = -1, prev_zero_here = -1;
+    for (size_t k = 0; k < a->nsteps; k++) {
+        md_step *st = &a->steps[k];
+        const step_end *e = &(*ends)[(*src)[k].end];
+        long lo = (*src)[k].lo;
+        (*src)[k].lo = k && lo == prev_zero ? prev_zero_here
+                                           : at_moment(a, ev, lead.n, lo, NO_MOMENT, -1);
+        prev_zero = st->after_zero;
+        st->fwd_start = at_moment(a, ev, lead.n, st->fwd_start, NO_MOMENT, -1);
+        st->after_forward = at_moment(a, ev, lead.n, st->after_forward, NO_MOMENT, -1);
+        st->after_backward = at_moment(a, ev, lead.n, st->after_backward, e->m_opt_s, e->opt_s);
+        st->after_optim = at_moment(a, ev, lead.n, st->after_optim, e->m_opt_e, e->opt_e);
+        st->after_zero = at_moment(a, ev, lead.n, st->after_zero, e->m_zero_e, e->zero_e);
+        prev_zero_here = st->after_zero;
+        earlier_own_phases(a, st, (*src)[k].lo);
+    }
+    return (int)a->nsteps;
 }
 
 static double mib_at(const md_analysis *a, long idx)
@@ -451,6 +562,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
 {
     md_analysis *a = calloc(1, sizeof *a);
     step_end *ends = NULL;
+    step_src *lo = NULL;
     size_t cap = 0, n;
     if (!a)
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
@@ -466,18 +578,31 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
         goto nomem;
     a->step_device = annotation_device(s, md_replay_device(r));
-    n = ends_from_annotations(a, a->step_device, &ends, &cap);
-    if (n > 0) {
-        a->source = MD_STEPS_FROM_ANNOTATIONS;
-        zero_grad_from_frames(a, ends, n);
-    } else {
-        a->step_device = -1;
-        n = ends_from_frames(a, &ends, &cap);
-        if (n > 0)
-            a->source = MD_STEPS_FROM_FRAMES;
+    int got = 0;
+    if (a->step_device != md_replay_device(r)) {
+        got = borrowed_steps(a, &ends, &cap, &lo);
+        if (got < 0)
+            goto nomem;
+        a->source = got ? MD_STEPS_FROM_ANNOTATIONS : 0;
     }
-    if (build_steps(a, ends, n))
-        goto nomem;
+    if (!got) {
+        a->step_device = md_replay_device(r);
+        n = ends_from_annotations(a, a->step_device, &ends, &cap);
+        if (n > 0) {
+            a->source = MD_STEPS_FROM_ANNOTATIONS;
+            zero_grad_from_frames(a, ends, n);
+        } else {
+            n = ends_from_frames(a, &ends, &cap);
+            if (n > 0)
+                a->source = MD_STEPS_FROM_FRAMES;
+        }
+        if (phase_steps(a, ends, n, &lo))
+            goto nomem;
+    }
+    if (a->source != MD_STEPS_FROM_ANNOTATIONS)
+        a->step_device = -1;
+    step_peaks(a, lo);
+    free(lo);
     free(ends);
     indicators(a);
     prefetch_lives(a);
@@ -485,6 +610,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     return MD_OK;
 nomem:
     free(ends);
+    free(lo);
     md_analysis_free(a);
     return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
 }

@@ -49,7 +49,7 @@ check "real OOM run: the oom finding with the per-process limit" sh -c "$M diagn
 check "real HF run: both 32 MiB cuBLAS workspaces found (one from RoPE's a @ b, no matmul frame)" sh -c "$M diagnose --json $R/hf | python3 -c 'import json,sys; d=json.load(sys.stdin); f=[x for x in d[\"ranks\"][0][\"findings\"] if x[\"kind\"]==\"library_workspace\"]; sys.exit(0 if f and f[0][\"bytes\"]==67108864 else 1)'"
 check "real HF run: AdamW state 2x, logits at 12 bytes per element, transformers sites" sh -c "$M diagnose $R/hf > $T/hf.txt 2>&1 && grep -q 'AdamW keeps 385.8 MiB of state, 1.99 x' $T/hf.txt && grep -q '12.0 bytes per logit element' $T/hf.txt && grep -q 'modeling_llama.py' $T/hf.txt"
 check "real leak under memdiag run: snapshot and capture agree" sh -c "$M diagnose $R/gamma > $T/g.txt 2>&1 && test \$(grep -c 'leak: memory grows by 53.2 MiB every step' $T/g.txt) -eq 2"
-for r in ddp gamma hf trainer lightning trainer-dp split; do
+for r in ddp gamma hf trainer lightning trainer-dp split stray; do
     check "real run $r: each rank's snapshot and capture give the same indicators" sh -c "$M diagnose --json $R/$r | python3 tests/cli/compare_run.py 0.01"
 done
 check "real OOM run: snapshot and capture agree but for the peak of the failing step" sh -c "$M diagnose --json $R/oom | python3 tests/cli/compare_run.py 0.01 maximum_peak_allocated_mib"
