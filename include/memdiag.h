@@ -382,6 +382,18 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nra
  * devices ("cuda:1") and its advice is about the model's split. */
 int md_diagnose_devices(const md_analysis *const *as, const int *devices, size_t ndevices,
                         md_finding **out, size_t *n, md_err *err);
+/* A rank's process that also allocates on another rank's GPU (a tensor
+ * made before set_device, a checkpoint loaded without map_location). */
+typedef struct md_stray {
+    int rank, own_device;     /* the process, and the device it runs on */
+    int device;               /* the other GPU */
+    int owner_rank;           /* whose GPU that is */
+    uint64_t owner_peak;      /* that rank's own peak there, bytes */
+} md_stray;
+/* A rank_imbalance finding from `a`, the analysis of that other device's
+ * trace in the process's snapshot (none if it never held memory there). */
+int md_diagnose_stray(const md_analysis *a, const md_stray *w, md_finding **out, size_t *n,
+                      md_err *err);
 
 /* ---- phase samples (the seed script's JSON reports) ------------------------ */
 

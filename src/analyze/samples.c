@@ -181,13 +181,10 @@ int md_diagnose_samples(const md_sample_rank *r, md_finding **out, size_t *n, md
     return MD_OK;
 }
 
-int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n,
-                             md_err *err)
+static int imbalance(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n,
+                     size_t *capp)
 {
-    size_t cap = 0, hi = 0, lo = 0;
-    (void)err;
-    *out = NULL;
-    *n = 0;
+    size_t hi = 0, lo = 0;
     /* ranks are compared by their own devices; a process's further
      * devices (DataParallel, a model split) are not ranks */
     while (hi < nr && r[hi].further_device)
@@ -208,7 +205,7 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
     double diff = ph - pl;
     if (hi == lo || pl <= 0 || diff < 16 || diff < 0.10 * pl)
         return MD_OK;
-    md_finding *f = add(out, n, &cap, "rank_imbalance", diff >= 0.3 * pl ? MD_SEV_WARNING
+    md_finding *f = add(out, n, capp, "rank_imbalance", diff >= 0.3 * pl ? MD_SEV_WARNING
                                                                        : MD_SEV_INFO, diff);
     if (!f)
         return MD_E_NOMEM;
@@ -237,4 +234,54 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
         "rank-0 logging or evaluation. Balanced, rank %d would need about %.1f MiB less.",
         r[hi].rank, r[hi].rank, diff);
     return MD_OK;
+}
+
+/* A process's further device that is another rank's own: memory put on
+ * another rank's GPU (docs/diagnosis.md, rank_imbalance). */
+static int strays(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n, size_t *cap)
+{
+    for (size_t i = 0; i < nr; i++) {
+        const md_sample_rank *w = &r[i], *own = NULL, *owner = NULL;
+        double mib = w->indicators.maximum_peak_allocated_mib;
+        if (!w->further_device || mib <= 0)
+            continue;
+        for (size_t k = 0; k < nr; k++) {
+            if (r[k].further_device || !r[k].has_capture)
+                continue;
+            if (r[k].rank == w->rank)
+                own = &r[k];
+            else if (r[k].device == w->device)
+                owner = &r[k];
+        }
+        if (!own || !owner)
+            continue;
+        md_finding *f = add(out, n, cap, "rank_imbalance", mib >= 16 ? MD_SEV_WARNING : MD_SEV_INFO, mib);
+        if (!f)
+            return MD_E_NOMEM;
+        f->rank = w->rank;
+        md_fsay(f->summary, sizeof f->summary, "rank %d holds %.1f MiB on cuda:%d, rank %d's GPU",
+                w->rank, mib, w->device, owner->rank);
+        MD_EVIDENCE(f, "rank %d's process runs on cuda:%d and allocated on cuda:%d too: %.1f MiB at "
+                    "most (its capture's samples)", w->rank, own->device, w->device, mib);
+        MD_EVIDENCE(f, "rank %d peaks at %.1f MiB on cuda:%d; with this, that GPU holds up to %.1f "
+                    "MiB of PyTorch memory", owner->rank, owner->indicators.maximum_peak_allocated_mib,
+                    w->device, owner->indicators.maximum_peak_allocated_mib + mib);
+        md_fsay(f->advice, sizeof f->advice,
+                "Keep each rank on its own GPU: torch.cuda.set_device(local_rank) before any CUDA "
+                "work; device=f\"cuda:{local_rank}\" (not \"cuda\" before set_device, or "
+                "\"cuda:0\"); torch.load(..., map_location=\"cpu\") or the rank's device. That "
+                "frees %.1f MiB on cuda:%d.", mib, w->device);
+    }
+    return MD_OK;
+}
+
+int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n,
+                             md_err *err)
+{
+    size_t cap = 0;
+    (void)err;
+    *out = NULL;
+    *n = 0;
+    int rc = imbalance(r, nr, out, n, &cap);
+    return rc ? rc : strays(r, nr, out, n, &cap);
 }

@@ -48,6 +48,12 @@ static int build_ranks(cli_snap_job *j)
             return -1;
         j->nranks++;
     }
+    size_t own = 0; /* the process's own device: where most of its work is */
+    for (size_t i = 1; i < j->nranks; i++)
+        if (j->ranks[i].nevents > j->ranks[own].nevents)
+            own = i;
+    for (size_t i = 0; i < j->nranks; i++)
+        j->ranks[i].further = i != own;
     if (!j->nranks)
         return md_err_set(&j->err, MD_E_FORMAT, -1,
                           "the snapshot holds no segments and no allocator history (record "

@@ -114,6 +114,42 @@ int md_ranks_one_process(const md_rank *ranks, size_t n)
     return n > 1;
 }
 
+/* A further device of one file that is another file's own: memory a
+ * rank's process put on another rank's GPU. */
+static int strays(const md_rank *ranks, size_t n, md_finding **out, size_t *nout)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!ranks[i].further)
+            continue;
+        const md_rank *own = NULL, *owner = NULL;
+        for (size_t k = 0; k < n; k++) {
+            if (!ranks[k].further && ranks[k].s == ranks[i].s)
+                own = &ranks[k];
+            if (!ranks[k].further && ranks[k].s != ranks[i].s && ranks[k].device == ranks[i].device)
+                owner = &ranks[k];
+        }
+        if (!own || !owner)
+            continue; /* a device no other rank runs on: the model's split */
+        md_stray w = {ranks[i].rank, own->device, ranks[i].device, owner->rank,
+                      md_replay_peak_allocated(owner->r)};
+        md_finding *f;
+        size_t nf;
+        md_err err;
+        if (md_diagnose_stray(ranks[i].a, &w, &f, &nf, &err))
+            return MD_E_NOMEM;
+        if (nf && md_grow((void **)out, &(size_t){*nout}, *nout + nf, sizeof **out)) {
+            free(f);
+            return MD_E_NOMEM;
+        }
+        memcpy(*out + *nout, f, nf * sizeof *f);
+        *nout += nf;
+        free(f);
+    }
+    return MD_OK;
+}
+
+/* Ranks compare by their own devices (their files' further devices are not
+ * ranks); the devices of one process compare as devices. */
 int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nout, md_err *err)
 {
     *out = NULL;
@@ -121,20 +157,25 @@ int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nou
     int devices = md_ranks_one_process(ranks, n);
     for (size_t i = 0; i < n && !devices; i++)
         for (size_t j = i + 1; j < n; j++)
-            if (ranks[i].rank == ranks[j].rank)
+            if (!ranks[i].further && !ranks[j].further && ranks[i].rank == ranks[j].rank)
                 return MD_OK; /* not one job's ranks: nothing to compare */
     const md_analysis **as = calloc(n ? n : 1, sizeof *as);
     int *nums = calloc(n ? n : 1, sizeof *nums);
+    size_t m = 0;
     int rc = MD_OK;
     if (!as || !nums) {
         rc = MD_E_NOMEM;
     } else {
         for (size_t i = 0; i < n; i++) {
-            as[i] = ranks[i].a;
-            nums[i] = devices ? ranks[i].device : ranks[i].rank;
+            if (!devices && ranks[i].further)
+                continue;
+            as[m] = ranks[i].a;
+            nums[m++] = devices ? ranks[i].device : ranks[i].rank;
         }
-        rc = devices ? md_diagnose_devices(as, nums, n, out, nout, err)
-                     : md_diagnose_ranks(as, nums, n, out, nout, err);
+        rc = devices ? md_diagnose_devices(as, nums, m, out, nout, err)
+                     : md_diagnose_ranks(as, nums, m, out, nout, err);
+        if (!rc && !devices)
+            rc = strays(ranks, n, out, nout);
     }
     free(as);
     free(nums);

@@ -12,6 +12,8 @@ typedef struct md_rank {
     const char *path;
     int rank;               /* from RANK in the file name, else the device */
     int device;
+    int further;            /* a device of its file other than the process's own
+                               (the one with the most events) */
     const md_snapshot *s;   /* borrowed */
     md_replay *r;
     md_analysis *a;

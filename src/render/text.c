@@ -161,11 +161,13 @@ static void settings(FILE *o, const md_rank *rk)
     pools(o, rk);
 }
 
+/* Whether the inputs' own devices (their files' further devices aside)
+ * are one job's ranks, each once. */
 static int distinct_ranks(const md_rank *rk, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
-            if (rk[i].rank == rk[j].rank)
+            if (!rk[i].further && !rk[j].further && rk[i].rank == rk[j].rank)
                 return 0;
     return 1;
 }
@@ -180,10 +182,16 @@ static void compare(FILE *o, const md_rank *rk, size_t n, int devices)
     for (size_t i = 0; i < n; i++) {
         const md_indicators *in = md_analysis_indicators(rk[i].a);
         const char *base = strrchr(rk[i].path, '/');
-        fprintf(o, "  %-5d %-6d %10.1f %10.1f %14.1f %11.1f %8.1f  %s\n", rk[i].rank, rk[i].device,
+        int other = !devices && rk[i].further;
+        fprintf(o, "  %-5d %-6d %10.1f %10.1f %14.1f %11.1f %8.1f  %s%s\n", rk[i].rank, rk[i].device,
                 in->maximum_peak_allocated_mib, md_mib(md_replay_peak_reserved(rk[i].r)),
                 in->largest_forward_increase_mib, in->first_step_persistent_change_mib,
-                in->between_step_growth_mib, base ? base + 1 : rk[i].path);
+                in->between_step_growth_mib, base ? base + 1 : rk[i].path,
+                other ? "  (not the process's own GPU)" : "");
+        if (other)
+            continue; /* ranks compare by their own devices */
+        if (rk[hi].further && !devices)
+            hi = lo = i;
         if (md_replay_peak_allocated(rk[i].r) > md_replay_peak_allocated(rk[hi].r))
             hi = i;
         if (md_replay_peak_allocated(rk[i].r) < md_replay_peak_allocated(rk[lo].r))
