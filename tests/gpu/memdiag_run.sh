@@ -33,9 +33,9 @@ check cudagraphs 0 "$M" run -o "$W/cudagraphs" -- $WL --case beta --compile redu
 check fp16 0 "$M" run -o "$W/fp16" -- $WL --case alpha --precision fp16 --plain
 check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/workloads.py --case beta --plain --rank-zero-extra 6
-# DDP where rank 1 also keeps 256 MiB on cuda:0, rank 0's GPU
+# DDP where rank 1 also keeps 300 MiB on cuda:0, rank 0's GPU
 check stray 0 "$M" run -o "$W/stray" -- python3 -m torch.distributed.run --nproc-per-node 2 \
-    examples/workloads.py --case beta --plain --stray 256
+    examples/workloads.py --case beta --plain --stray 300
 # a Hugging Face model from a config, trained under memdiag run
 check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
 # Hugging Face's Trainer: accelerate, 2 micro-batches a step, bf16, model.zero_grad
