@@ -133,6 +133,12 @@ if os.path.exists(f"{W}/ddp.diagnosis.json"):
           "rank 0" in d["findings"][0]["summary"])
     bad += not ok
     print(f"{'PASS' if ok else 'FAIL'} ddp: {[f['summary'] for f in d['findings']]}")
+if os.path.exists(f"{W}/stray.diagnosis.json"):  # rank 1's tensor on rank 0's GPU, named
+    d = json.load(open(f"{W}/stray.diagnosis.json"))
+    ok = any(f["kind"] == "rank_imbalance" and f["summary"].startswith("rank 1 holds") and
+             "on cuda:0, rank 0's GPU" in f["summary"] for f in d["findings"])
+    bad += not ok
+    print(f"{'PASS' if ok else 'FAIL'} stray: {[f['summary'] for f in d['findings']]}")
 print(f"gpu checks: {'all passed' if not bad else f'{bad} failed'}")
 PY
 tar -cJf "$OUT/memdiag-run.tar.xz" -C "$W" .
