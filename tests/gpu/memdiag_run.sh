@@ -97,7 +97,8 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "lightning": ({"optimizer_state"}, {"leak"}),
         "trainer-ddp": ({"optimizer_state", "logits"}, {"leak"}),
         "trainer-dp": ({"optimizer_state", "logits"}, {"leak"}),
-        "split": ({"optimizer_state"}, {"leak"}), "stray": ({"optimizer_state"}, {"leak"})}
+        "split": ({"optimizer_state"}, {"leak"}), "stray": ({"optimizer_state"}, {"leak"}),
+        "ddp": ({"optimizer_state"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):
