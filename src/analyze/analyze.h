@@ -55,6 +55,9 @@ const md_live_set *md_analysis_live(const md_analysis *a, long index);
 md_finding *md_finding_new(md_finding **arr, size_t *n, size_t *cap, const char *kind,
                            int severity, uint64_t bytes);
 void md_fsay(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The summary, first evidence and advice of a stray-device finding
+ * (memory on another rank's GPU), from a snapshot or from samples. */
+void md_stray_say(md_finding *f, const md_stray *w, double mib);
 #define MD_SUMMARY(f, ...) md_fsay((f)->summary, sizeof (f)->summary, __VA_ARGS__)
 #define MD_ADVICE(f, ...) md_fsay((f)->advice, sizeof (f)->advice, __VA_ARGS__)
 #define MD_EVIDENCE(f, ...)                                                             \

@@ -700,6 +700,23 @@ int md_diagnose_devices(const md_analysis *const *as, const int *devices, size_t
     return imbalance(as, devices, nd, 1, out, n);
 }
 
+void md_stray_say(md_finding *f, const md_stray *w, double mib)
+{
+    double owner = md_mib(w->owner_peak);
+    f->rank = w->rank;
+    MD_SUMMARY(f, "rank %d holds %.1f MiB on cuda:%d, rank %d's GPU", w->rank, mib, w->device,
+               w->owner_rank);
+    MD_EVIDENCE(f, "rank %d's process runs on cuda:%d and allocated %.1f MiB at most on cuda:%d "
+                "too", w->rank, w->own_device, mib, w->device);
+    MD_EVIDENCE(f, "rank %d peaks at %.1f MiB on cuda:%d; with this, that GPU holds up to %.1f MiB "
+                "of PyTorch memory (more, by rank %d's CUDA context there)", w->owner_rank, owner,
+                w->device, owner + mib, w->rank);
+    MD_ADVICE(f, "Keep each rank on its own GPU: torch.cuda.set_device(local_rank) before any "
+              "CUDA work; device=f\"cuda:{local_rank}\" (not \"cuda\" before set_device, or "
+              "\"cuda:0\"); torch.load(..., map_location=\"cpu\") or the rank's device. That "
+              "frees %.1f MiB on cuda:%d.", mib, w->device);
+}
+
 /* Memory a rank's process holds on another rank's GPU: the tensor was
  * made before torch.cuda.set_device, on "cuda" or "cuda:0" by name, or
  * loaded from a checkpoint saved on cuda:0 without map_location. The
@@ -722,21 +739,11 @@ int md_diagnose_stray(const md_analysis *a, const md_stray *w, md_finding **out,
                         peak);
     if (!f)
         return MD_E_NOMEM;
-    f->rank = w->rank;
-    MD_SUMMARY(f, "rank %d holds %.1f MiB on cuda:%d, rank %d's GPU", w->rank, md_mib(peak),
-               w->device, w->owner_rank);
-    MD_EVIDENCE(f, "rank %d's process runs on cuda:%d and allocated on cuda:%d too: %.1f MiB at "
-                "most, %.1f MiB at the end", w->rank, w->own_device, w->device, md_mib(peak),
+    md_stray_say(f, w, md_mib(peak));
+    MD_EVIDENCE(f, "%.1f MiB of it still held at the end of the trace",
                 md_mib(md_replay_at(c.r, last_index(&c)).allocated));
-    MD_EVIDENCE(f, "rank %d peaks at %.1f MiB on cuda:%d; with this, that GPU holds up to %.1f MiB "
-                "of PyTorch memory (more, by rank %d's CUDA context there)", w->owner_rank,
-                md_mib(w->owner_peak), w->device, md_mib(w->owner_peak + peak), w->rank);
     any_arg by = {{0}};
     collect_sites(&c, f, md_replay_peak_index(c.r), any_pred, &by);
-    MD_ADVICE(f, "Keep each rank on its own GPU: torch.cuda.set_device(local_rank) before any "
-              "CUDA work; device=f\"cuda:{local_rank}\" (not \"cuda\" before set_device, or "
-              "\"cuda:0\"); torch.load(..., map_location=\"cpu\") or the rank's device. That "
-              "frees %.1f MiB on cuda:%d.", md_mib(peak), w->device);
     *out = c.out;
     *n = c.n;
     return MD_OK;

@@ -258,19 +258,9 @@ static int strays(const md_sample_rank *r, size_t nr, md_finding **out, size_t *
         md_finding *f = add(out, n, cap, "rank_imbalance", mib >= 16 ? MD_SEV_WARNING : MD_SEV_INFO, mib);
         if (!f)
             return MD_E_NOMEM;
-        f->rank = w->rank;
-        md_fsay(f->summary, sizeof f->summary, "rank %d holds %.1f MiB on cuda:%d, rank %d's GPU",
-                w->rank, mib, w->device, owner->rank);
-        MD_EVIDENCE(f, "rank %d's process runs on cuda:%d and allocated on cuda:%d too: %.1f MiB at "
-                    "most (its capture's samples)", w->rank, own->device, w->device, mib);
-        MD_EVIDENCE(f, "rank %d peaks at %.1f MiB on cuda:%d; with this, that GPU holds up to %.1f "
-                    "MiB of PyTorch memory", owner->rank, owner->indicators.maximum_peak_allocated_mib,
-                    w->device, owner->indicators.maximum_peak_allocated_mib + mib);
-        md_fsay(f->advice, sizeof f->advice,
-                "Keep each rank on its own GPU: torch.cuda.set_device(local_rank) before any CUDA "
-                "work; device=f\"cuda:{local_rank}\" (not \"cuda\" before set_device, or "
-                "\"cuda:0\"); torch.load(..., map_location=\"cpu\") or the rank's device. That "
-                "frees %.1f MiB on cuda:%d.", mib, w->device);
+        md_stray w2 = {w->rank, own->device, w->device, owner->rank,
+                       (uint64_t)(owner->indicators.maximum_peak_allocated_mib * 1048576.0)};
+        md_stray_say(f, &w2, mib);
     }
     return MD_OK;
 }
