@@ -363,6 +363,8 @@ typedef struct md_finding {
     int severity;               /* MD_SEV_* */
     uint64_t bytes;             /* the memory the finding is about */
     int rank;                   /* -1 unless set by the caller */
+    int device;                 /* the GPU it is about where that is not the rank's
+                                   own (memory on another rank's GPU); -1 */
     int phase;                  /* rank_imbalance: md_phase where ranks part, -1 */
     char summary[256];
     char evidence[MD_FINDING_MAX_EVIDENCE][256];
@@ -417,6 +419,9 @@ typedef struct md_sample {
     int phase;         /* md_sample_phase */
     double allocated_mib, reserved_mib, peak_allocated_mib;
     double device_used_mib; /* < 0 when not recorded */
+    double process_used_mib; /* this process's use of the device (NVML: PyTorch's
+                                reserved memory, its CUDA context, libraries);
+                                < 0 when not recorded */
 } md_sample;
 
 /* What a capture file holds, read back (tolerates a torn tail). */

@@ -116,7 +116,8 @@ class Recorder:
         self.pci = None
         self.device = None  # the process's own device (current at the first sample)
         self.ndevices = 1
-        self.further = {}  # further device -> PCI bus id (None: unknown), once it reserved
+        self.further = set()  # further devices the process uses (reserved memory, a context)
+        self.pcis = {}  # device -> NVML's PCI bus id (None: unknown)
         self.lock = threading.Lock()
         self.dumped = set()
         self.suffix = ""  # "-pidN" when another process of this rank took the name
@@ -207,24 +208,30 @@ class Recorder:
             return ()
         if self.steps < 3:
             return [d for d in range(self.ndevices) if d != self.device]
-        return list(self.further)
+        return sorted(self.further)
 
     def _sample_further(self, d: int, step: int, phase: str) -> None:
+        """A device is this process's too once it reserved memory there, or,
+        NVML says, holds a CUDA context there (a CUDA call on it before
+        set_device); NVML is asked for every device while they are found."""
         alloc, res, peak = self.counters(d)
         used = total = proc = _lib.NA
-        if res > 0:
-            if d not in self.further:
-                self.further[d] = self._pci_of_device(d)
-            self.saw_reserved = True
-            if self.further[d]:
-                used, total, proc = _lib.nvml_memory(self.lib, self.further[d])
+        if res > 0 or self.steps < 3 or d in self.further:
+            pci = self._pci_of_device(d)
+            if pci:
+                used, total, proc = _lib.nvml_memory(self.lib, pci)
+        if res > 0 or 0 < proc < _lib.NA:
+            self.further.add(d)
+            self.saw_reserved = self.saw_reserved or res > 0
         self.cap.device_sample(d, step, phase, alloc, res, peak, used, total, proc)
 
     def _pci_of_device(self, d: int):
-        try:
-            return pci_of(self.torch.cuda.get_device_properties(d))
-        except Exception:
-            return None
+        if d not in self.pcis:
+            try:
+                self.pcis[d] = pci_of(self.torch.cuda.get_device_properties(d))
+            except Exception:
+                self.pcis[d] = None
+        return self.pcis[d]
 
     def before_backward(self) -> None:
         # the first backward of a step ends its forward (with gradient

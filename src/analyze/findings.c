@@ -50,6 +50,7 @@ md_finding *md_finding_new(md_finding **arr, size_t *n, size_t *cap, const char 
     f->severity = severity;
     f->bytes = bytes;
     f->rank = -1;
+    f->device = -1;
     f->phase = -1;
     return f;
 }
@@ -704,13 +705,13 @@ void md_stray_say(md_finding *f, const md_stray *w, double mib)
 {
     double owner = md_mib(w->owner_peak);
     f->rank = w->rank;
+    f->device = w->device;
     MD_SUMMARY(f, "rank %d holds %.1f MiB on cuda:%d, rank %d's GPU", w->rank, mib, w->device,
                w->owner_rank);
-    MD_EVIDENCE(f, "rank %d's process runs on cuda:%d and allocated %.1f MiB at most on cuda:%d "
-                "too", w->rank, w->own_device, mib, w->device);
-    MD_EVIDENCE(f, "rank %d peaks at %.1f MiB on cuda:%d; with this, that GPU holds up to %.1f MiB "
-                "of PyTorch memory (more, by rank %d's CUDA context there)", w->owner_rank, owner,
-                w->device, owner + mib, w->rank);
+    MD_EVIDENCE(f, "rank %d's process runs on cuda:%d and holds up to %.1f MiB on cuda:%d too",
+                w->rank, w->own_device, mib, w->device);
+    MD_EVIDENCE(f, "rank %d itself peaks at %.1f MiB on cuda:%d; rank %d's %.1f MiB come on top "
+                "(%.1f MiB)", w->owner_rank, owner, w->device, w->rank, mib, owner + mib);
     MD_ADVICE(f, "Keep each rank on its own GPU: torch.cuda.set_device(local_rank) before any "
               "CUDA work; device=f\"cuda:{local_rank}\" (not \"cuda\" before set_device, or "
               "\"cuda:0\"); torch.load(..., map_location=\"cpu\") or the rank's device. That "

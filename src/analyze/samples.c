@@ -64,21 +64,32 @@ static md_finding *add(md_finding **out, size_t *n, size_t *cap, const char *kin
 }
 
 
+/* What is used of the device: all of it (the process's own device: its
+ * context, NCCL, and other processes are all headroom lost), or, on a
+ * further device of the process, its own use where NVML measured it
+ * (another rank's GPU: that rank's memory is not this process's). */
+static double used_mib(const md_sample_rank *r, const md_sample *s)
+{
+    return r->further_device && s->process_used_mib >= 0 ? s->process_used_mib : s->device_used_mib;
+}
+
 static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
     const md_sample *first = NULL, *worst = NULL;
     for (size_t i = 0; i < r->nsamples; i++) {
         const md_sample *s = &r->samples[i];
-        if (s->device_used_mib < 0)
+        if (used_mib(r, s) < 0)
             continue;
         if (!first)
             first = s;
-        if (!worst || s->device_used_mib - s->reserved_mib > worst->device_used_mib - worst->reserved_mib)
+        if (!worst || used_mib(r, s) - s->reserved_mib > used_mib(r, worst) - worst->reserved_mib)
             worst = s;
     }
     if (!worst)
         return;
-    double gap = worst->device_used_mib - worst->reserved_mib;
+    const char *what = r->further_device && worst->process_used_mib >= 0 ? "this process uses"
+                                                                          : "device used";
+    double gap = used_mib(r, worst) - worst->reserved_mib;
     if (gap < NONFW_MIN_MIB)
         return;
     /* judged against the device: a context that is large next to a small
@@ -92,12 +103,12 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
     md_fsay(f->summary, sizeof f->summary,
         "%.1f MiB of device memory is used outside PyTorch's allocator (CUDA context, "
         "libraries, NCCL, other processes)", gap);
-    MD_EVIDENCE(f, "%s of step %d: device used %.1f MiB, PyTorch reserved %.1f MiB",
-       md_sample_phase_name(worst->phase), worst->step, worst->device_used_mib, worst->reserved_mib);
+    MD_EVIDENCE(f, "%s of step %d: %s %.1f MiB, PyTorch reserved %.1f MiB",
+       md_sample_phase_name(worst->phase), worst->step, what, used_mib(r, worst), worst->reserved_mib);
     if (first && first != worst)
-        MD_EVIDENCE(f, "already at %s: device used %.1f MiB against %.1f MiB reserved (%.1f MiB outside)",
-           md_sample_phase_name(first->phase), first->device_used_mib, first->reserved_mib,
-           first->device_used_mib - first->reserved_mib);
+        MD_EVIDENCE(f, "already at %s: %s %.1f MiB against %.1f MiB reserved (%.1f MiB outside)",
+           md_sample_phase_name(first->phase), what, used_mib(r, first), first->reserved_mib,
+           used_mib(r, first) - first->reserved_mib);
     if (r->device_total_mib > 0)
         MD_EVIDENCE(f, "that is %.1f%% of the device's %.1f MiB", 100.0 * gap / r->device_total_mib,
            r->device_total_mib);
@@ -242,7 +253,10 @@ static int strays(const md_sample_rank *r, size_t nr, md_finding **out, size_t *
 {
     for (size_t i = 0; i < nr; i++) {
         const md_sample_rank *w = &r[i], *own = NULL, *owner = NULL;
-        double mib = w->indicators.maximum_peak_allocated_mib;
+        double alloc = w->indicators.maximum_peak_allocated_mib, nvml = -1;
+        for (size_t k = 0; k < w->nsamples; k++)
+            nvml = fmax(nvml, w->samples[k].process_used_mib);
+        double mib = fmax(alloc, nvml); /* NVML's counts the CUDA context too */
         if (!w->further_device || mib <= 0)
             continue;
         for (size_t k = 0; k < nr; k++) {
@@ -261,6 +275,11 @@ static int strays(const md_sample_rank *r, size_t nr, md_finding **out, size_t *
         md_stray w2 = {w->rank, own->device, w->device, owner->rank,
                        (uint64_t)(owner->indicators.maximum_peak_allocated_mib * 1048576.0)};
         md_stray_say(f, &w2, mib);
+        if (nvml >= 0)
+            MD_EVIDENCE(f, "NVML: rank %d's process uses %.1f MiB of cuda:%d, %.1f MiB of it "
+                        "PyTorch allocations, the rest its CUDA context there%s", w->rank, nvml,
+                        w->device, alloc, alloc > 0 ? "" : " (a CUDA call on that device before "
+                        "set_device, or a collective without device_id)");
     }
     return MD_OK;
 }

@@ -193,6 +193,35 @@ static void report_missing(const loaded *L)
     }
 }
 
+/* One list of cross-rank findings from snapshots and from samples: a kind
+ * the snapshots found is not repeated, except memory on another rank's
+ * GPU, where the samples' NVML figure (which counts the CUDA context made
+ * there) replaces the snapshot's, whose sites it keeps. */
+static int merge_cross(md_finding **cross, size_t *ncross, const md_finding *s, size_t ns)
+{
+    md_finding *all = realloc(*cross, (*ncross + ns) * sizeof *all);
+    if (!all)
+        return -1;
+    *cross = all;
+    size_t base = *ncross;
+    for (size_t i = 0; i < ns; i++) {
+        md_finding *same = NULL;
+        for (size_t k = 0; k < base && !same; k++)
+            if (!strcmp(all[k].kind, s[i].kind) && all[k].device == s[i].device &&
+                (s[i].device < 0 || all[k].rank == s[i].rank))
+                same = &all[k];
+        if (!same) {
+            all[(*ncross)++] = s[i];
+        } else if (s[i].device >= 0 && s[i].bytes > same->bytes) {
+            md_finding keep = *same;
+            *same = s[i];
+            memcpy(same->sites, keep.sites, sizeof keep.sites);
+            same->nsites = keep.nsites;
+        }
+    }
+    return 0;
+}
+
 int cmd_summary(int argc, char **argv, int diagnose)
 {
     md_out_opts opt = {8, diagnose, 0};
@@ -250,20 +279,8 @@ int cmd_summary(int argc, char **argv, int diagnose)
             rc = -1;
         }
     }
-    if (!rc && nscross) { /* one list; a kind the snapshots found is not repeated */
-        md_finding *all = realloc(cross, (ncross + nscross) * sizeof *all);
-        if (all) {
-            cross = all;
-            size_t base = ncross;
-            for (size_t i = 0; i < nscross; i++) {
-                int dup = 0;
-                for (size_t k = 0; k < base && !dup; k++)
-                    dup = !strcmp(cross[k].kind, scross[i].kind);
-                if (!dup)
-                    cross[ncross++] = scross[i];
-            }
-        }
-    }
+    if (!rc && nscross && merge_cross(&cross, &ncross, scross, nscross))
+        rc = -1;
     if (!rc) {
         md_report rep = {L.ranks, L.nranks, L.sranks, L.nsranks, L.sfind, L.nsfind, cross, ncross};
         report_missing(&L);

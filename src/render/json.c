@@ -219,6 +219,8 @@ static void findings(jw *w, const md_finding *f, size_t n)
         KV(w, "bytes", jw_int(w, (long long)f[i].bytes));
         if (f[i].rank >= 0)
             KV(w, "rank", jw_int(w, f[i].rank));
+        if (f[i].device >= 0)
+            KV(w, "device", jw_int(w, f[i].device));
         KV(w, "summary", jw_str(w, f[i].summary));
         jw_key(w, "evidence");
         jw_open(w, '[');

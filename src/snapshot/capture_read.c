@@ -66,6 +66,7 @@ static int sample(md_sample_rank *r, size_t *cap, const unsigned char *p)
     s.reserved_mib = mib(get_u64(p + 21));
     s.peak_allocated_mib = mib(get_u64(p + 29));
     s.device_used_mib = mib(get_u64(p + 37));
+    s.process_used_mib = mib(get_u64(p + 53));
     if (r->device_total_mib <= 0 && get_u64(p + 45) != MD_CAP_NA)
         r->device_total_mib = mib(get_u64(p + 45));
     if (md_grow((void **)&r->samples, cap, r->nsamples + 1, sizeof s))
@@ -171,12 +172,13 @@ static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture
     return MD_OK;
 }
 
-/* A further device that never reserved memory was visible, not used (the
- * runtime samples every device for a process's first steps): dropped. */
+/* A further device on which the process never reserved memory nor made a
+ * CUDA context was visible, not used (the runtime samples every device
+ * for a process's first steps): dropped. */
 static int used(const md_sample_rank *r)
 {
     for (size_t i = 0; i < r->nsamples; i++)
-        if (r->samples[i].reserved_mib > 0)
+        if (r->samples[i].reserved_mib > 0 || r->samples[i].process_used_mib > 0)
             return 1;
     return 0;
 }

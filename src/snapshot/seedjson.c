@@ -48,6 +48,7 @@ static int read_sample(json_t *js, md_sample *s, const char *path, size_t r, siz
     s->phase = phase_of(json_string_value(ph));
     if (!num(js, "device_used_mib", &s->device_used_mib))
         s->device_used_mib = -1;
+    s->process_used_mib = -1;
     return MD_OK;
 }
 

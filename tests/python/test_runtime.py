@@ -84,6 +84,59 @@ class StepWindow(unittest.TestCase):
             runtime.Window(-1, 0)
 
 
+class FurtherDevices(unittest.TestCase):
+    """Every visible device is sampled, NVML asked too, for the first three
+    steps; then only those the process used: memory reserved there (cuda:1,
+    a DataParallel replica) or a CUDA context alone (cuda:2, NVML's figure)."""
+
+    class Cap:
+        def __init__(self):
+            self.own, self.further = [], []
+
+        def meta(self, k, v):
+            pass
+
+        def sample(self, step, *a):
+            self.own.append(step)
+
+        def device_sample(self, d, step, phase, alloc, res, peak, used, total, proc):
+            self.further.append((step, d, res, proc))
+
+    def test_found_then_kept(self):
+        class Props:
+            def __init__(self, d):
+                self.pci_domain_id, self.pci_bus_id, self.pci_device_id = 0, d, 0
+
+        class Cuda:
+            def current_device(self):
+                return 0
+
+            def get_device_properties(self, d):
+                return Props(d)
+
+        class Torch:
+            cuda = Cuda()
+        reserved = {1: 64 << 20}
+        rec = runtime.Recorder(runtime.Options({}), torch=Torch(),
+                               counters=lambda d=None: (0, reserved.get(d, 0), 0))
+        rec.cap, rec.ndevices = self.Cap(), 4
+        nvml = runtime._lib.nvml_memory
+        runtime._lib.nvml_memory = lambda lib, pci: (
+            (1, 2, 500 << 20) if pci.startswith("00000000:02") else (1, 2, runtime._lib.NA))
+        try:
+            for step in range(5):
+                rec.steps = step
+                rec.sample("after_forward")
+        finally:
+            runtime._lib.nvml_memory = nvml
+        seen = {}
+        for step, d, res, proc in rec.cap.further:
+            seen.setdefault(step, []).append(d)
+        self.assertEqual(seen, {0: [1, 2, 3], 1: [1, 2, 3], 2: [1, 2, 3], 3: [1, 2], 4: [1, 2]})
+        self.assertIn((4, 2, 0, 500 << 20), rec.cap.further)
+        self.assertEqual(rec.device, 0)
+
+
 class Binding(unittest.TestCase):
     def test_capture_round_trip(self):
         lib = _lib.load()
