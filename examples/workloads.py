@@ -62,6 +62,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--stray", type=int, default=0,
                    help="DDP: ranks above 0 also keep this many MiB on cuda:0, rank 0's GPU "
                         "(as a checkpoint loaded without map_location does)")
+    p.add_argument("--stray-context", action="store_true",
+                   help="DDP: ranks above 0 ask cuda:0 for its free memory, which makes a CUDA "
+                        "context there (nothing allocated)")
     p.add_argument("--preset", choices=("small", "medium"), default="small")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--steps", type=int, default=6)
@@ -231,6 +234,8 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
     global STRAY
     if a.stray and rank > 0:  # kept to the end, on another rank's GPU
         STRAY = torch.zeros(a.stray * MIB // 4, device="cuda:0")
+    if a.stray_context and rank > 0:  # "how much is free on the GPU?", asked of cuda:0
+        print(f"rank {rank}: cuda:0 free {torch.cuda.mem_get_info(0)[0] / MIB:.0f} MiB", flush=True)
     reset_peaks()
     samples += counters(-1, "after_model")
     opt = (torch.optim.AdamW(model.parameters(), lr=1e-4) if a.case in ("beta", "ragged")

@@ -36,6 +36,9 @@ check ddp 0 "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per
 # DDP where rank 1 also keeps 300 MiB on cuda:0, rank 0's GPU
 check stray 0 "$M" run -o "$W/stray" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/workloads.py --case beta --plain --stray 300
+# the same with only a CUDA context on cuda:0 (seen by NVML alone)
+check stray-context 0 "$M" run -o "$W/stray-context" -- python3 -m torch.distributed.run \
+    --nproc-per-node 2 examples/workloads.py --case beta --plain --stray-context
 # a Hugging Face model from a config, trained under memdiag run
 check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
 # Hugging Face's Trainer: accelerate, 2 micro-batches a step, bf16, model.zero_grad
@@ -98,7 +101,7 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "trainer-ddp": ({"optimizer_state", "logits"}, {"leak"}),
         "trainer-dp": ({"optimizer_state", "logits"}, {"leak"}),
         "split": ({"optimizer_state"}, {"leak"}), "stray": ({"optimizer_state"}, {"leak"}),
-        "ddp": ({"optimizer_state"}, {"leak"})}
+        "ddp": ({"optimizer_state"}, {"leak"}), "stray-context": ({"optimizer_state"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):
@@ -140,6 +143,12 @@ if os.path.exists(f"{W}/stray.diagnosis.json"):  # rank 1's tensor on rank 0's G
              "on cuda:0, rank 0's GPU" in f["summary"] for f in d["findings"])
     bad += not ok
     print(f"{'PASS' if ok else 'FAIL'} stray: {[f['summary'] for f in d['findings']]}")
+if os.path.exists(f"{W}/stray-context.diagnosis.json"):  # a context alone, from NVML
+    d = json.load(open(f"{W}/stray-context.diagnosis.json"))
+    ok = any(f["kind"] == "rank_imbalance" and f["summary"].startswith("rank 1 holds") and
+             "on cuda:0, rank 0's GPU" in f["summary"] for f in d["findings"])
+    bad += not ok
+    print(f"{'PASS' if ok else 'FAIL'} stray-context: {[f['summary'] for f in d['findings']]}")
 print(f"gpu checks: {'all passed' if not bad else f'{bad} failed'}")
 PY
 tar -cJf "$OUT/memdiag-run.tar.xz" -C "$W" .
