@@ -713,9 +713,11 @@ void md_stray_say(md_finding *f, const md_stray *w, double mib)
     MD_EVIDENCE(f, "rank %d itself peaks at %.1f MiB on cuda:%d; rank %d's %.1f MiB come on top "
                 "(%.1f MiB)", w->owner_rank, owner, w->device, w->rank, mib, owner + mib);
     MD_ADVICE(f, "Keep each rank on its own GPU: torch.cuda.set_device(local_rank) before any "
-              "CUDA work; device=f\"cuda:{local_rank}\" (not \"cuda\" before set_device, or "
-              "\"cuda:0\"); torch.load(..., map_location=\"cpu\") or the rank's device. That "
-              "frees %.1f MiB on cuda:%d.", mib, w->device);
+              "CUDA work; tensors on f\"cuda:{local_rank}\" (not \"cuda\" before set_device, "
+              "nor \"cuda:%d\"); torch.load(..., map_location=\"cpu\"); no torch.cuda call "
+              "given device %d (mem_get_info, synchronize) in other ranks; "
+              "init_process_group(..., device_id=...). That frees %.1f MiB on cuda:%d.",
+              w->device, w->device, mib, w->device);
 }
 
 /* Memory a rank's process holds on another rank's GPU: the tensor was
