@@ -279,8 +279,10 @@ int cmd_summary(int argc, char **argv, int diagnose)
             rc = -1;
         }
     }
-    if (!rc && nscross && merge_cross(&cross, &ncross, scross, nscross))
+    if (!rc && nscross && merge_cross(&cross, &ncross, scross, nscross)) {
+        cli_fail("out of memory");
         rc = -1;
+    }
     if (!rc) {
         md_report rep = {L.ranks, L.nranks, L.sranks, L.nsranks, L.sfind, L.nsfind, cross, ncross};
         report_missing(&L);

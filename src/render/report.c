@@ -137,11 +137,13 @@ static int strays(const md_rank *ranks, size_t n, md_finding **out, size_t *nout
         md_err err;
         if (md_diagnose_stray(ranks[i].a, &w, &f, &nf, &err))
             return MD_E_NOMEM;
-        if (nf && md_grow((void **)out, &(size_t){*nout}, *nout + nf, sizeof **out)) {
+        md_finding *all = nf ? realloc(*out, (*nout + nf) * sizeof **out) : *out;
+        if (!all) {
             free(f);
             return MD_E_NOMEM;
         }
-        memcpy(*out + *nout, f, nf * sizeof *f);
+        *out = all;
+        memcpy(all + *nout, f, nf * sizeof *f);
         *nout += nf;
         free(f);
     }
