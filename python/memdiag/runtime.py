@@ -114,7 +114,7 @@ class Recorder:
         self.recording = False
         self.oom_seen = False
         self.pci = None
-        self.device = None  # the process's own device (current at the first sample)
+        self.device = None  # the process's own device: the current one, at each sample
         self.ndevices = 1
         self.further = set()  # further devices the process uses (reserved memory, a context)
         self.pcis = {}  # device -> NVML's PCI bus id (None: unknown)
@@ -202,8 +202,9 @@ class Recorder:
     def _further_devices(self):
         """The other devices to sample: every visible one for the first three
         steps (DataParallel's replicas start at the first forward, a split
-        model before it), then those that reserved memory by then; other
-        ranks' GPUs, visible but unused, stop costing a call."""
+        model before it), then those the process used by then (memory
+        reserved, or a CUDA context); other ranks' GPUs, visible but unused,
+        stop costing a call."""
         if self.ndevices < 2 or self.device is None:
             return ()
         if self.steps < 3:
