@@ -78,8 +78,8 @@ static int sample(md_sample_rank *r, size_t *cap, const unsigned char *p)
 /* Series of the further devices a process used, in device order. */
 typedef struct further {
     md_sample_rank *r;
-    size_t n, cap;
-    size_t *samplecap;
+    size_t *samplecap; /* each series' sample capacity, beside it */
+    size_t n, cap, capcap;
 } further;
 
 #define MAX_DEVICE 4096
@@ -90,9 +90,8 @@ static md_sample_rank *further_series(further *f, int device, size_t **samplecap
     while (i < f->n && f->r[i].device < device)
         i++;
     if (i == f->n || f->r[i].device != device) {
-        size_t c = f->cap;
         if (md_grow((void **)&f->r, &f->cap, f->n + 1, sizeof *f->r) ||
-            md_grow((void **)&f->samplecap, &c, f->n + 1, sizeof *f->samplecap))
+            md_grow((void **)&f->samplecap, &f->capcap, f->n + 1, sizeof *f->samplecap))
             return NULL;
         memmove(f->r + i + 1, f->r + i, (f->n - i) * sizeof *f->r);
         memmove(f->samplecap + i + 1, f->samplecap + i, (f->n - i) * sizeof *f->samplecap);
