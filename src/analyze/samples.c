@@ -87,8 +87,8 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
     }
     if (!worst)
         return;
-    const char *what = r->further_device && worst->process_used_mib >= 0 ? "this process uses"
-                                                                          : "device used";
+    int own_use = r->further_device && worst->process_used_mib >= 0;
+    const char *what = own_use ? "this process uses" : "device used";
     double gap = used_mib(r, worst) - worst->reserved_mib;
     if (gap < NONFW_MIN_MIB)
         return;
@@ -100,9 +100,13 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
     if (!f)
         return;
     f->rank = r->rank;
-    md_fsay(f->summary, sizeof f->summary,
-        "%.1f MiB of device memory is used outside PyTorch's allocator (CUDA context, "
-        "libraries, NCCL, other processes)", gap);
+    if (own_use)
+        md_fsay(f->summary, sizeof f->summary, "%.1f MiB of cuda:%d is used by this process "
+                "outside PyTorch's allocator (its CUDA context there, libraries)", gap, r->device);
+    else
+        md_fsay(f->summary, sizeof f->summary,
+            "%.1f MiB of device memory is used outside PyTorch's allocator (CUDA context, "
+            "libraries, NCCL, other processes)", gap);
     MD_EVIDENCE(f, "%s of step %d: %s %.1f MiB, PyTorch reserved %.1f MiB",
        md_sample_phase_name(worst->phase), worst->step, what, used_mib(r, worst), worst->reserved_mib);
     if (first && first != worst)

@@ -30,6 +30,9 @@ static void header(FILE *o, const md_rank *rk, int devices)
     double span = n && ev[0].time_us >= 0 ? (double)(ev[n - 1].time_us - ev[0].time_us) / 1e6 : -1;
     if (devices)
         fprintf(o, "== cuda:%d  %s\n", rk->device, rk->path);
+    else if (rk->further)
+        fprintf(o, "== rank %d (cuda:%d, not the process's own GPU)  %s\n", rk->rank, rk->device,
+                rk->path);
     else
         fprintf(o, "== rank %d (cuda:%d)  %s\n", rk->rank, rk->device, rk->path);
     fprintf(o, "  trace       %zu events", n);
