@@ -31,7 +31,7 @@ static void header(FILE *o, const md_rank *rk, int devices)
     if (devices)
         fprintf(o, "== cuda:%d  %s\n", rk->device, rk->path);
     else if (rk->further)
-        fprintf(o, "== rank %d (cuda:%d, not the process's own GPU)  %s\n", rk->rank, rk->device,
+        fprintf(o, "== rank %d (cuda:%d, a further GPU of the process)  %s\n", rk->rank, rk->device,
                 rk->path);
     else
         fprintf(o, "== rank %d (cuda:%d)  %s\n", rk->rank, rk->device, rk->path);
@@ -190,7 +190,7 @@ static void compare(FILE *o, const md_rank *rk, size_t n, int devices)
                 in->maximum_peak_allocated_mib, md_mib(md_replay_peak_reserved(rk[i].r)),
                 in->largest_forward_increase_mib, in->first_step_persistent_change_mib,
                 in->between_step_growth_mib, base ? base + 1 : rk[i].path,
-                other ? "  (not the process's own GPU)" : "");
+                other ? "  (a further GPU of the process)" : "");
         if (other)
             continue; /* ranks compare by their own devices */
         if (rk[hi].further && !devices)
