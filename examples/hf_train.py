@@ -32,9 +32,22 @@ def main():
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast")
+    ap.add_argument("--device-map", choices=("none", "auto"), default="none",
+                    help="auto: the layers spread over the visible GPUs by accelerate, as "
+                         "from_pretrained(device_map='auto') does")
     a = ap.parse_args()
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(CONFIGS[a.model](a.vocab)).cuda()
+    model = transformers.AutoModelForCausalLM.from_config(CONFIGS[a.model](a.vocab))
+    if a.device_map == "auto":
+        from accelerate import dispatch_model, infer_auto_device_map
+        from accelerate.utils import get_balanced_memory
+        split = model._no_split_modules
+        dm = infer_auto_device_map(model, no_split_module_classes=split,
+                                   max_memory=get_balanced_memory(model, no_split_module_classes=split))
+        model = dispatch_model(model, device_map=dm)
+        print("device map:", sorted(set(dm.values()), key=str), flush=True)
+    else:
+        model = model.cuda()
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(a.vocab, (a.batch, a.seq), device="cuda")

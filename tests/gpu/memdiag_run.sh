@@ -41,6 +41,8 @@ check stray-context 0 "$M" run -o "$W/stray-context" -- python3 -m torch.distrib
     --nproc-per-node 2 examples/workloads.py --case beta --plain --stray-context
 # a Hugging Face model from a config, trained under memdiag run
 check hf 0 "$M" run -o "$W/hf" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512
+# the same model spread over both GPUs by accelerate (device_map="auto"), one process
+check hf-split 0 "$M" run -o "$W/hf-split" -- python3 examples/hf_train.py --model llama --batch 8 --seq 512 --device-map auto
 # Hugging Face's Trainer: accelerate, 2 micro-batches a step, bf16, model.zero_grad
 check trainer 0 env CUDA_VISIBLE_DEVICES=0 "$M" run -o "$W/trainer" -- python3 examples/hf_trainer.py --accumulate 2 --steps 6
 # the same with two GPUs visible and no launcher: the Trainer wraps the model in
@@ -101,7 +103,7 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "trainer-ddp": ({"optimizer_state", "logits"}, {"leak"}),
         "trainer-dp": ({"optimizer_state", "logits"}, {"leak"}),
         "split": ({"optimizer_state"}, {"leak"}), "stray": ({"optimizer_state"}, {"leak"}),
-        "ddp": ({"optimizer_state"}, {"leak"}), "stray-context": ({"optimizer_state"}, {"leak"})}
+        "ddp": ({"optimizer_state"}, {"leak"}), "hf-split": ({"optimizer_state"}, {"leak"}), "stray-context": ({"optimizer_state"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):
