@@ -50,7 +50,8 @@ def main():
         model = model.cuda()
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(a.vocab, (a.batch, a.seq), device="cuda")
+    first = model.get_input_embeddings().weight.device  # where the inputs go
+    ids = torch.randint(a.vocab, (a.batch, a.seq), device=first)
     for _ in range(a.steps):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
             loss = model(input_ids=ids, labels=ids).loss
