@@ -58,6 +58,11 @@ void md_fsay(char *dst, size_t n, const char *fmt, ...) __attribute__((format(pr
 /* The summary, first evidence and advice of a stray-device finding
  * (memory on another rank's GPU), from a snapshot or from samples. */
 void md_stray_say(md_finding *f, const md_stray *w, double mib);
+/* "cuda:1 peaks 12.0 MiB (65%) above cuda:0", or, where the lower holds
+ * under 1 MiB (a percentage of nearly nothing says nothing), "... above
+ * cuda:0, which holds almost nothing". */
+void md_say_above(char *dst, size_t n, const char *hi, double diff_mib, const char *lo,
+                  double low_mib);
 #define MD_SUMMARY(f, ...) md_fsay((f)->summary, sizeof (f)->summary, __VA_ARGS__)
 #define MD_ADVICE(f, ...) md_fsay((f)->advice, sizeof (f)->advice, __VA_ARGS__)
 #define MD_EVIDENCE(f, ...)                                                             \

@@ -664,8 +664,7 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
     char h[24], l[24];
     snprintf(h, sizeof h, devices ? "cuda:%d" : "rank %d", ids[hi]);
     snprintf(l, sizeof l, devices ? "cuda:%d" : "rank %d", ids[lo]);
-    MD_SUMMARY(f, "%s peaks %.1f MiB (%.0f%%) above %s", h, md_mib(diff),
-               100.0 * (double)diff / (double)pl, l);
+    md_say_above(f->summary, sizeof f->summary, h, md_mib(diff), l, md_mib(pl));
     MD_EVIDENCE(f, "peak allocated: %s %.1f MiB, %s %.1f MiB", h, md_mib(ph), l, md_mib(pl));
     parting(f, as[hi], as[lo], h, (double)diff);
     const md_indicators *ih = md_analysis_indicators(as[hi]), *il = md_analysis_indicators(as[lo]);
@@ -699,6 +698,16 @@ int md_diagnose_devices(const md_analysis *const *as, const int *devices, size_t
 {
     (void)err;
     return imbalance(as, devices, nd, 1, out, n);
+}
+
+void md_say_above(char *dst, size_t n, const char *hi, double diff_mib, const char *lo,
+                  double low_mib)
+{
+    if (low_mib < 1.0)
+        md_fsay(dst, n, "%s peaks %.1f MiB above %s, which holds almost nothing", hi, diff_mib, lo);
+    else
+        md_fsay(dst, n, "%s peaks %.1f MiB (%.0f%%) above %s", hi, diff_mib,
+                100.0 * diff_mib / low_mib, lo);
 }
 
 void md_stray_say(md_finding *f, const md_stray *w, double mib)

@@ -224,8 +224,10 @@ static int imbalance(const md_sample_rank *r, size_t nr, md_finding **out, size_
                                                                        : MD_SEV_INFO, diff);
     if (!f)
         return MD_E_NOMEM;
-    md_fsay(f->summary, sizeof f->summary, "rank %d peaks %.1f MiB (%.0f%%) above rank %d",
-        r[hi].rank, diff, 100.0 * diff / pl, r[lo].rank);
+    char h[24], l[24];
+    snprintf(h, sizeof h, "rank %d", r[hi].rank);
+    snprintf(l, sizeof l, "rank %d", r[lo].rank);
+    md_say_above(f->summary, sizeof f->summary, h, diff, l, pl);
     MD_EVIDENCE(f, "peak allocated: rank %d %.1f MiB, rank %d %.1f MiB", r[hi].rank, ph, r[lo].rank, pl);
     /* the first sample where they part by a quarter of the final gap */
     for (size_t i = 0; i < r[hi].nsamples; i++) {

@@ -380,74 +380,116 @@ static void step_peaks(md_analysis *a, const step_src *src)
     }
 }
 
-/* The state after the annotations' device's event i, as the same moment
- * on this device: an annotation's own time where the boundary is one
- * (ann_i: the index it gave there), else just before that device's next
- * event. */
-static long at_moment(const md_analysis *a, const md_event *lead, size_t nlead, long i,
-                      moment m, long ann_i)
-{
-    if (m.t >= 0 && i == ann_i)
-        return index_before(a->ev, a->n, m.t, m.incl);
-    if (i < 0)
-        return -1;
-    if ((size_t)i + 1 >= nlead)
-        return (long)a->n - 1;
-    return index_before(a->ev, a->n, lead[i + 1].time_us, 0);
-}
+/* The events of every device of the snapshot in time order (one process,
+ * one clock), and own_at[i]: the last of this device's events at or
+ * before merged event i (-1: none yet), so that a phase point found in
+ * the process's events is the same moment on this device. */
+typedef struct merged {
+    md_event *ev;
+    long *own_at;
+    size_t n;
+} merged;
 
-/* A forward or backward that shows on this device before the moment the
- * annotations' device gives moves that phase's start earlier: with a model
- * split over devices, the backward starts on the last device while the
- * first is still idle. */
-static void earlier_own_phases(md_analysis *a, md_step *st, long lo)
+/* 1 when built; 0 when the snapshot has one device with events, or
+ * events without times; -1 out of memory. */
+static int merge_devices(const md_snapshot *s, int own, merged *m)
 {
-    int frames = (a->s->features & MD_HAS_FRAMES) != 0;
-    long fwd = first_tagged(a, lo, st->after_backward, MD_TAG_FORWARD, 0);
-    if (fwd <= st->after_backward && fwd - 1 < st->fwd_start)
-        st->fwd_start = fwd - 1;
-    long bwd = first_tagged(a, st->fwd_start, st->after_backward, MD_TAG_BACKWARD, frames);
-    if (bwd <= st->after_backward && bwd - 1 < st->after_forward)
-        st->after_forward = bwd - 1;
-}
-
-/* Steps and phases of a device without annotations of its own, found on
- * the device whose annotations it takes (the phases are the process's
- * moments, as memdiag's capture samples every device at once), then
- * placed on this device's events by time. */
-static int borrowed_steps(md_analysis *a, step_end **ends, size_t *cap, step_src **src)
-{
-    md_analysis lead = *a; /* shares the tag caches; events of that device */
-    lead.ev = md_snapshot_events(a->s, a->step_device, &lead.n);
-    size_t n = ends_from_annotations(&lead, a->step_device, ends, cap);
-    memcpy(a->optimizer, lead.optimizer, sizeof a->optimizer);
-    if (n == 0)
-        return 0;
-    zero_grad_from_frames(&lead, *ends, n);
-    int rc = phase_steps(&lead, *ends, n, src);
-    a->steps = lead.steps; /* freed with a, whatever happened */
-    a->nsteps = lead.nsteps;
-    a->stepcap = lead.stepcap;
-    if (rc)
-        return -1;
-    const md_event *ev = lead.ev;
-    long prev_zero = -1, prev_zero_here = -1;
-    for (size_t k = 0; k < a->nsteps; k++) {
-        md_step *st = &a->steps[k];
-        const step_end *e = &(*ends)[(*src)[k].end];
-        long lo = (*src)[k].lo;
-        (*src)[k].lo = k && lo == prev_zero ? prev_zero_here
-                                           : at_moment(a, ev, lead.n, lo, NO_MOMENT, -1);
-        prev_zero = st->after_zero;
-        st->fwd_start = at_moment(a, ev, lead.n, st->fwd_start, NO_MOMENT, -1);
-        st->after_forward = at_moment(a, ev, lead.n, st->after_forward, NO_MOMENT, -1);
-        st->after_backward = at_moment(a, ev, lead.n, st->after_backward, e->m_opt_s, e->opt_s);
-        st->after_optim = at_moment(a, ev, lead.n, st->after_optim, e->m_opt_e, e->opt_e);
-        st->after_zero = at_moment(a, ev, lead.n, st->after_zero, e->m_zero_e, e->zero_e);
-        prev_zero_here = st->after_zero;
-        earlier_own_phases(a, st, (*src)[k].lo);
+    int nd = md_snapshot_ndevices(s), used = 0;
+    size_t total = 0;
+    for (int d = 0; d < nd; d++) {
+        size_t n;
+        const md_event *ev = md_snapshot_events(s, d, &n);
+        for (size_t i = 0; i < n; i++)
+            if (ev[i].time_us < 0)
+                return 0;
+        used += n > 0;
+        total += n;
     }
-    return (int)a->nsteps;
+    if (used < 2)
+        return 0;
+    size_t *at = calloc((size_t)nd, sizeof *at);
+    m->ev = malloc(total * sizeof *m->ev);
+    m->own_at = malloc(total * sizeof *m->own_at);
+    if (!at || !m->ev || !m->own_at) {
+        free(at);
+        free(m->ev);
+        free(m->own_at);
+        return -1;
+    }
+    long last = -1;
+    for (m->n = 0; m->n < total; m->n++) { /* a few devices: the earliest head each time */
+        int best = -1;
+        int64_t bt = 0;
+        for (int d = 0; d < nd; d++) {
+            size_t n;
+            const md_event *ev = md_snapshot_events(s, d, &n);
+            if (at[d] < n && (best < 0 || ev[at[d]].time_us < bt))
+                best = d, bt = ev[at[d]].time_us;
+        }
+        size_t n;
+        m->ev[m->n] = md_snapshot_events(s, best, &n)[at[best]++];
+        if (best == own)
+            last++;
+        m->own_at[m->n] = last;
+    }
+    free(at);
+    return 1;
+}
+
+/* A merged phase point as this device's: an annotation's own time where
+ * the boundary is one (ann_i: the index it gave), else own_at. */
+static long at_moment(const md_analysis *a, const merged *m, long i, moment mo, long ann_i)
+{
+    if (mo.t >= 0 && i == ann_i)
+        return index_before(a->ev, a->n, mo.t, mo.incl);
+    return i < 0 ? -1 : m->own_at[i];
+}
+
+/* Steps and phases of one device of a snapshot that traces several: found
+ * in all its devices' events (the phases are the process's moments: the
+ * forward starts on the first GPU, the backward on the last; memdiag's
+ * capture samples every device at once), with the optimizer annotations
+ * of the device that has them (torch tags them with the current device),
+ * then placed on this device. A device whose history misses its start (a
+ * ring buffer that overflowed: allocations before its first event) keeps
+ * only the steps that begin after that event. */
+static int process_steps(md_analysis *a, step_end **ends, size_t *cap, step_src **src)
+{
+    merged m = {0};
+    int rc = merge_devices(a->s, md_replay_device(a->r), &m);
+    if (rc <= 0)
+        return rc;
+    md_analysis proc = *a; /* shares the tag caches */
+    proc.ev = m.ev;
+    proc.n = m.n;
+    size_t n = ends_from_annotations(&proc, a->step_device, ends, cap);
+    memcpy(a->optimizer, proc.optimizer, sizeof a->optimizer);
+    if (n)
+        zero_grad_from_frames(&proc, *ends, n);
+    rc = n ? phase_steps(&proc, *ends, n, src) : 0;
+    a->steps = proc.steps; /* freed with a, whatever happened */
+    a->nsteps = proc.nsteps;
+    a->stepcap = proc.stepcap;
+    int truncated = md_replay_initial(a->r).allocated > 0;
+    size_t kept = 0;
+    for (size_t k = 0; !rc && k < a->nsteps; k++) {
+        md_step st = a->steps[k];
+        const step_end *e = &(*ends)[(*src)[k].end];
+        long lo = at_moment(a, &m, (*src)[k].lo, NO_MOMENT, -1);
+        if (truncated && lo < 0)
+            continue;
+        st.fwd_start = at_moment(a, &m, st.fwd_start, NO_MOMENT, -1);
+        st.after_forward = at_moment(a, &m, st.after_forward, NO_MOMENT, -1);
+        st.after_backward = at_moment(a, &m, st.after_backward, e->m_opt_s, e->opt_s);
+        st.after_optim = at_moment(a, &m, st.after_optim, e->m_opt_e, e->opt_e);
+        st.after_zero = at_moment(a, &m, st.after_zero, e->m_zero_e, e->zero_e);
+        (*src)[kept] = (step_src){lo, (*src)[k].end};
+        a->steps[kept++] = st;
+    }
+    a->nsteps = kept;
+    free(m.ev);
+    free(m.own_at);
+    return rc ? -1 : (int)kept;
 }
 
 static double mib_at(const md_analysis *a, long idx)
@@ -578,14 +620,14 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
         goto nomem;
     a->step_device = annotation_device(s, md_replay_device(r));
-    int got = 0;
-    if (a->step_device != md_replay_device(r)) {
-        got = borrowed_steps(a, &ends, &cap, &lo);
-        if (got < 0)
-            goto nomem;
-        a->source = got ? MD_STEPS_FROM_ANNOTATIONS : 0;
-    }
+    int got = process_steps(a, &ends, &cap, &lo);
+    if (got < 0)
+        goto nomem;
+    a->source = got ? MD_STEPS_FROM_ANNOTATIONS : 0;
     if (!got) {
+        free(lo); /* what the process-wide search left, if anything */
+        lo = NULL;
+        a->nsteps = 0;
         a->step_device = md_replay_device(r);
         n = ends_from_annotations(a, a->step_device, &ends, &cap);
         if (n > 0) {

@@ -201,7 +201,10 @@ static void compare(FILE *o, const md_rank *rk, size_t n, int devices)
             lo = i;
     }
     uint64_t a = md_replay_peak_allocated(rk[hi].r), b = md_replay_peak_allocated(rk[lo].r);
-    if (devices && hi != lo && b)
+    if (devices && hi != lo && b < (1u << 20))
+        fprintf(o, "  cuda:%d peaks %.1f MiB above cuda:%d, which holds almost nothing\n",
+                rk[hi].device, md_mib(a - b), rk[lo].device);
+    else if (devices && hi != lo && b)
         fprintf(o, "  cuda:%d peaks %.1f MiB above cuda:%d (%.0f%% more)\n", rk[hi].device,
                 md_mib(a - b), rk[lo].device, 100.0 * (double)(a - b) / (double)b);
     else if (ranked && hi != lo && b)
