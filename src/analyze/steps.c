@@ -168,7 +168,7 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
  * zero_grad are calls of the process and drive every device it uses (one
  * process, one clock): a device with no step annotations of its own
  * (DataParallel's replicas, a model split over devices) takes those of the
- * lowest device that has them. */
+ * lowest device that has them. -1: no device has any. */
 static int annotation_device(const md_snapshot *s, int device)
 {
     int best = -1;
@@ -181,7 +181,7 @@ static int annotation_device(const md_snapshot *s, int device)
         if (best < 0 || s->anns[i].device < best)
             best = s->anns[i].device;
     }
-    return best >= 0 ? best : device;
+    return best;
 }
 
 /* Steps from optimizer annotations that no zero_grad annotation closed:
@@ -620,7 +620,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
         goto nomem;
     a->step_device = annotation_device(s, md_replay_device(r));
-    int got = process_steps(a, &ends, &cap, &lo);
+    int got = a->step_device >= 0 ? process_steps(a, &ends, &cap, &lo) : 0;
     if (got < 0)
         goto nomem;
     a->source = got ? MD_STEPS_FROM_ANNOTATIONS : 0;
