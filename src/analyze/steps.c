@@ -390,49 +390,67 @@ typedef struct merged {
     size_t n;
 } merged;
 
-/* 1 when built; 0 when the snapshot has one device with events, or
- * events without times; -1 out of memory. */
-static int merge_devices(const md_snapshot *s, int own, merged *m)
+/* One process drives a few GPUs; a snapshot that traces more devices is
+ * not one to merge (each device analysis merges again: the cost grows with
+ * their square). */
+#define MERGE_MAX_DEVICES 16
+
+typedef struct cursor {
+    const md_event *ev;
+    size_t n, at;
+    int device;
+} cursor;
+
+/* The devices with events, as cursors; 0 when fewer than two, more than
+ * MERGE_MAX_DEVICES, or events without times. */
+static int cursors(const md_snapshot *s, cursor *c, size_t *total)
 {
-    int nd = md_snapshot_ndevices(s), used = 0;
-    size_t total = 0;
-    for (int d = 0; d < nd; d++) {
+    int used = 0;
+    *total = 0;
+    for (int d = 0; d < md_snapshot_ndevices(s); d++) {
         size_t n;
         const md_event *ev = md_snapshot_events(s, d, &n);
+        if (!n)
+            continue;
+        if (used == MERGE_MAX_DEVICES)
+            return 0;
         for (size_t i = 0; i < n; i++)
             if (ev[i].time_us < 0)
                 return 0;
-        used += n > 0;
-        total += n;
+        c[used++] = (cursor){ev, n, 0, d};
+        *total += n;
     }
-    if (used < 2)
+    return used >= 2 ? used : 0;
+}
+
+/* 1 when built; 0 when the snapshot is not one to merge (see cursors);
+ * -1 out of memory. */
+static int merge_devices(const md_snapshot *s, int own, merged *m)
+{
+    cursor c[MERGE_MAX_DEVICES];
+    size_t total;
+    int nc = cursors(s, c, &total);
+    if (!nc)
         return 0;
-    size_t *at = calloc((size_t)nd, sizeof *at);
     m->ev = malloc(total * sizeof *m->ev);
     m->own_at = malloc(total * sizeof *m->own_at);
-    if (!at || !m->ev || !m->own_at) {
-        free(at);
+    if (!m->ev || !m->own_at) {
         free(m->ev);
         free(m->own_at);
         return -1;
     }
     long last = -1;
-    for (m->n = 0; m->n < total; m->n++) { /* a few devices: the earliest head each time */
+    for (m->n = 0; m->n < total; m->n++) { /* the earliest head each time */
         int best = -1;
-        int64_t bt = 0;
-        for (int d = 0; d < nd; d++) {
-            size_t n;
-            const md_event *ev = md_snapshot_events(s, d, &n);
-            if (at[d] < n && (best < 0 || ev[at[d]].time_us < bt))
-                best = d, bt = ev[at[d]].time_us;
-        }
-        size_t n;
-        m->ev[m->n] = md_snapshot_events(s, best, &n)[at[best]++];
-        if (best == own)
+        for (int k = 0; k < nc; k++)
+            if (c[k].at < c[k].n &&
+                (best < 0 || c[k].ev[c[k].at].time_us < c[best].ev[c[best].at].time_us))
+                best = k;
+        m->ev[m->n] = c[best].ev[c[best].at++];
+        if (c[best].device == own)
             last++;
         m->own_at[m->n] = last;
     }
-    free(at);
     return 1;
 }
 
