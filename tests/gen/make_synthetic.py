@@ -455,6 +455,65 @@ def list_sequence():
     return {"segments": [], "device_traces": [tr]}
 
 
+def multi_device(truncated=False):
+    """One process, two GPUs, a model split over them, optimizer annotations
+    on cuda:0 only (torch tags them with the current device). Per step at
+    t (us): cuda:0's forward (4 MiB) at t, cuda:1's (3 MiB) at t+5; the
+    backward starts on cuda:1 (a 1 MiB gradient at t+8, frames-less as
+    torch's autograd thread), then cuda:0 (2 MiB at t+10); optimizer step
+    [t+20, t+30]; zero_grad [t+40, t+44] frees the gradients. 2 MiB of
+    parameters on each device. cuda:1 then reads, each step: before the
+    forward 2, after it 5 (the backward began on cuda:1), after backward 3,
+    after the step 3, after zero_grad 2 MiB. truncated: cuda:1's history
+    begins at step 2's forward (its ring buffer overflowed), so only step 3
+    is whole there."""
+    t0, bases = 1700000000000000, {0: A, 1: B}
+    tr = {0: [], 1: []}
+
+    def ev(dev, t, act, off, size, frames):
+        tr[dev].append({"action": act, "addr": bases[dev] + off, "size": size, "stream": 0,
+                        "time_us": t0 + t, "frames": frames})
+
+    def free(dev, t, off, size):
+        ev(dev, t, "free_requested", off, size, [])
+        ev(dev, t, "free_completed", off, size, [])
+    build = [{"name": "main", "filename": "/home/u/train.py", "line": 5}]
+    for dev in (0, 1):
+        ev(dev, dev, "segment_alloc", 0, 20 * MIB, [])
+        ev(dev, 2 + dev, "alloc", 0, 2 * MIB, build)
+    anns = []
+    for k in range(4):
+        t = 1000 * (k + 1)
+        ev(0, t, "alloc", 2 * MIB, 4 * MIB, FRAMES_USER)
+        ev(1, t + 5, "alloc", 2 * MIB, 3 * MIB, FRAMES_USER)
+        ev(1, t + 8, "alloc", 5 * MIB, 1 * MIB, [])
+        free(1, t + 9, 2 * MIB, 3 * MIB)
+        ev(0, t + 10, "alloc", 6 * MIB, 2 * MIB, [])
+        free(0, t + 11, 2 * MIB, 4 * MIB)
+        free(0, t + 42, 6 * MIB, 2 * MIB)
+        free(1, t + 43, 5 * MIB, 1 * MIB)
+        for name, a, b in (("Optimizer.step#SGD.step", 20, 30),
+                           ("Optimizer.zero_grad#SGD.zero_grad", 40, 44)):
+            anns += [{"stage": "START", "name": name, "device": 0, "time_us": t0 + t + a},
+                     {"stage": "END", "name": name, "device": 0, "time_us": t0 + t + b}]
+    for dev in (0, 1):
+        tr[dev].sort(key=lambda e: e["time_us"])
+    if truncated:
+        tr[1] = [e for e in tr[1] if e["time_us"] >= t0 + 3000]
+
+    def seg(dev):
+        return {"device": dev, "address": bases[dev], "total_size": 20 * MIB,
+                "allocated_size": 2 * MIB, "active_size": 2 * MIB, "requested_size": 2 * MIB,
+                "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+                "is_expandable": False, "frames": [],
+                "blocks": [{"address": bases[dev], "size": 2 * MIB, "requested_size": 2 * MIB,
+                            "state": "active_allocated", "frames": build},
+                           {"address": bases[dev] + 2 * MIB, "size": 18 * MIB,
+                            "requested_size": 0, "state": "inactive", "frames": []}]}
+    return {"segments": [seg(0), seg(1)], "device_traces": [tr[0], tr[1]],
+            "allocator_settings": dict(SETTINGS), "external_annotations": anns}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -466,6 +525,8 @@ def main():
         "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
         "interleaved.pickle": (interleaved(), 4), "distinct_stacks.pickle": (distinct_stacks(), 4),
         "list_sequence.pickle": (list_sequence(), 4),
+        "multi_device.pickle": (multi_device(), 4),
+        "multi_device_truncated.pickle": (multi_device(truncated=True), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
