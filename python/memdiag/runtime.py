@@ -118,6 +118,7 @@ class Recorder:
         self.ndevices = 1
         self.further = set()  # further devices the process uses (reserved memory, a context)
         self.pcis = {}  # device -> NVML's PCI bus id (None: unknown)
+        self.unreadable = set()  # devices whose statistics failed once: not asked again
         self.lock = threading.Lock()
         self.dumped = set()
         self.suffix = ""  # "-pidN" when another process of this rank took the name
@@ -184,7 +185,10 @@ class Recorder:
             step = self.steps if step is None else step
             self.cap.sample(step, phase, alloc, res, peak, used, total, proc)
             for d in self._further_devices():
-                self._sample_further(d, step, phase)
+                try:
+                    self._sample_further(d, step, phase)
+                except Exception:  # a further device is never worth the whole capture
+                    self.unreadable.add(d)
 
     def _own_device(self) -> None:
         """The process's device is the current one at each sample: a
@@ -208,8 +212,10 @@ class Recorder:
         if self.ndevices < 2 or self.device is None:
             return ()
         if self.steps < 3:
-            return [d for d in range(self.ndevices) if d != self.device]
-        return sorted(self.further)
+            found = range(self.ndevices)
+        else:
+            found = sorted(self.further)
+        return [d for d in found if d != self.device and d not in self.unreadable]
 
     def _sample_further(self, d: int, step: int, phase: str) -> None:
         """A device is this process's too once it reserved memory there, or,

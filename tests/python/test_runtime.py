@@ -136,6 +136,32 @@ class FurtherDevices(unittest.TestCase):
         self.assertIn((4, 2, 0, 500 << 20), rec.cap.further)
         self.assertEqual(rec.device, 0)
 
+    def test_a_failing_device_is_dropped_not_the_capture(self):
+        class Cuda:
+            def current_device(self):
+                return 0
+
+            def get_device_properties(self, d):
+                raise RuntimeError("no properties")
+
+        class Torch:
+            cuda = Cuda()
+        calls = []
+
+        def counters(d=None):
+            calls.append(d)
+            if d == 1:
+                raise RuntimeError("invalid device")
+            return (0, 64 << 20 if d == 2 else 0, 0)
+        rec = runtime.Recorder(runtime.Options({}), torch=Torch(), counters=counters)
+        rec.cap, rec.ndevices = self.Cap(), 3
+        for step in range(4):
+            rec.steps = step
+            rec.sample("after_forward")
+        self.assertEqual(rec.cap.own, [0, 1, 2, 3])
+        self.assertEqual(calls.count(1), 1)  # asked once, then left alone
+        self.assertEqual([d for _, d, _, _ in rec.cap.further], [2, 2, 2, 2])
+
 
 class Binding(unittest.TestCase):
     def test_capture_round_trip(self):
