@@ -184,9 +184,45 @@ static int used(const md_sample_rank *r)
 
 /* The own device's series, then each used further device's, sharing its
  * rank, source and capture facts. */
+static double max_reserved(const md_sample_rank *r)
+{
+    double m = 0;
+    for (size_t i = 0; i < r->nsamples; i++)
+        if (r->samples[i].reserved_mib > m)
+            m = r->samples[i].reserved_mib;
+    return m;
+}
+
+/* The process's own device is where it keeps its memory. The runtime
+ * samples the current device as its own, but a process that never calls
+ * set_device and names its GPU in each tensor ("cuda:1") stays current on
+ * cuda:0, holding only a context there: the series trade places. */
+static void own_is_the_largest(md_sample_rank *own, further *f)
+{
+    size_t best = f->n;
+    double most = max_reserved(own);
+    for (size_t i = 0; i < f->n; i++)
+        if (f->r[i].device != own->device && max_reserved(&f->r[i]) > most) {
+            best = i;
+            most = max_reserved(&f->r[i]);
+        }
+    if (best == f->n)
+        return;
+    md_sample_rank *x = &f->r[best];
+    md_sample *samples = own->samples;
+    size_t nsamples = own->nsamples;
+    int device = own->device;
+    double total = own->device_total_mib;
+    own->samples = x->samples, own->nsamples = x->nsamples, own->device = x->device;
+    own->device_total_mib = x->device_total_mib > 0 ? x->device_total_mib : total;
+    x->samples = samples, x->nsamples = nsamples, x->device = device;
+    x->device_total_mib = total;
+}
+
 static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_t *nout)
 {
     size_t k = 1;
+    own_is_the_largest(own, f);
     md_sample_rank *all = malloc((f->n + 1) * sizeof *all);
     if (!all)
         return -1;

@@ -226,11 +226,45 @@ static void test_further_devices(void **st)
     free(one.samples);
 }
 
+/* A rank that never called set_device: current on cuda:0, where it only
+ * holds a CUDA context (NVML: 500 MiB), its memory on cuda:1. cuda:1 is
+ * its own device; cuda:0 a further one. */
+static void test_own_device_is_the_largest(void **st)
+{
+    (void)st;
+    md_cap *c;
+    md_err e;
+    assert_int_equal(md_cap_open(path, 0, &c, &e), MD_OK);
+    md_cap_meta(c, "rank", "1");
+    md_cap_meta(c, "cuda_device", "0");
+    for (int k = 0; k < 2; k++) {
+        md_cap_sample ctx = {k, MD_SP_AFTER_FORWARD, 0, 0, 0, 600ULL << 20, 80ULL << 30, 500ULL << 20};
+        md_cap_sample work = sample(k, MD_SP_AFTER_FORWARD, 300);
+        md_cap_write_sample(c, &ctx);
+        md_cap_write_device_sample(c, 1, &work);
+        md_cap_step(c, k);
+    }
+    assert_int_equal(md_cap_close(c, 0), MD_OK);
+    md_sample_rank *r;
+    size_t n;
+    md_capture_info info;
+    assert_int_equal(md_capture_load_devices(path, &r, &n, &info, &e), MD_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(r[0].device, 1);
+    assert_false(r[0].further_device);
+    assert_true(r[0].samples[1].allocated_mib == 300.0);
+    assert_int_equal(r[1].device, 0);
+    assert_true(r[1].further_device);
+    assert_true(r[1].samples[0].process_used_mib == 500.0);
+    md_sample_ranks_free(r, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_further_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_own_device_is_the_largest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_and_corrupt, setup, teardown),
     };
