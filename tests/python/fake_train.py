@@ -21,7 +21,10 @@ ap.add_argument("--closure", action="store_true",
                      "forward, zero_grad, backward")
 ap.add_argument("--replica", type=int, default=0,
                 help="MiB a DataParallel replica's forward keeps on cuda:1 until its backward")
+ap.add_argument("--device", type=int, default=0,
+                help="allocate on this GPU by name, never calling set_device")
 a = ap.parse_args()
+torch._state["alloc_device"] = a.device
 
 
 class Net(torch.nn.Module):

@@ -37,6 +37,10 @@ ok sh -c "FAKE_TORCH_DEVICES=3 PYTHONPATH=$FAKE $M run -o $T/dp -- python3 $TRAI
   grep -q '^== rank 0 cuda:1 ' $T/dp.txt && grep -Eq '^    step 4 +80\.0 +0\.0 +0\.0 +0\.0 ' $T/dp.txt &&
   $M diagnose --json $T/dp | python3 -c 'import json,sys; r=[(r[\"device\"], r[\"indicators\"][\"largest_forward_increase_mib\"]) for r in json.load(sys.stdin)[\"ranks\"] if r[\"kind\"]==\"capture\"]; assert r==[(0, 200.0), (1, 80.0)], r'"
 
+DESC="a job that names cuda:1 in its tensors and never calls set_device (cuda:0 stays current): the capture's own series is cuda:1"
+ok sh -c "FAKE_TORCH_DEVICES=2 PYTHONPATH=$FAKE $M run -o $T/nd -- python3 $TRAIN --device 1 >$T/nd.out 2>&1 &&
+  $M diagnose --json $T/nd/rank0.mdcap | python3 -c 'import json,sys; r=[(r[\"device\"], r[\"indicators\"][\"largest_forward_increase_mib\"]) for r in json.load(sys.stdin)[\"ranks\"]]; assert r==[(1, 200.0)], r'"
+
 DESC="an existing output directory is not reused without --force"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN; test \$? -eq 2"
 

@@ -26,10 +26,12 @@ def _counters(d):
     return _others.setdefault(d, {"allocated": 0, "reserved": 0, "peak": 0})
 
 
-def fake_alloc(nbytes, device=0):
-    """Test hook: the job allocates (or frees, if negative) nbytes."""
+def fake_alloc(nbytes, device=None):
+    """Test hook: the job allocates (or frees, if negative) nbytes, on
+    _state["alloc_device"] unless told (a job that names its GPU in each
+    tensor: "cuda:1", while cuda:0 stays current)."""
     cuda._lazy_init()
-    c = _counters(device)
+    c = _counters(_state.get("alloc_device", 0) if device is None else device)
     c["allocated"] += nbytes
     c["reserved"] = max(c["reserved"], c["allocated"])
     c["peak"] = max(c["peak"], c["allocated"])
