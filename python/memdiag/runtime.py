@@ -25,6 +25,7 @@ import warnings
 from . import _lib
 
 PLACEHOLDERS = ("run", "rank", "local_rank", "step", "host", "pid")
+PROBE_EVERY = 25  # steps between looks for devices first used after the third step
 
 
 def rank_info(env=os.environ):
@@ -217,6 +218,21 @@ class Recorder:
             found = sorted(self.further)
         return [d for d in found if d != self.device and d not in self.unreadable]
 
+    def _probe_devices(self) -> None:
+        """Past the first steps, a device the process starts to use later
+        (evaluation on another GPU, a tensor moved there) is looked for now
+        and then: one statistics call per idle device, no NVML."""
+        if self.torch is None or self.counters is None:
+            return
+        for d in range(self.ndevices):
+            if d == self.device or d in self.further or d in self.unreadable:
+                continue
+            try:
+                if self.counters(d)[1] > 0:
+                    self.further.add(d)
+            except Exception:
+                self.unreadable.add(d)
+
     def _sample_further(self, d: int, step: int, phase: str) -> None:
         """A device is this process's too once it reserved memory there, or,
         NVML says, holds a CUDA context there (a CUDA call on it before
@@ -285,6 +301,8 @@ class Recorder:
         self.steps += 1
         if self.cap is not None:
             self.cap.step(self.steps - 1)
+        if self.steps > 3 and self.steps % PROBE_EVERY == 0:
+            self._probe_devices()
         edge = self.opts.window.after_step(self.steps)
         if edge == "start":
             self.start_history()

@@ -102,6 +102,9 @@ class FurtherDevices(unittest.TestCase):
         def device_sample(self, d, step, phase, alloc, res, peak, used, total, proc):
             self.further.append((step, d, res, proc))
 
+        def step(self, n):
+            pass
+
     def test_found_then_kept(self):
         class Props:
             def __init__(self, d):
@@ -135,6 +138,28 @@ class FurtherDevices(unittest.TestCase):
         self.assertEqual(seen, {0: [1, 2, 3], 1: [1, 2, 3], 2: [1, 2, 3], 3: [1, 2], 4: [1, 2]})
         self.assertIn((4, 2, 0, 500 << 20), rec.cap.further)
         self.assertEqual(rec.device, 0)
+
+    def test_a_device_used_later_is_found(self):
+        class Cuda:
+            def current_device(self):
+                return 0
+
+            def get_device_properties(self, d):
+                return None  # no PCI id: no NVML
+
+        class Torch:
+            cuda = Cuda()
+        state = {"step": 0}
+        rec = runtime.Recorder(runtime.Options({}), torch=Torch(),
+                               counters=lambda d=None: (0, 8 << 20 if d == 1 and state["step"] >= 10
+                                                        else 0, 0))
+        rec.cap, rec.ndevices = self.Cap(), 2
+        for step in range(60):
+            state["step"] = step
+            rec.sample("after_forward")
+            rec._end_step()
+        steps = sorted({s for s, d, _, _ in rec.cap.further if d == 1})
+        self.assertEqual(steps, [0, 1, 2] + list(range(runtime.PROBE_EVERY, 60)))
 
     def test_a_failing_device_is_dropped_not_the_capture(self):
         class Cuda:
