@@ -178,7 +178,8 @@ class Recorder:
         with self.lock:
             self._open()
             alloc, res, peak = self.counters()
-            self._own_device()
+            if self.steps < 3 or self.device is None:  # later: at the 25-step looks
+                self._own_device()
             self.saw_reserved = self.saw_reserved or res > 0
             used = total = proc = _lib.NA
             if self.pci:
@@ -192,10 +193,10 @@ class Recorder:
                     self.unreadable.add(d)
 
     def _own_device(self) -> None:
-        """The process's device is the current one at each sample: a
-        torchrun process may start CUDA on cuda:0 and then move to its local
-        rank's. The capture says which (META cuda_device) when it changes,
-        and NVML follows it."""
+        """The process's device is the current one: a torchrun process may
+        start CUDA on cuda:0 and then move to its local rank's. Asked at each
+        sample of the first steps, then at the 25-step looks; the capture says
+        which (META cuda_device) when it changes, and NVML follows it."""
         if self.torch is None:
             return
         d = self.torch.cuda.current_device()
@@ -222,8 +223,9 @@ class Recorder:
         """Past the first steps, a device the process starts to use later
         (evaluation on another GPU, a tensor moved there) is looked for now
         and then: one statistics call per idle device, no NVML."""
-        if self.torch is None or self.counters is None:
+        if self.torch is None or self.counters is None or self.cap is None:
             return
+        self._own_device()
         for d in range(self.ndevices):
             if d == self.device or d in self.further or d in self.unreadable:
                 continue
