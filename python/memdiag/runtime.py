@@ -115,7 +115,7 @@ class Recorder:
         self.recording = False
         self.oom_seen = False
         self.pci = None
-        self.device = None  # the process's own device: the current one, at each sample
+        self.device = None  # the process's own device: the current one (see _own_device)
         self.ndevices = 1
         self.further = set()  # further devices the process uses (reserved memory, a context)
         self.pcis = {}  # device -> NVML's PCI bus id (None: unknown)
