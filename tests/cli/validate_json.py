@@ -27,6 +27,9 @@ def finding(f, where):
     for i, s in enumerate(f.get("sites", None) or []):
         need({"site", "bytes", "count"} <= set(s), f"{where}.sites[{i}] fields")
     need(isinstance(f.get("sites"), list), f"{where}.sites")
+    if "device" in f:  # only where the finding is about another GPU than the rank's own
+        need(isinstance(f["device"], int) and f["device"] >= 0 and isinstance(f.get("rank"), int),
+             f"{where}.device")
 
 
 def main():
