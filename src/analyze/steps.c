@@ -27,6 +27,8 @@ struct md_analysis {
     const md_replay *r;
     const md_event *ev;
     size_t n;
+    const md_event *const *order; /* where set, event i is *order[i] (several
+                                     devices' events in time order), not ev[i] */
     md_step *steps;
     size_t nsteps, stepcap;
     int source;
@@ -54,13 +56,18 @@ typedef struct step_end {
 
 #define NO_MOMENT ((moment){-1, 0})
 
-/* Last event index whose time is < t (strict) or <= t; -1 if none. */
-static long index_before(const md_event *ev, size_t n, int64_t t, int inclusive)
+static inline const md_event *ev_at(const md_analysis *a, long i)
 {
-    size_t lo = 0, hi = n;
+    return a->order ? a->order[i] : &a->ev[i];
+}
+
+/* Last event index whose time is < t (strict) or <= t; -1 if none. */
+static long index_before(const md_analysis *a, int64_t t, int inclusive)
+{
+    size_t lo = 0, hi = a->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int64_t x = ev[mid].time_us;
+        int64_t x = ev_at(a, (long)mid)->time_us;
         if (x < t || (inclusive && x == t))
             lo = mid + 1;
         else
@@ -79,9 +86,9 @@ static int match_prefix(const char *s, const char *p)
  * engine's thread has no Python frames). */
 static int backward_event(const md_analysis *a, long i)
 {
-    uint32_t st = a->ev[i].stack;
+    uint32_t st = ev_at(a, i)->stack;
     if (st == 0)
-        return (a->s->features & MD_HAS_FRAMES) && a->ev[i].action == MD_ACT_ALLOC;
+        return (a->s->features & MD_HAS_FRAMES) && ev_at(a, i)->action == MD_ACT_ALLOC;
     return (md_stack_tags((md_stack_cache *)&a->cache, a->s, st) & MD_TAG_BACKWARD) != 0;
 }
 
@@ -92,7 +99,7 @@ static int forward_then_backward(md_analysis *a, long lo, long hi)
     int fwd = 0;
     for (long i = lo + 1; i <= hi; i++) {
         if (!fwd)
-            fwd = (md_stack_tags(&a->cache, a->s, a->ev[i].stack) & MD_TAG_FORWARD) != 0;
+            fwd = (md_stack_tags(&a->cache, a->s, ev_at(a, i)->stack) & MD_TAG_FORWARD) != 0;
         else if (backward_event(a, i))
             return 1;
     }
@@ -112,7 +119,7 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
     size_t n = 0;
     int ord = 0;
     int64_t open_opt = -1, open_zero = -1, prev_end = -1;
-    int64_t t0 = a->n ? a->ev[0].time_us : -1;
+    int64_t t0 = a->n ? ev_at(a, 0)->time_us : -1;
     for (size_t i = 0; i < s->nanns; i++) {
         const md_annotation *an = &s->anns[i];
         if (an->device != device || an->time_us < 0)
@@ -130,8 +137,8 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
         } else if (is_opt && an->stage == 2 && open_opt >= 0) {
             if (md_grow((void **)out, cap, n + 1, sizeof **out))
                 return n;
-            long s0 = index_before(a->ev, a->n, open_opt, 0);
-            long e0 = index_before(a->ev, a->n, an->time_us, 1);
+            long s0 = index_before(a, open_opt, 0);
+            long e0 = index_before(a, an->time_us, 1);
             int partial = t0 >= 0 && (open_opt < t0 || (prev_end >= 0 && prev_end < t0));
             moment ms = {open_opt, 0}, me = {an->time_us, 1};
             (*out)[n++] = (step_end){s0, e0, e0, ord++, partial, ms, me, me};
@@ -142,8 +149,8 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
         } else if (is_zero && an->stage == 2 && open_zero >= 0 && open_opt >= 0) {
             open_zero = -1; /* inside optimizer.step: a closure's zero_grad closes nothing */
         } else if (is_zero && an->stage == 2 && open_zero >= 0) {
-            long z = index_before(a->ev, a->n, an->time_us, 1);
-            long zs = index_before(a->ev, a->n, open_zero, 0);
+            long z = index_before(a, an->time_us, 1);
+            long zs = index_before(a, open_zero, 0);
             /* a zero_grad after step k and before step k+1 closes step k */
             if (n > 0 && (*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e) {
                 (*out)[n - 1].zero_e = z;
@@ -196,7 +203,7 @@ static void zero_grad_from_frames(md_analysis *a, step_end *e, size_t n)
             continue;
         long hi = k + 1 < n ? e[k + 1].opt_s : (long)a->n - 1, last = -1;
         for (long i = e[k].opt_e + 1; i <= hi; i++) {
-            unsigned t = md_stack_tags(&a->cache, a->s, a->ev[i].stack);
+            unsigned t = md_stack_tags(&a->cache, a->s, ev_at(a, i)->stack);
             if (t & MD_TAG_ZERO_GRAD)
                 last = i;
             else if (last >= 0 || (t & MD_TAG_FORWARD))
@@ -216,7 +223,7 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
     size_t n = 0;
     int in_opt = 0, in_zero = 0, have_opt = 0, closure = 0, bwd = 0;
     for (size_t i = 0; i < a->n; i++) {
-        unsigned t = md_stack_tags(&a->cache, a->s, a->ev[i].stack);
+        unsigned t = md_stack_tags(&a->cache, a->s, ev_at(a, i)->stack);
         /* a forward, backward or zero_grad with optimizer.step on the stack
          * runs in a closure (PyTorch Lightning): the step's own work, not
          * its update; the closure's zero_grad closes nothing. Then only
@@ -234,7 +241,7 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
             continue;
         if (t & MD_TAG_OPTIM) {
             if (!have_opt) {
-                const char *o = md_optimizer_from_stack(a->s, a->ev[i].stack);
+                const char *o = md_optimizer_from_stack(a->s, ev_at(a, i)->stack);
                 if (o)
                     snprintf(a->optimizer, sizeof a->optimizer, "%s", o);
             }
@@ -273,10 +280,10 @@ static size_t ends_from_frames(md_analysis *a, step_end **out, size_t *cap)
 static long first_tagged(md_analysis *a, long lo, long hi, unsigned tags, int frameless_ok)
 {
     for (long i = lo + 1; i <= hi; i++) {
-        uint32_t st = a->ev[i].stack;
+        uint32_t st = ev_at(a, i)->stack;
         if (md_stack_tags(&a->cache, a->s, st) & tags)
             return i;
-        if (frameless_ok && st == 0 && a->ev[i].action == MD_ACT_ALLOC)
+        if (frameless_ok && st == 0 && ev_at(a, i)->action == MD_ACT_ALLOC)
             return i;
     }
     return hi + 1;
@@ -296,7 +303,7 @@ static int closure_step(md_analysis *a, const step_end *e, int frames, long *fwd
         return 0;
     long last = b;
     for (long i = b + 1; i <= e->opt_e; i++) {
-        uint32_t st = a->ev[i].stack;
+        uint32_t st = ev_at(a, i)->stack;
         if ((md_stack_tags(&a->cache, a->s, st) & MD_TAG_BACKWARD) || (frames && st == 0))
             last = i;
     }
@@ -337,8 +344,8 @@ static int phase_steps(md_analysis *a, const step_end *e, size_t n, step_src **s
             fwd = lo + 1;
         st.fwd_start = fwd - 1;
         bwd = first_tagged(a, st.fwd_start, opt_s, MD_TAG_BACKWARD, frames);
-        if (fwd == lo + 1 && bwd > e[k].opt_s && a->ev && lo + 1 <= e[k].opt_s &&
-            !(md_stack_tags(&a->cache, a->s, a->ev[lo + 1].stack) & MD_TAG_FORWARD)) {
+        if (fwd == lo + 1 && bwd > e[k].opt_s && a->n && lo + 1 <= e[k].opt_s &&
+            !(md_stack_tags(&a->cache, a->s, ev_at(a, lo + 1)->stack) & MD_TAG_FORWARD)) {
             /* neither forward nor backward: e.g. zero_grad before the first
              * step. Not a step; its end still bounds the next one. */
             lo = e[k].zero_e;
@@ -385,8 +392,8 @@ static void step_peaks(md_analysis *a, const step_src *src)
  * before merged event i (-1: none yet), so that a phase point found in
  * the process's events is the same moment on this device. */
 typedef struct merged {
-    md_event *ev;
-    long *own_at;
+    const md_event **ev; /* pointers into the devices' own arrays: 8 bytes an event */
+    int32_t *own_at; /* (cursors() merges no device of 2^31 events or more) */
     size_t n;
 } merged;
 
@@ -412,7 +419,7 @@ static int cursors(const md_snapshot *s, cursor *c, size_t *total)
         const md_event *ev = md_snapshot_events(s, d, &n);
         if (!n)
             continue;
-        if (used == MERGE_MAX_DEVICES)
+        if (used == MERGE_MAX_DEVICES || n > INT32_MAX)
             return 0;
         for (size_t i = 0; i < n; i++)
             if (ev[i].time_us < 0)
@@ -439,14 +446,14 @@ static int merge_devices(const md_snapshot *s, int own, merged *m)
         free(m->own_at);
         return -1;
     }
-    long last = -1;
+    int32_t last = -1;
     for (m->n = 0; m->n < total; m->n++) { /* the earliest head each time */
         int best = -1;
         for (int k = 0; k < nc; k++)
             if (c[k].at < c[k].n &&
                 (best < 0 || c[k].ev[c[k].at].time_us < c[best].ev[c[best].at].time_us))
                 best = k;
-        m->ev[m->n] = c[best].ev[c[best].at++];
+        m->ev[m->n] = &c[best].ev[c[best].at++];
         if (c[best].device == own)
             last++;
         m->own_at[m->n] = last;
@@ -459,7 +466,7 @@ static int merge_devices(const md_snapshot *s, int own, merged *m)
 static long at_moment(const md_analysis *a, const merged *m, long i, moment mo, long ann_i)
 {
     if (mo.t >= 0 && i == ann_i)
-        return index_before(a->ev, a->n, mo.t, mo.incl);
+        return index_before(a, mo.t, mo.incl);
     return i < 0 ? -1 : m->own_at[i];
 }
 
@@ -478,7 +485,7 @@ static int process_steps(md_analysis *a, step_end **ends, size_t *cap, step_src 
     if (rc <= 0)
         return rc;
     md_analysis proc = *a; /* shares the tag caches */
-    proc.ev = m.ev;
+    proc.order = m.ev;
     proc.n = m.n;
     size_t n = ends_from_annotations(&proc, a->step_device, ends, cap);
     memcpy(a->optimizer, proc.optimizer, sizeof a->optimizer);
