@@ -181,7 +181,7 @@ static void compare(FILE *o, const md_rank *rk, size_t n, int devices)
     int ranked = distinct_ranks(rk, n);
     fprintf(o, "\n== %s compared\n", devices ? "devices" : ranked ? "ranks" : "inputs");
     fprintf(o, "  rank  device   peak MiB   reserved   fwd-increase  persistent   growth  file\n");
-    size_t hi = 0, lo = 0;
+    size_t hi = n, lo = n; /* over the devices compared: ranks by their own GPUs */
     for (size_t i = 0; i < n; i++) {
         const md_indicators *in = md_analysis_indicators(rk[i].a);
         const char *base = strrchr(rk[i].path, '/');
@@ -192,14 +192,14 @@ static void compare(FILE *o, const md_rank *rk, size_t n, int devices)
                 in->between_step_growth_mib, base ? base + 1 : rk[i].path,
                 other ? "  (a further GPU of the process)" : "");
         if (other)
-            continue; /* ranks compare by their own devices */
-        if (rk[hi].further && !devices)
-            hi = lo = i;
-        if (md_replay_peak_allocated(rk[i].r) > md_replay_peak_allocated(rk[hi].r))
+            continue;
+        if (hi == n || md_replay_peak_allocated(rk[i].r) > md_replay_peak_allocated(rk[hi].r))
             hi = i;
-        if (md_replay_peak_allocated(rk[i].r) < md_replay_peak_allocated(rk[lo].r))
+        if (lo == n || md_replay_peak_allocated(rk[i].r) < md_replay_peak_allocated(rk[lo].r))
             lo = i;
     }
+    if (hi == n)
+        return;
     uint64_t a = md_replay_peak_allocated(rk[hi].r), b = md_replay_peak_allocated(rk[lo].r);
     if (devices && hi != lo && b < (1u << 20))
         fprintf(o, "  cuda:%d peaks %.1f MiB above cuda:%d, which holds almost nothing\n",
