@@ -84,6 +84,9 @@ def parse() -> argparse.Namespace:
                    help="torch.compile the model (reduce-overhead: CUDA graphs)")
     p.add_argument("--devices", type=int, default=1,
                    help="split the model's blocks over this many GPUs of one process")
+    p.add_argument("--device", type=int, default=None,
+                   help="put everything on this GPU by name, without set_device (the current "
+                        "device stays cuda:0, which gets only a CUDA context)")
     p.add_argument("--fsdp", choices=("off", "1", "2"), default="off",
                    help="under torchrun: shard the model with FSDP (1: FullyShardedDataParallel, "
                         "2: fully_shard) instead of DDP")
@@ -299,8 +302,11 @@ def main() -> int:
     global PLAIN
     PLAIN = a.plain
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    torch.cuda.set_device(dev)
+    if a.device is not None:  # named in each tensor; cuda:0 stays current
+        dev = torch.device("cuda", a.device)
+    else:
+        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(dev)
     global DEVICES
     if a.devices > 1 and (world > 1 or a.devices > torch.cuda.device_count()):
         print(f"workloads.py: --devices {a.devices} needs one process and that many GPUs",

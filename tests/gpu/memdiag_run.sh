@@ -50,6 +50,9 @@ check trainer 0 env CUDA_VISIBLE_DEVICES=0 "$M" run -o "$W/trainer" -- python3 e
 check trainer-dp 0 "$M" run -o "$W/trainer-dp" -- python3 examples/hf_trainer.py --accumulate 2 --steps 6
 # a model split over two GPUs of one process
 check split 0 "$M" run -o "$W/split" -- $WL --case beta --devices 2 --plain
+# every tensor on cuda:1 by name, no set_device: cuda:0 stays current with a context
+# only; the process's own series must be cuda:1's
+check offdevice 0 "$M" run -o "$W/offdevice" -- $WL --case beta --device 1 --plain
 check trainer-ddp 0 "$M" run -o "$W/trainer-ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/hf_trainer.py --accumulate 2 --steps 6
 # PyTorch Lightning: forward, zero_grad and backward inside optimizer.step's closure
@@ -80,6 +83,9 @@ for rep in $(seq 1 "${REPS:-3}"); do
         case $mode in
             plain) $WL $B >"$W/t.out" 2>&1 ;;
             record) $WL $B --record >"$W/t.out" 2>&1 ;;
+            record1m) $WL $B --record --max-entries 1000000 >"$W/t.out" 2>&1 ;;
+            python200k) "$M" run --quiet --force --stacks python --max-entries 200000 \
+                -o "$W/ovh-$mode" -- $WL $B >"$W/t.out" 2>&1 ;;
             python-alloc) "$M" run --quiet --force --stacks python --context alloc -o "$W/ovh-$mode" -- \
                 $WL $B >"$W/t.out" 2>&1 ;;
             *) "$M" run --quiet --force --stacks "$mode" -o "$W/ovh-$mode" -- $WL $B >"$W/t.out" 2>&1 ;;
@@ -103,7 +109,8 @@ want = {"alpha": ({"library_workspace"}, {"leak", "optimizer_state"}),
         "trainer-ddp": ({"optimizer_state", "logits"}, {"leak"}),
         "trainer-dp": ({"optimizer_state", "logits"}, {"leak"}),
         "split": ({"optimizer_state"}, {"leak"}), "stray": ({"optimizer_state"}, {"leak"}),
-        "ddp": ({"optimizer_state"}, {"leak"}), "hf-split": ({"optimizer_state"}, {"leak"}), "stray-context": ({"optimizer_state"}, {"leak"})}
+        "ddp": ({"optimizer_state"}, {"leak"}), "hf-split": ({"optimizer_state"}, {"leak"}), "stray-context": ({"optimizer_state"}, {"leak"}),
+        "offdevice": ({"optimizer_state"}, {"leak"})}
 bad = 0
 for run, (must, must_not) in want.items():
     if not os.path.exists(f"{W}/{run}.diagnosis.json"):
@@ -151,6 +158,13 @@ if os.path.exists(f"{W}/stray-context.diagnosis.json"):  # a context alone, from
              "on cuda:0, rank 0's GPU" in f["summary"] for f in d["findings"])
     bad += not ok
     print(f"{'PASS' if ok else 'FAIL'} stray-context: {[f['summary'] for f in d['findings']]}")
+if os.path.exists(f"{W}/offdevice.diagnosis.json"):  # own device: where the memory is
+    d = json.load(open(f"{W}/offdevice.diagnosis.json"))
+    caps = [r["device"] for r in d["ranks"] if r["kind"] == "capture"]
+    out = open(f"{W}/offdevice.out").read()
+    ok = caps[:1] == [1] and "== rank 0 (cuda:1)" in out
+    bad += not ok
+    print(f"{'PASS' if ok else 'FAIL'} offdevice: own device cuda:1: capture series {caps}")
 print(f"gpu checks: {'all passed' if not bad else f'{bad} failed'}")
 PY
 tar -cJf "$OUT/memdiag-run.tar.xz" -C "$W" .
