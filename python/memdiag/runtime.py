@@ -221,8 +221,9 @@ class Recorder:
 
     def _probe_devices(self) -> None:
         """Past the first steps, a device the process starts to use later
-        (evaluation on another GPU, a tensor moved there) is looked for now
-        and then: one statistics call per idle device, no NVML."""
+        (evaluation on another GPU, a tensor moved there, a CUDA call that
+        made a context there) is looked for now and then: per idle device,
+        one statistics call and, where it holds nothing, one NVML query."""
         if self.torch is None or self.counters is None or self.cap is None:
             return
         self._own_device()
@@ -230,10 +231,18 @@ class Recorder:
             if d == self.device or d in self.further or d in self.unreadable:
                 continue
             try:
-                if self.counters(d)[1] > 0:
+                if self.counters(d)[1] > 0 or self._context_on(d):
                     self.further.add(d)
             except Exception:
                 self.unreadable.add(d)
+
+    def _context_on(self, d: int) -> bool:
+        """NVML: does this process hold memory on device d (a context)?"""
+        pci = self._pci_of_device(d)
+        if not pci:
+            return False
+        proc = _lib.nvml_memory(self.lib, pci)[2]
+        return 0 < proc < _lib.NA
 
     def _sample_further(self, d: int, step: int, phase: str) -> None:
         """A device is this process's too once it reserved memory there, or,

@@ -161,6 +161,41 @@ class FurtherDevices(unittest.TestCase):
         steps = sorted({s for s, d, _, _ in rec.cap.further if d == 1})
         self.assertEqual(steps, [0, 1, 2] + list(range(runtime.PROBE_EVERY, 60)))
 
+    def test_a_context_made_later_is_found(self):
+        """cuda:1 gets a context alone (no memory) at step 10: NVML finds it
+        at the next 25-step look, and it is sampled from then on."""
+        class Props:
+            def __init__(self, d):
+                self.pci_domain_id, self.pci_bus_id, self.pci_device_id = 0, d, 0
+
+        class Cuda:
+            def current_device(self):
+                return 0
+
+            def get_device_properties(self, d):
+                return Props(d)
+
+        class Torch:
+            cuda = Cuda()
+        state = {"step": 0}
+        rec = runtime.Recorder(runtime.Options({}), torch=Torch(),
+                               counters=lambda d=None: (0, 0, 0))
+        rec.cap, rec.ndevices = self.Cap(), 2
+        nvml = runtime._lib.nvml_memory
+        runtime._lib.nvml_memory = lambda lib, pci: (
+            (1, 2, 300 << 20) if pci.startswith("00000000:01") and state["step"] >= 10
+            else (1, 2, runtime._lib.NA))
+        try:
+            for step in range(60):
+                state["step"] = step
+                rec.sample("after_forward")
+                rec._end_step()
+        finally:
+            runtime._lib.nvml_memory = nvml
+        steps = sorted({s for s, d, _, _ in rec.cap.further if d == 1})
+        self.assertEqual(steps, [0, 1, 2] + list(range(runtime.PROBE_EVERY, 60)))
+        self.assertIn((runtime.PROBE_EVERY, 1, 0, 300 << 20), rec.cap.further)
+
     def test_a_failing_device_is_dropped_not_the_capture(self):
         class Cuda:
             def current_device(self):
