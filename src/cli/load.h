@@ -22,4 +22,26 @@ void cli_load_snapshots(cli_snap_job *jobs, size_t n);
 /* Frees what a job holds that was not moved out. */
 void cli_snap_job_free(cli_snap_job *j);
 
+/* Everything the inputs of summary, diagnose or diff hold (inputs.c). */
+typedef struct cli_inputs {
+    char **paths;             /* the expanded input files */
+    size_t npaths;
+    md_snapshot **snaps;
+    size_t nsnaps;
+    md_rank *ranks;
+    size_t nranks, cap;
+    md_sample_rank *sranks;   /* from capture files and seed JSON reports */
+    size_t nsranks;
+    md_finding **sfind;       /* per sample rank */
+    size_t *nsfind;
+    md_finding *cross;        /* the job's cross-rank findings */
+    size_t ncross;
+} cli_inputs;
+
+/* Expands and reads args (files, directories), builds every rank and the
+ * findings. Returns 0, or EXIT_USAGE after one error line. */
+int cli_inputs_load(char **args, int nargs, cli_inputs *in);
+md_report cli_inputs_report(const cli_inputs *in);
+void cli_inputs_free(cli_inputs *in);
+
 #endif
