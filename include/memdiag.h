@@ -338,6 +338,38 @@ typedef struct md_pools {
 
 md_pools md_private_pools(const md_snapshot *s, int device);
 
+/* A flame graph of the memory live after one event: every live
+ * allocation's whole stack, outermost frame first, merged into a tree
+ * whose nodes hold the bytes live at or below them. Node 0 is the root
+ * (all live memory). */
+#define MD_FLAME_NONE UINT32_MAX
+enum {
+    MD_FLAME_FRAME = 0,      /* a frame of the stacks (frame is its id) */
+    MD_FLAME_ROOT,
+    MD_FLAME_NO_FRAMES,      /* allocations recorded without frames */
+    MD_FLAME_BEFORE_HISTORY, /* allocated before the recorded history began */
+    MD_FLAME_CPP_ONLY        /* MD_FLAME_PYTHON_ONLY left none of its frames */
+};
+#define MD_FLAME_PYTHON_ONLY 0x1 /* leave out C++ frames (stacks='all') */
+
+typedef struct md_flame_node {
+    uint8_t kind;            /* MD_FLAME_* */
+    uint8_t category;        /* the md_category holding most of its bytes */
+    uint32_t frame;          /* MD_FLAME_FRAME: frame id (md_snapshot_frame) */
+    uint32_t parent;         /* MD_FLAME_NONE for the root */
+    uint32_t first_child;    /* children hold the most bytes first */
+    uint32_t next_sibling;
+    uint32_t depth;          /* the root is 0 */
+    uint64_t bytes;          /* block bytes live at or below this node */
+    uint64_t self_bytes;     /* of which allocated right here (the stack ends here) */
+    uint32_t count;          /* allocations at or below */
+} md_flame_node;
+
+/* The flame graph after event `index` (-1: the initial state). flags:
+ * MD_FLAME_*. The array is malloc'd; the caller frees it. */
+int md_flame_at(const md_analysis *a, long index, unsigned flags, md_flame_node **out,
+                size_t *n, md_err *err);
+
 /* Category of one live allocation (needs the steps found by md_analyze). */
 md_category md_analysis_category(const md_analysis *a, const md_live *l);
 

@@ -11,6 +11,7 @@ printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include 
     ${CC:-cc} -E -x c - >/dev/null 2>&1 || need="$need libcmocka-dev"
 command -v cc >/dev/null 2>&1 || need="$need build-essential"
 command -v python3 >/dev/null 2>&1 || need="$need python3"   # test scripts, validators
+command -v node >/dev/null 2>&1 || need="$need nodejs"      # runs the HTML pages' scripts in tests
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "memdiag: installing$need" >&2

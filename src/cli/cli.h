@@ -37,6 +37,7 @@ int cli_find_python(char out[PATH_MAX]);
 
 int cmd_summary(int argc, char **argv, int diagnose);
 int cmd_diff(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -16,6 +16,8 @@ static void usage(FILE *o)
             "  summary  PATH...          peak, steps, phases, indicators and top sites per rank\n"
             "  diagnose PATH... [--json] the same facts, and findings; --json for machines\n"
             "  diff BEFORE AFTER [--json] what changed between two runs of a job, per rank\n"
+            "  flamegraph PATH -o F.html  who holds the memory at the peak, by whole stack\n"
+            "                            (--at end|oom|SECONDS; --folded for other tools)\n"
             "  predict  --model M --batch B --seq S ...  a training step's peak before running it;\n"
             "                            --validate RUN compares it with a measured run\n"
             "  probe    [-o FILE]        measure predict's constants on this GPU (needs torch)\n"
@@ -93,6 +95,8 @@ int main(int argc, char **argv)
         return cmd_summary(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "diff"))
         return cmd_diff(argc - 1, argv + 1);
+    if (!strcmp(cmd, "flamegraph"))
+        return cmd_flamegraph(argc - 1, argv + 1);
     cli_fail("unknown command '%s' (see 'memdiag --help')", cmd);
     return EXIT_USAGE;
 }

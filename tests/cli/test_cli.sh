@@ -100,6 +100,19 @@ for pair in "$S/snap-gamma-medium-rank0.pickle $S/snap-beta-medium-rank0.pickle"
     check "diff --json validates: $pair" sh -c "$M diff --json $pair | python3 tests/cli/validate_diff.py"
 done
 check "diff with one input, three, or an unreadable one: one line, exit 2" sh -c "for a in '$S/gamma-medium.json' '$S/gamma-medium.json $S/gamma-medium.json $S/gamma-medium.json' '$S/gamma-medium.json $T/none.pickle'; do $M diff \$a 2>$T/e; test \$? -eq 2 && test \$(wc -l < $T/e) -eq 1 || exit 1; done"
+# flamegraph: live memory by whole stack
+G=$S/snap-gamma-small-rank0.pickle
+cat > "$T/mib_sum" <<'EOS'
+awk '{s+=$NF} END {printf "%.4f", s/1048576}'
+EOS
+check "flamegraph --folded: the stacks hold exactly the peak's live bytes, and the end's" sh -c "test \$($M flamegraph --folded $G | sh $T/mib_sum) = \$($M diagnose --json $G | python3 -c 'import json,sys; print(\"%.4f\" % json.load(sys.stdin)[\"ranks\"][0][\"peak\"][\"allocated_mib\"])') && test \$($M flamegraph --folded --at end $G | sh $T/mib_sum) = 412.0552"
+check "flamegraph --python: no C++ frame left, the same bytes" sh -c "$M flamegraph --folded --python $G > $T/f.txt && ! grep -q '??:0\|\.cpp:\|\.h:' $T/f.txt && test \$(sh $T/mib_sum < $T/f.txt) = \$($M flamegraph --folded $G | sh $T/mib_sum) && grep -q '^(C++ frames only' $T/f.txt"
+check "flamegraph --at oom: what was live when the request failed (the OOM run)" sh -c "$M flamegraph --folded --at oom $R/oom 2>/dev/null | sh $T/mib_sum | grep -qx 2837.6763"
+check "flamegraph --at SECONDS: the state at that time" sh -c "test \$($M flamegraph --folded --at 2.5 $G | sh $T/mib_sum) = 33.4248 && test \$($M flamegraph --folded --at 0 $G | wc -l) -eq 0"
+check "flamegraph HTML: self-contained, its script draws every frame inside its parent, zooms and searches (node)" sh -c "$M flamegraph -o $T/fg.html $G > $T/fg.out && grep -q 'wrote .*450.2 MiB live at the peak' $T/fg.out && node tests/cli/check_flame_html.js $T/fg.html forward | grep -q 'total_mib 450.2 zoom ok search \"matched'"
+check "flamegraph HTML of a real transformers run (C++ frames, deep stacks)" sh -c "$M flamegraph -o $T/hf.html $R/hf >/dev/null 2>&1 && node tests/cli/check_flame_html.js $T/hf.html attention >/dev/null"
+check "flamegraph refuses to replace a file without --force" sh -c "! $M flamegraph -o $T/fg.html $G 2>$T/e && grep -q 'exists; pass --force' $T/e && $M flamegraph --force -o $T/fg.html $G >/dev/null"
+check "flamegraph errors: no OOM, two snapshots, a capture, a bad --at, no -o: one line, exit 2" sh -c "for a in '--folded --at oom $G' '--folded $R/ddp' '--folded $R/oom/rank0.mdcap' '--folded --at x $G' '$G' '--folded --device 7 $G'; do $M flamegraph \$a 2>$T/e >/dev/null; test \$? -eq 2 && test \$(wc -l < $T/e) -eq 1 || exit 1; done"
 check "probe without torch: exit 2 and one line" sh -c "PATH=/usr/bin:/bin $M probe -o $T/cal-out.json 2>$T/p.err; test \$? -eq 2 && test \$(wc -l < $T/p.err) -eq 1 && grep -q 'torch' $T/p.err && test ! -e $T/cal-out.json"
 check "predict: a floor that cannot fit is said so" sh -c "$M predict --model $D/predict/qwen3.json --batch 1 --seq 128 --gpu 1GB | grep -q 'does not fit'"
 mkdir "$T/run"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/run/"
