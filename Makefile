@@ -25,7 +25,7 @@ SRC_LIB = $(wildcard src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c 
                      src/analyze/*.c src/render/*.c src/capture/*.c src/predict/*.c)
 SRC_CLI = $(wildcard src/cli/*.c)
 SRC_TEST = $(wildcard tests/unit/*.c)
-OBJ_LIB = $(SRC_LIB:%.c=$(BUILD)/%.o)
+OBJ_LIB = $(SRC_LIB:%.c=$(BUILD)/%.o) $(BUILD)/gen/page_js.o
 OBJ_CLI = $(SRC_CLI:%.c=$(BUILD)/%.o)
 TESTS = $(SRC_TEST:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -38,11 +38,24 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
 $(BUILD)/libmemdiag.a: $(OBJ_LIB)
 	$(AR) rcs $@ $^
 
+# The HTML pages' script, embedded into the library at build time (pages
+# load nothing): page.js as a C array, by od, which every machine has.
+$(BUILD)/gen/page_js.c: src/render/page.js
+	@mkdir -p $(dir $@)
+	{ echo '/* generated from src/render/page.js by the Makefile */'; \
+	  echo 'extern const char md_page_js[];'; echo 'const char md_page_js[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@
+$(BUILD)/gen/page_js.o: $(BUILD)/gen/page_js.c
+	$(CC) $(WARN) $(CFLAGS) -c $< -o $@
+$(BUILD)/pic/gen/page_js.o: $(BUILD)/gen/page_js.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(PIC_CFLAGS) -fPIC -c $< -o $@
+
 # The shared library the Python capture glue loads with ctypes.
 # Shared objects are loaded into uninstrumented processes (python), so the
 # sanitizer build compiles them without -fsanitize (PIC_CFLAGS).
 PIC_CFLAGS ?= $(CFLAGS)
-OBJ_PIC = $(SRC_LIB:%.c=$(BUILD)/pic/%.o)
+OBJ_PIC = $(SRC_LIB:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/page_js.o
 $(BUILD)/pic/%.o: %.c $(wildcard include/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(PIC_CFLAGS) -fPIC -Iinclude -c $< -o $@

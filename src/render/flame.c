@@ -6,6 +6,7 @@
  * mailed. */
 #include <string.h>
 #include "flame.h"
+#include "page.h"
 
 /* ---- folded ------------------------------------------------------------- */
 
@@ -59,59 +60,17 @@ const char *md_flame_kind_label(int kind)
 
 /* ---- HTML ------------------------------------------------------------------ */
 
-/* s as a JavaScript string literal that cannot end the <script> element. */
-static void js_string(FILE *o, const char *s)
-{
-    fputc('"', o);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(o, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
-            fprintf(o, "\\u%04x", *p);
-        else
-            fputc(*p, o);
-    }
-    fputc('"', o);
-}
-
-/* [parent, bytes, self, count, category, name, where] per node. */
-static void html_nodes(FILE *o, const md_snapshot *s, const md_flame_node *v, size_t n)
-{
-    fputs("[", o);
-    for (size_t i = 0; i < n; i++) {
-        const md_frame *f = v[i].kind == MD_FLAME_FRAME ? md_snapshot_frame(s, v[i].frame) : NULL;
-        char where[600] = "";
-        if (f)
-            snprintf(where, sizeof where, "%s:%d", md_snapshot_string(s, f->filename), f->line);
-        fprintf(o, "%s\n[%ld,%llu,%llu,%u,%u,", i ? "," : "",
-                v[i].parent == MD_FLAME_NONE ? -1L : (long)v[i].parent,
-                (unsigned long long)v[i].bytes, (unsigned long long)v[i].self_bytes, v[i].count,
-                v[i].category);
-        js_string(o, f ? md_snapshot_string(s, f->name) : md_flame_kind_label(v[i].kind));
-        fputc(',', o);
-        js_string(o, where);
-        fputc(']', o);
-    }
-    fputs("]", o);
-}
-
 int md_render_flame_html(FILE *o, const md_snapshot *s, const md_flame_node *v, size_t n,
                          const char *title, const char *subtitle)
 {
-    fputs(md_flame_html_head, o);
-    fputs("<script>\nconst D={title:", o);
-    js_string(o, title);
-    fputs(",subtitle:", o);
-    js_string(o, subtitle);
-    fputs(",cats:[", o);
-    for (int c = 0; c < MD_CAT_COUNT; c++) {
-        fputs(c ? "," : "", o);
-        js_string(o, md_category_name(c));
-    }
-    fputs("],nodes:", o);
-    html_nodes(o, s, v, n);
-    fputs("};\n", o);
-    fputs(md_flame_html_script, o);
-    fputs("</script>\n</body>\n</html>\n", o);
-    return ferror(o) ? -1 : 0;
+    md_page_begin(o, title);
+    fputs("<h1>", o);
+    md_html_text(o, title);
+    fputs("</h1>\n<div class=\"md-sub\">", o);
+    md_html_text(o, subtitle);
+    fputs("</div>\n<div id=\"flame\"></div>\n<script>\nconst FLAME = ", o);
+    if (md_page_flame_data(o, s, v, n))
+        return -1;
+    fputs(";\n</script>\n", o);
+    return md_page_end(o, "window.memdiag = [mdFlame(document.getElementById('flame'), FLAME)];\n");
 }

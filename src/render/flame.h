@@ -1,6 +1,5 @@
 /* flame.h - a flame graph of live memory as folded stacks or as one
- * self-contained HTML page (flame.c; the page's markup and script are in
- * flame_page.c). */
+ * self-contained HTML page (flame.c; the page's frame and script: page.h). */
 #ifndef MD_FLAME_H
 #define MD_FLAME_H
 
@@ -16,8 +15,5 @@ int md_render_flame_html(FILE *o, const md_snapshot *s, const md_flame_node *v, 
                          const char *title, const char *subtitle);
 /* The name of a node that is not a frame (MD_FLAME_ROOT, ...). */
 const char *md_flame_kind_label(int kind);
-
-extern const char md_flame_html_head[];   /* up to the data */
-extern const char md_flame_html_script[]; /* draws D */
 
 #endif
