@@ -35,9 +35,15 @@ int cli_find_beside_exe(const char *const *patterns, int n, const char *inside,
 /* memdiag's Python glue (a checkout's python/ or an install's). */
 int cli_find_python(char out[PATH_MAX]);
 
+/* Writes path through write(f, arg) (0 on success), into a temporary file
+ * renamed into place; an existing file only with force. Returns 0, or
+ * EXIT_USAGE after one error line. */
+int cli_write_file(const char *path, int force, int (*write)(FILE *, void *), void *arg);
+
 int cmd_summary(int argc, char **argv, int diagnose);
 int cmd_diff(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

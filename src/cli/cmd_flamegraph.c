@@ -1,11 +1,9 @@
 /* cmd_flamegraph.c - `memdiag flamegraph PATH`: who holds the memory at
  * one moment (the peak by default), by whole stack, as a self-contained
  * HTML page or as folded stacks for other flame graph tools. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "../render/flame.h"
 #include "cli.h"
 #include "load.h"
@@ -137,37 +135,36 @@ static const md_rank *pick_rank(const cli_inputs *in, const fg_opts *o)
     return NULL;
 }
 
-/* Writes through a temporary file renamed into place: a failed write
- * leaves no page that looks complete. */
+typedef struct page {
+    const fg_opts *o;
+    const md_rank *rk;
+    const md_flame_node *v;
+    size_t n;
+    const char *title, *sub;
+} page;
+
+static int write_page(FILE *f, void *arg)
+{
+    const page *p = arg;
+    return p->o->folded ? md_render_flame_folded(f, p->rk->s, p->v, p->n)
+                        : md_render_flame_html(f, p->rk->s, p->v, p->n, p->title, p->sub);
+}
+
 static int write_out(const fg_opts *o, const md_rank *rk, const md_flame_node *v, size_t n,
                      const char *when)
 {
     if (!o->out)
         return md_render_flame_folded(stdout, rk->s, v, n) ? EXIT_USAGE : 0;
-    if (!o->force && access(o->out, F_OK) == 0) {
-        cli_fail("%s exists; pass --force to replace it", o->out);
-        return EXIT_USAGE;
-    }
-    char tmp[4200], title[600], sub[400];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", o->out, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        cli_fail("%s: cannot write: %s", tmp, strerror(errno));
-        return EXIT_USAGE;
-    }
+    char title[600], sub[400];
     snprintf(title, sizeof title, "memdiag flame graph: %s (rank %d, cuda:%d)", rk->path, rk->rank,
              rk->device);
     snprintf(sub, sizeof sub, "%.1f MiB live %s, in %u allocations", md_mib(v[0].bytes), when,
              v[0].count);
-    int rc = o->folded ? md_render_flame_folded(f, rk->s, v, n)
-                       : md_render_flame_html(f, rk->s, v, n, title, sub);
-    if (fclose(f) || rc || rename(tmp, o->out)) {
-        cli_fail("%s: cannot write: %s", o->out, strerror(errno ? errno : EIO));
-        unlink(tmp);
-        return EXIT_USAGE;
-    }
-    printf("memdiag: wrote %s: %s (%zu frames)\n", o->out, sub, n - 1);
-    return 0;
+    page p = {o, rk, v, n, title, sub};
+    int rc = cli_write_file(o->out, o->force, write_page, &p);
+    if (!rc)
+        printf("memdiag: wrote %s: %s (%zu frames)\n", o->out, sub, n - 1);
+    return rc;
 }
 
 int cmd_flamegraph(int argc, char **argv)

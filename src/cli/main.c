@@ -18,6 +18,8 @@ static void usage(FILE *o)
             "  diff BEFORE AFTER [--json] what changed between two runs of a job, per rank\n"
             "  flamegraph PATH -o F.html  who holds the memory at the peak, by whole stack\n"
             "                            (--at end|oom|SECONDS; --folded for other tools)\n"
+            "  report PATH... -o F.html  all of it as one page: memory over time, findings,\n"
+            "                            sites and flame graphs per rank (works offline)\n"
             "  predict  --model M --batch B --seq S ...  a training step's peak before running it;\n"
             "                            --validate RUN compares it with a measured run\n"
             "  probe    [-o FILE]        measure predict's constants on this GPU (needs torch)\n"
@@ -97,6 +99,8 @@ int main(int argc, char **argv)
         return cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "flamegraph"))
         return cmd_flamegraph(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report"))
+        return cmd_report(argc - 1, argv + 1);
     cli_fail("unknown command '%s' (see 'memdiag --help')", cmd);
     return EXIT_USAGE;
 }

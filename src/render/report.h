@@ -64,6 +64,10 @@ typedef struct md_report {
 
 void md_render_text(FILE *out, const md_report *rep, const md_out_opts *o);
 void md_render_json(FILE *out, const md_report *rep, const md_out_opts *o);
+/* One self-contained HTML page (report_html.c); -1 when writing failed or
+ * memory ran out. */
+int md_render_report_html(FILE *out, const md_report *rep, const md_out_opts *o,
+                          const char *title);
 
 /* Formatting helpers shared by the renderers. */
 const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, size_t n);

@@ -514,6 +514,18 @@ def multi_device(truncated=False):
             "allocator_settings": dict(SETTINGS), "external_annotations": anns}
 
 
+def hostile_names():
+    """Frame names and files written to break out of a page or a folded
+    line: the HTML report and the flame graph must show them as text."""
+    d = v2_5()
+    evil = [{"name": "</script><script>alert(1)</script>", "filename": "/home/u/<img src=x onerror=alert(2)>.py",
+             "line": 7},
+            {"name": "a;b\nc & \"d\" 'e'", "filename": "/home/u/train.py", "line": 40}]
+    for e in d["device_traces"][0]:
+        e["frames"] = evil
+    return d
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -527,6 +539,7 @@ def main():
         "list_sequence.pickle": (list_sequence(), 4),
         "multi_device.pickle": (multi_device(), 4),
         "multi_device_truncated.pickle": (multi_device(truncated=True), 4),
+        "hostile_names.pickle": (hostile_names(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),

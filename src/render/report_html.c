@@ -1,0 +1,363 @@
+/* report_html.c - `memdiag report`: everything summary and diagnose say,
+ * as one HTML page that works offline: per rank, memory over time with
+ * the steps and phases shaded, the findings with their evidence and
+ * advice, what is live at the peak by category and site, and a flame
+ * graph of it. A trace of any length is reduced here to at most
+ * MAX_COLUMNS columns (min and max per column), so the page stays small. */
+#include <stdlib.h>
+#include <string.h>
+#include "flame.h"
+#include "page.h"
+#include "report.h"
+
+#define MAX_COLUMNS 1000
+
+/* ---- timelines ------------------------------------------------------------- */
+
+typedef struct axis {
+    const md_event *ev;
+    size_t n;
+    int timed;    /* x in seconds from the first event, else event numbers */
+    double span;  /* of x */
+} axis;
+
+static axis axis_of(const md_rank *rk)
+{
+    axis a;
+    a.ev = md_snapshot_events(rk->s, rk->device, &a.n);
+    a.timed = a.n > 1 && a.ev[0].time_us >= 0 && a.ev[a.n - 1].time_us > a.ev[0].time_us;
+    a.span = a.timed ? (double)(a.ev[a.n - 1].time_us - a.ev[0].time_us) / 1e6 : (double)a.n;
+    return a;
+}
+
+/* x of the state after event i (-1: before the first) */
+static double x_of(const axis *a, long i)
+{
+    if (i < 0)
+        return 0;
+    if (!a->timed)
+        return (double)(i + 1);
+    double x = (double)(a->ev[i].time_us - a->ev[0].time_us) / 1e6;
+    return x < 0 ? 0 : x > a->span ? a->span : x;
+}
+
+typedef struct col {
+    double x, amin, amax, rmax;
+    double alast, rlast; /* after the column's last event */
+    int seen;
+} col;
+
+/* Each event's state falls in the column of its x; an empty column keeps
+ * the state before it. */
+static col *columns(const md_rank *rk, const axis *a, size_t *nc)
+{
+    size_t c = a->n + 1 < MAX_COLUMNS ? a->n + 1 : MAX_COLUMNS;
+    col *v = calloc(c, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t k = 0; k < c; k++)
+        v[k].x = a->span * (double)k / (double)c;
+    for (long i = -1; i < (long)a->n; i++) {
+        md_point p = i < 0 ? md_replay_initial(rk->r) : md_replay_at(rk->r, i);
+        double x = x_of(a, i), al = md_mib(p.allocated), re = md_mib(p.reserved);
+        size_t k = a->span > 0 ? (size_t)(x / a->span * (double)c) : 0;
+        col *d = &v[k < c ? k : c - 1];
+        d->amin = d->seen && d->amin < al ? d->amin : al;
+        d->amax = d->seen && d->amax > al ? d->amax : al;
+        d->rmax = d->seen && d->rmax > re ? d->rmax : re;
+        d->alast = al;
+        d->rlast = re;
+        d->seen = 1;
+    }
+    for (size_t k = 1; k < c; k++)
+        if (!v[k].seen) { /* nothing happened: the state after the last event holds */
+            v[k].amin = v[k].amax = v[k].alast = v[k - 1].alast;
+            v[k].rmax = v[k].rlast = v[k - 1].rlast;
+            v[k].seen = 1;
+        }
+    *nc = c;
+    return v;
+}
+
+enum { C_AMIN, C_AMAX, C_RMAX };
+
+static void numbers(FILE *o, const char *key, const col *v, size_t n, int which)
+{
+    fprintf(o, "%s:[", key);
+    for (size_t k = 0; k < n; k++) {
+        double x = which == C_AMIN ? v[k].amin : which == C_AMAX ? v[k].amax : v[k].rmax;
+        fprintf(o, k ? ",%.2f" : "%.2f", x);
+    }
+    fputs("],", o);
+}
+
+static void phase_x(FILE *o, const axis *a, long i, long lo)
+{
+    if (i < lo) /* the phase is absent: the step's start */
+        fputs(",null", o);
+    else
+        fprintf(o, ",%.6g", x_of(a, i));
+}
+
+static int rank_timeline(FILE *o, const md_rank *rk)
+{
+    axis a = axis_of(rk);
+    size_t nc, nst;
+    col *v = columns(rk, &a, &nc);
+    if (!v)
+        return -1;
+    fprintf(o, "{unit:\"%s\",", a.timed ? "s" : "event");
+    fputs("xs:[", o);
+    for (size_t k = 0; k < nc; k++)
+        fprintf(o, k ? ",%.6g" : "%.6g", v[k].x);
+    fputs("],", o);
+    numbers(o, "amin", v, nc, C_AMIN);
+    numbers(o, "amax", v, nc, C_AMAX);
+    numbers(o, "rmax", v, nc, C_RMAX);
+    free(v);
+    const md_step *st = md_analysis_steps(rk->a, &nst);
+    fputs("steps:[", o);
+    for (size_t i = 0; i < nst; i++) {
+        fprintf(o, "%s[%.6g,%.6g,%d", i ? "," : "", x_of(&a, st[i].fwd_start),
+                x_of(&a, st[i].after_zero), st[i].number);
+        phase_x(o, &a, st[i].after_forward, st[i].fwd_start);
+        phase_x(o, &a, st[i].after_backward, st[i].after_forward);
+        phase_x(o, &a, st[i].after_optim, st[i].after_backward);
+        fputc(']', o);
+    }
+    long p = md_replay_peak_index(rk->r);
+    fprintf(o, "],peak:[%.6g,%.2f]}", x_of(&a, p), md_mib(md_replay_peak_allocated(rk->r)));
+    return 0;
+}
+
+/* A capture's or seed report's samples: one column each. */
+static void sample_timeline(FILE *o, const md_sample_rank *r)
+{
+    const md_sample *s = r->samples;
+    size_t n = r->nsamples, peak = 0;
+    int used = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        used = used && s[i].process_used_mib >= 0;
+        if (s[i].peak_allocated_mib > s[peak].peak_allocated_mib)
+            peak = i;
+    }
+    fputs("{unit:\"sample\",xs:[", o);
+    for (size_t i = 0; i < n; i++)
+        fprintf(o, i ? ",%zu" : "%zu", i);
+    const char *keys[] = {"],amin:[", "],amax:[", "],rmax:[", "],used:["};
+    for (int k = 0; k < 3 + used; k++) {
+        fputs(keys[k], o);
+        for (size_t i = 0; i < n; i++)
+            fprintf(o, i ? ",%.2f" : "%.2f",
+                    k < 2 ? s[i].allocated_mib : k == 2 ? s[i].reserved_mib : s[i].process_used_mib);
+    }
+    fputs("],names:[", o);
+    for (size_t i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "step %d %s", s[i].step, md_sample_phase_name(s[i].phase));
+        fputs(i ? "," : "", o);
+        md_js_string(o, name);
+    }
+    fputs("],steps:[", o);
+    int first = 1;
+    for (size_t i = 0, k = 0; i < n; i = k) { /* a step: its run of samples */
+        for (k = i; k < n && s[k].step == s[i].step; k++)
+            ;
+        if (s[i].step < 0)
+            continue;
+        long ph[3] = {-1, -1, -1};
+        for (size_t j = i; j < k; j++)
+            if (s[j].phase >= MD_SP_AFTER_FORWARD && s[j].phase <= MD_SP_AFTER_OPTIMIZER_STEP)
+                ph[s[j].phase - MD_SP_AFTER_FORWARD] = (long)j;
+        fprintf(o, "%s[%zu,%zu,%d", first ? "" : ",", i, k - 1, s[i].step);
+        first = 0;
+        for (int j = 0; j < 3; j++) {
+            if (ph[j] < 0)
+                fputs(",null", o);
+            else
+                fprintf(o, ",%ld", ph[j]);
+        }
+        fputc(']', o);
+    }
+    if (n)
+        fprintf(o, "],peak:[%zu,%.2f]}", peak, s[peak].peak_allocated_mib);
+    else
+        fputs("],peak:null}", o);
+}
+
+/* ---- sections ------------------------------------------------------------- */
+
+static void finding_html(FILE *o, const md_finding *f)
+{
+    fprintf(o, "<div class=\"md-finding\"><span class=\"sev-%s\">[%s] %s</span>: ",
+            md_severity_name(f->severity), md_severity_name(f->severity), f->kind);
+    md_html_text(o, f->summary);
+    fputs("\n<ul>", o);
+    for (int i = 0; i < f->nevidence; i++) {
+        fputs("<li>", o);
+        md_html_text(o, f->evidence[i]);
+        fputs("</li>", o);
+    }
+    for (int i = 0; i < f->nsites; i++) {
+        fprintf(o, "<li>site: %.1f MiB in %u allocations at ", md_mib(f->sites[i].bytes),
+                f->sites[i].count);
+        md_html_text(o, f->sites[i].site);
+        fputs("</li>", o);
+    }
+    fputs("</ul><div class=\"md-advice\">advice: ", o);
+    md_html_text(o, f->advice);
+    fputs("</div></div>\n", o);
+}
+
+static void findings_html(FILE *o, const md_finding *f, size_t n)
+{
+    if (!n)
+        fputs("<div>none: nothing above the thresholds of docs/diagnosis.md</div>\n", o);
+    for (size_t i = 0; i < n; i++)
+        finding_html(o, &f[i]);
+}
+
+static void live_html(FILE *o, const md_rank *rk, int top)
+{
+    fputs("<h3>Live at the peak</h3>\n<table><tr><th>category</th><th>MiB</th></tr>\n", o);
+    for (int c = 0; c < MD_CAT_COUNT; c++)
+        if (rk->by_cat[c] >= (1u << 20) / 10)
+            fprintf(o, "<tr><td>%s</td><td class=\"n\">%.1f</td></tr>\n", md_category_name(c),
+                    md_mib(rk->by_cat[c]));
+    fputs("</table>\n<table><tr><th>MiB</th><th>allocations</th><th>category</th><th>site</th>"
+          "</tr>\n", o);
+    for (size_t i = 0; i < rk->nsites && (int)i < top; i++) {
+        char lab[512];
+        fprintf(o, "<tr><td class=\"n\">%.1f</td><td class=\"n\">%u</td><td>%s</td><td>",
+                md_mib(rk->sites[i].bytes), rk->sites[i].count,
+                md_category_name(rk->sites[i].category));
+        md_html_text(o, md_site_label(rk->s, &rk->sites[i], lab, sizeof lab));
+        fputs("</td></tr>\n", o);
+    }
+    fputs("</table>\n", o);
+}
+
+static void compare_html(FILE *o, const md_rank *rk, size_t n)
+{
+    fputs("<h2>Ranks compared</h2>\n<table><tr><th>rank</th><th>device</th><th>peak MiB</th>"
+          "<th>reserved</th><th>largest forward increase</th><th>persistent after step 0</th>"
+          "<th>growth per step</th><th>file</th></tr>\n", o);
+    for (size_t i = 0; i < n; i++) {
+        const md_indicators *in = md_analysis_indicators(rk[i].a);
+        fprintf(o, "<tr><td>%d</td><td>cuda:%d%s</td><td class=\"n\">%.1f</td>"
+                   "<td class=\"n\">%.1f</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td>"
+                   "<td class=\"n\">%.1f</td><td>", rk[i].rank, rk[i].device,
+                rk[i].further ? " (further)" : "", in->maximum_peak_allocated_mib,
+                md_mib(md_replay_peak_reserved(rk[i].r)), in->largest_forward_increase_mib,
+                in->first_step_persistent_change_mib, in->between_step_growth_mib);
+        md_html_text(o, rk[i].path);
+        fputs("</td></tr>\n", o);
+    }
+    fputs("</table>\n", o);
+}
+
+static void rank_head(FILE *o, const md_rank *rk)
+{
+    axis a = axis_of(rk);
+    long p = md_replay_peak_index(rk->r);
+    size_t nst;
+    md_analysis_steps(rk->a, &nst);
+    fprintf(o, "<h2>rank %d (cuda:%d%s): ", rk->rank, rk->device,
+            rk->further ? ", a further GPU of the process" : "");
+    md_html_text(o, rk->path);
+    fprintf(o, "</h2>\n<div class=\"md-sub\">%zu events, peak %.1f MiB allocated", rk->nevents,
+            md_mib(md_replay_peak_allocated(rk->r)));
+    if (a.timed && p >= 0)
+        fprintf(o, " at +%.3f s", x_of(&a, p));
+    if (rk->peak_step >= 0)
+        fprintf(o, " (step %ld, %s)", rk->peak_step,
+                rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase) : "between phases");
+    fprintf(o, ", reserved peak %.1f MiB; %zu steps</div>\n",
+            md_mib(md_replay_peak_reserved(rk->r)), nst);
+}
+
+#define TIMELINE_KEY                                                                      \
+    "<div class=\"md-sub\">allocated: blue (the band spans each column's lowest and "    \
+    "highest), reserved: orange, the process's GPU use (NVML): gray; steps shaded, "       \
+    "phase ends as lines, the peak in red</div>\n"
+
+/* One snapshot rank: its section, and the calls that draw it into calls. */
+static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int top)
+{
+    rank_head(o, rk);
+    fprintf(o, "<h3>Memory over time</h3>\n" TIMELINE_KEY "<div id=\"t%zu\"></div>\n"
+               "<script>\nconst T%zu = ", k, k);
+    if (rank_timeline(o, rk))
+        return -1;
+    fputs(";\n</script>\n<h3>Findings</h3>\n", o);
+    findings_html(o, rk->findings, rk->nfindings);
+    live_html(o, rk, top);
+    md_flame_node *v;
+    size_t n;
+    md_err err;
+    if (md_flame_at(rk->a, md_replay_peak_index(rk->r), 0, &v, &n, &err))
+        return -1;
+    fprintf(o, "<h3>Flame graph at the peak</h3>\n<div id=\"f%zu\"></div>\n<script>\n"
+               "const F%zu = ", k, k);
+    int rc = md_page_flame_data(o, rk->s, v, n);
+    free(v);
+    fputs(";\n</script>\n", o);
+    fprintf(calls, "mdTimeline(document.getElementById('t%zu'), T%zu),\n"
+                   "mdFlame(document.getElementById('f%zu'), F%zu),\n", k, k, k, k);
+    return rc;
+}
+
+static void sample_section(FILE *o, FILE *calls, const md_sample_rank *r, const md_finding *f,
+                           size_t nf, size_t k)
+{
+    fprintf(o, "<h2>rank %d (cuda:%d%s): ", r->rank, r->device >= 0 ? r->device : r->local_rank,
+            r->further_device ? ", a further GPU of the process" : "");
+    md_html_text(o, r->source);
+    fprintf(o, "</h2>\n<div class=\"md-sub\">%s, %zu phase samples, peak %.1f MiB allocated",
+            r->has_capture ? "memdiag capture" : "seed-script report", r->nsamples,
+            r->indicators.maximum_peak_allocated_mib);
+    if (r->has_capture)
+        fprintf(o, "; %s, %zu steps", r->capture.complete ? "complete" : "incomplete",
+                r->capture.steps);
+    fprintf(o, "</div>\n<h3>Memory at each phase sample</h3>\n" TIMELINE_KEY
+               "<div id=\"t%zu\"></div>\n<script>\nconst T%zu = ", k, k);
+    sample_timeline(o, r);
+    fputs(";\n</script>\n<h3>Findings</h3>\n", o);
+    findings_html(o, f, nf);
+    fprintf(calls, "mdTimeline(document.getElementById('t%zu'), T%zu),\n", k, k);
+}
+
+int md_render_report_html(FILE *o, const md_report *rep, const md_out_opts *opt,
+                          const char *title)
+{
+    char *calls = NULL;
+    size_t ncalls = 0;
+    FILE *c = open_memstream(&calls, &ncalls);
+    if (!c)
+        return -1;
+    fputs("window.memdiag = [\n", c);
+    md_page_begin(o, title);
+    fputs("<h1>", o);
+    md_html_text(o, title);
+    fprintf(o, "</h1>\n<div class=\"md-sub\">%zu snapshot trace%s, %zu sample series; "
+               "memdiag " MEMDIAG_VERSION "</div>\n", rep->n, rep->n == 1 ? "" : "s", rep->nsranks);
+    if (rep->ncross) {
+        fputs("<h2>Across ranks</h2>\n", o);
+        findings_html(o, rep->cross, rep->ncross);
+    }
+    if (rep->n > 1)
+        compare_html(o, rep->ranks, rep->n);
+    int rc = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < rep->n && !rc; i++)
+        rc = rank_section(o, c, &rep->ranks[i], k++, opt->top);
+    for (size_t i = 0; i < rep->nsranks && !rc; i++)
+        sample_section(o, c, &rep->sranks[i], rep->sfindings[i], rep->nsfindings[i], k++);
+    fputs("];\n", c);
+    if (fclose(c))
+        rc = -1;
+    if (!rc)
+        rc = md_page_end(o, calls);
+    free(calls);
+    return rc;
+}
