@@ -334,7 +334,9 @@ int cmd_run(int argc, char **argv)
         char *sargs[] = {"summary", dir, "--brief", NULL};
         cmd_summary(3, sargs, 0);
         printf("\nnext: memdiag diagnose %s     evidence and advice for each finding\n"
-               "      memdiag summary %s      steps, phases and sites per rank\n", dir, dir);
+               "      memdiag summary %s      steps, phases and sites per rank\n"
+               "      memdiag report %s -o report.html   all of it on one page, with graphs\n",
+               dir, dir, dir);
     } else {
         printf("\nmemdiag: %s finished with status %d; no process used torch with CUDA, "
                "nothing recorded in %s\n", o.cmd[0], status, dir);

@@ -220,6 +220,7 @@ static int same_file(const code *x, const code *y)
 typedef struct site_match {
     size_t b, a;
     long d;
+    size_t file;  /* the file's number among before's sites */
     size_t votes; /* matches in the same file that moved by the same d */
 } site_match;
 
@@ -238,33 +239,100 @@ static int by_votes(const void *x, const void *y)
     return p->a < q->a ? -1 : p->a > q->a;
 }
 
-#define MAX_MATCHES 100000 /* beyond: sites are matched by label alone */
+#define MAX_MATCHES 100000 /* beyond: sites are matched on the same line only */
 
-/* Every possible site_match of b's and a's sites; NULL when out of memory or
- * too many (then *n = 0). */
-static site_match *matches_of(const code *cb, size_t nb, const code *ca, size_t na, size_t *n)
+static int same_site(const code *b, const code *a, int exact)
+{
+    if (b->line < 0 || a->line < 0)
+        return !strcmp(b->s, a->s);
+    return same_file(b, a) && !strcmp(b->name, a->name) && (!exact || b->line == a->line);
+}
+
+/* Every possible match of b's and a's sites: same file and function, any
+ * line (exact: the same line only, where the former are too many); NULL
+ * when out of memory (then *n = 0 and sites stay one-sided, none lost). */
+static site_match *matches_of(const code *cb, size_t nb, const code *ca, size_t na, int exact,
+                              size_t *n)
 {
     site_match *m = NULL;
     size_t cap = 0;
     *n = 0;
     for (size_t i = 0; i < nb; i++)
         for (size_t k = 0; k < na; k++) {
-            int same = cb[i].line < 0 || ca[k].line < 0
-                           ? !strcmp(cb[i].s, ca[k].s)
-                           : same_file(&cb[i], &ca[k]) && !strcmp(cb[i].name, ca[k].name);
-            if (!same)
+            if (!same_site(&cb[i], &ca[k], exact))
                 continue;
-            if (*n == MAX_MATCHES || md_grow((void **)&m, &cap, *n + 1, sizeof *m)) {
+            if (*n == MAX_MATCHES && !exact) {
+                free(m);
+                return matches_of(cb, nb, ca, na, 1, n);
+            }
+            if (md_grow((void **)&m, &cap, *n + 1, sizeof *m)) {
                 free(m);
                 *n = 0;
                 return NULL;
             }
-            m[(*n)++] = (site_match){i, k, ca[k].line - cb[i].line, 0};
+            m[(*n)++] = (site_match){i, k, ca[k].line - cb[i].line, 0, 0};
         }
-    for (size_t x = 0; x < *n; x++) /* quadratic, but only in matches of one function */
-        for (size_t y = 0; y < *n; y++)
-            m[x].votes += m[y].d == m[x].d && same_file(&cb[m[x].b], &cb[m[y].b]);
     return m;
+}
+
+typedef struct file_key {
+    const char *s;
+    size_t len, site;
+} file_key;
+
+static int by_file(const void *x, const void *y)
+{
+    const file_key *p = x, *q = y;
+    int c = memcmp(p->s, q->s, p->len < q->len ? p->len : q->len);
+    return c ? c : p->len < q->len ? -1 : p->len > q->len;
+}
+
+/* Numbers before's sites by file (the same number for the same file). */
+static int file_numbers(const code *cb, size_t nb, size_t *num)
+{
+    file_key *k = malloc((nb ? nb : 1) * sizeof *k);
+    if (!k)
+        return -1;
+    for (size_t i = 0; i < nb; i++)
+        k[i] = (file_key){cb[i].s, cb[i].file_len, i};
+    qsort(k, nb, sizeof *k, by_file);
+    for (size_t i = 0, f = 0; i < nb; i++) {
+        f += i && by_file(&k[i - 1], &k[i]);
+        num[k[i].site] = f;
+    }
+    free(k);
+    return 0;
+}
+
+static int by_file_shift(const void *x, const void *y)
+{
+    const site_match *p = x, *q = y;
+    if (p->file != q->file)
+        return p->file < q->file ? -1 : 1;
+    return p->d < q->d ? -1 : p->d > q->d;
+}
+
+/* Each match's votes: the matches of its file with the same shift. */
+static int count_votes(const code *cb, size_t nb, site_match *m, size_t nm)
+{
+    size_t *num = malloc((nb ? nb : 1) * sizeof *num);
+    if (!num)
+        return -1;
+    if (file_numbers(cb, nb, num)) {
+        free(num);
+        return -1;
+    }
+    for (size_t x = 0; x < nm; x++)
+        m[x].file = num[m[x].b];
+    free(num);
+    qsort(m, nm, sizeof *m, by_file_shift);
+    for (size_t x = 0, y; x < nm; x = y) {
+        for (y = x; y < nm && !by_file_shift(&m[x], &m[y]); y++)
+            ;
+        for (size_t z = x; z < y; z++)
+            m[z].votes = y - x;
+    }
+    return 0;
 }
 
 /* Joins before's and after's sites into v: the likeliest matches first,
@@ -313,7 +381,12 @@ int md_diff_sites(const md_rank *before, const md_rank *after, md_site_diff **ou
             cb[i] = code_of(b[i].site);
         for (size_t k = 0; k < na; k++)
             ca[k] = code_of(a[k].site);
-        site_match *m = matches_of(cb, nb, ca, na, &nm);
+        site_match *m = matches_of(cb, nb, ca, na, 0, &nm);
+        if (m && count_votes(cb, nb, m, nm)) {
+            free(m); /* out of memory: no site joined, none lost */
+            m = NULL;
+            nm = 0;
+        }
         join(b, cb, nb, a, ca, na, m, nm, v, n);
         free(m);
         if (*n)
