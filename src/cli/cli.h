@@ -13,6 +13,8 @@
 /* One line on stderr: "memdiag: <what>". */
 void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_fail_err(const md_err *err);
+/* s as a number lo..hi for option opt: 0, or -1 after one error line. */
+int cli_number(const char *opt, const char *s, long lo, long hi, long *out);
 /* s as a JSON string literal. */
 void cli_json_string(FILE *f, const char *s);
 

@@ -29,12 +29,9 @@ static int parse(int argc, char **argv, char *side[2], md_out_opts *opt, int *js
         } else if (!strcmp(argv[i], "--json")) {
             *json = 1;
         } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 0 || v > 1000) {
-                cli_fail("--top wants a number 0..1000, got '%s'", argv[i]);
+            long v;
+            if (cli_number("--top", argv[++i], 0, 1000, &v))
                 return -1;
-            }
             opt->top = (int)v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_fail("unknown option '%s' (see 'memdiag diff --help')", argv[i]);

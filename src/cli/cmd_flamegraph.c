@@ -46,15 +46,16 @@ static int parse(int argc, char **argv, fg_opts *o)
         } else if (!strcmp(a, "--python")) {
             o->flags |= MD_FLAME_PYTHON_ONLY;
         } else if ((!strcmp(a, "-o") || !strcmp(a, "--at") || !strcmp(a, "--device")) && val) {
-            char *end;
+            long d;
             i++;
             if (!strcmp(a, "-o")) {
                 o->out = val;
             } else if (!strcmp(a, "--at")) {
                 o->at = val;
-            } else if ((o->device = (int)strtol(val, &end, 10)) < 0 || *end || end == val) {
-                cli_fail("--device wants a GPU index, got '%s'", val);
+            } else if (cli_number("--device", val, 0, 4095, &d)) {
                 return -1;
+            } else {
+                o->device = (int)d;
             }
         } else if (a[0] == '-' && a[1]) {
             cli_fail("unknown option or missing value: '%s' (see 'memdiag flamegraph --help')", a);

@@ -38,10 +38,8 @@ int cmd_summary(int argc, char **argv, int diagnose)
         } else if (!strcmp(argv[i], "--brief")) {
             opt.brief = 1;
         } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 0 || v > 1000) {
-                cli_fail("--top wants a number 0..1000, got '%s'", argv[i]);
+            long v;
+            if (cli_number("--top", argv[++i], 0, 1000, &v)) {
                 free(args);
                 return EXIT_USAGE;
             }

@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 
@@ -47,6 +48,18 @@ void cli_fail_err(const md_err *err)
 {
     char buf[1024];
     cli_fail("%s", md_err_format(err, buf, sizeof buf));
+}
+
+int cli_number(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || end == s || v < lo || v > hi) {
+        cli_fail("%s wants a number %ld..%ld, got '%s'", opt, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 void cli_json_string(FILE *f, const char *s)

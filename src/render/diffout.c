@@ -326,8 +326,7 @@ void md_render_diff_json(FILE *o, const md_diff_pair *p, size_t n, const md_repo
                          const md_report *after, const md_out_opts *opt)
 {
     md_jw w;
-    memset(&w, 0, sizeof w);
-    w.o = o;
+    md_jw_init(&w, o);
     md_jw_open(&w, '{');
     MD_KV(&w, "schema", md_jw_int(&w, 1));
     MD_KV(&w, "tool", md_jw_str(&w, "memdiag " MEMDIAG_VERSION));

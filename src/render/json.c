@@ -201,8 +201,7 @@ void md_render_json(FILE *o, const md_report *rep, const md_out_opts *opt)
 {
     (void)opt;
     md_jw w;
-    memset(&w, 0, sizeof w);
-    w.o = o;
+    md_jw_init(&w, o);
     md_jw_open(&w, '{');
     KV(&w, "schema", md_jw_int(&w, 1));
     KV(&w, "tool", md_jw_str(&w, "memdiag " MEMDIAG_VERSION));

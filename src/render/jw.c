@@ -1,6 +1,13 @@
 /* jw.c - a minimal streaming JSON writer (jw.h). */
 #include <math.h>
+#include <string.h>
 #include "jw.h"
+
+void md_jw_init(md_jw *w, FILE *o)
+{
+    memset(w, 0, sizeof *w);
+    w->o = o;
+}
 
 /* Prefix of any value or key: a comma unless first at this depth or
  * right after a key. */

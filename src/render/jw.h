@@ -12,6 +12,8 @@ typedef struct md_jw {
     unsigned char started[64]; /* per depth: whether a comma is due */
 } md_jw;
 
+/* A writer of one document to o. */
+void md_jw_init(md_jw *w, FILE *o);
 void md_jw_key(md_jw *w, const char *k);
 void md_jw_open(md_jw *w, int c);  /* '{' or '[' */
 void md_jw_close(md_jw *w, int c);
