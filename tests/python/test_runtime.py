@@ -105,7 +105,9 @@ class FurtherDevices(unittest.TestCase):
         def step(self, n):
             pass
 
-    def test_found_then_kept(self):
+    @staticmethod
+    def torch_on_pci_buses():
+        """A stand-in torch on cuda:0 whose device d sits on PCI bus d."""
         class Props:
             def __init__(self, d):
                 self.pci_domain_id, self.pci_bus_id, self.pci_device_id = 0, d, 0
@@ -119,8 +121,11 @@ class FurtherDevices(unittest.TestCase):
 
         class Torch:
             cuda = Cuda()
+        return Torch()
+
+    def test_found_then_kept(self):
         reserved = {1: 64 << 20}
-        rec = runtime.Recorder(runtime.Options({}), torch=Torch(),
+        rec = runtime.Recorder(runtime.Options({}), torch=self.torch_on_pci_buses(),
                                counters=lambda d=None: (0, reserved.get(d, 0), 0))
         rec.cap, rec.ndevices = self.Cap(), 4
         nvml = runtime._lib.nvml_memory
@@ -164,21 +169,8 @@ class FurtherDevices(unittest.TestCase):
     def test_a_context_made_later_is_found(self):
         """cuda:1 gets a context alone (no memory) at step 10: NVML finds it
         at the next 25-step look, and it is sampled from then on."""
-        class Props:
-            def __init__(self, d):
-                self.pci_domain_id, self.pci_bus_id, self.pci_device_id = 0, d, 0
-
-        class Cuda:
-            def current_device(self):
-                return 0
-
-            def get_device_properties(self, d):
-                return Props(d)
-
-        class Torch:
-            cuda = Cuda()
         state = {"step": 0}
-        rec = runtime.Recorder(runtime.Options({}), torch=Torch(),
+        rec = runtime.Recorder(runtime.Options({}), torch=self.torch_on_pci_buses(),
                                counters=lambda d=None: (0, 0, 0))
         rec.cap, rec.ndevices = self.Cap(), 2
         nvml = runtime._lib.nvml_memory
