@@ -46,6 +46,7 @@ int cmd_summary(int argc, char **argv, int diagnose);
 int cmd_diff(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -21,6 +21,7 @@ static void usage(FILE *o)
             "                            (--at end|oom|SECONDS; --folded for other tools)\n"
             "  report PATH... -o F.html  all of it as one page: memory over time, findings,\n"
             "                            sites and flame graphs per rank (works offline)\n"
+            "  export PATH --format csv|perfetto|folded   the replayed history for other tools\n"
             "  predict  --model M --batch B --seq S ...  a training step's peak before running it;\n"
             "                            --validate RUN compares it with a measured run\n"
             "  probe    [-o FILE]        measure predict's constants on this GPU (needs torch)\n"
@@ -114,6 +115,8 @@ int main(int argc, char **argv)
         return cmd_flamegraph(argc - 1, argv + 1);
     if (!strcmp(cmd, "report"))
         return cmd_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export"))
+        return cmd_export(argc - 1, argv + 1);
     cli_fail("unknown command '%s' (see 'memdiag --help')", cmd);
     return EXIT_USAGE;
 }

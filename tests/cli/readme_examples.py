@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the README's example output against the built binary.
 
-Every ``` block that starts with `$ memdiag summary|diagnose|diff|flamegraph|report|predict` over bundled
+Every ``` block that starts with `$ memdiag summary|diagnose|diff|flamegraph|report|export|predict` over bundled
 data is rerun; its output must equal the block line for line. A line "..." (or a
 line ending in "...") in the block stands for the rest of the output (or the
 rest of that line); a first line "..." for everything before the lines shown: the README may shorten, never disagree. --json examples
@@ -38,7 +38,7 @@ def json_agrees(want, got):
 def main():
     memdiag, readme = sys.argv[1], sys.argv[2]
     text = open(readme, encoding="utf-8").read()
-    blocks = re.findall(r"```\n\$ memdiag ((?:summary|diagnose|diff|flamegraph|report|predict)[^\n]*)\n(.*?)```", text, re.S)
+    blocks = re.findall(r"```\n\$ memdiag ((?:summary|diagnose|diff|flamegraph|report|export|predict)[^\n]*)\n(.*?)```", text, re.S)
     checked = bad = 0
     for cmd, out in blocks:
         args = cmd.split()

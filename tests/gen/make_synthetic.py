@@ -518,7 +518,7 @@ def hostile_names():
     """Frame names and files written to break out of a page or a folded
     line: the HTML report and the flame graph must show them as text."""
     d = v2_5()
-    evil = [{"name": "</script><script>alert(1)</script>", "filename": "/home/u/<img src=x onerror=alert(2)>.py",
+    evil = [{"name": "</script><script>alert(1)</script>", "filename": "/home/u/<img src=x onerror=alert(2)>,\"x\".py",
              "line": 7},
             {"name": "a;b\nc & \"d\" 'e'", "filename": "/home/u/train.py", "line": 40}]
     for e in d["device_traces"][0]:

@@ -1,0 +1,161 @@
+/* cmd_export.c - `memdiag export PATH --format csv|perfetto|folded`: a
+ * snapshot's replayed history for other tools (render/export.c); folded
+ * stacks are the flame graph's (cmd_flamegraph.c). */
+#include <stdlib.h>
+#include <string.h>
+#include "../render/export.h"
+#include "cli.h"
+#include "load.h"
+
+typedef struct ex_opts {
+    const char *path, *out, *format, *at;
+    long device, points;
+    int force;
+} ex_opts;
+
+static void help(void)
+{
+    printf("usage: memdiag export PATH --format csv|perfetto|folded [-o FILE [--force]]\n"
+           "                      [--device N] [--points N] [--at WHEN]\n\n"
+           "PATH: one allocator snapshot (or a 'memdiag run' directory holding one).\n"
+           "  csv       a row per trace entry: action, address, size, stream, then\n"
+           "            allocated/reserved/requested bytes after it, step, phase, the user\n"
+           "            frame (--device N: that GPU's trace; default the process's own)\n"
+           "  perfetto  Chrome/Perfetto trace-event JSON for ui.perfetto.dev or\n"
+           "            chrome://tracing: memory per GPU as a counter track (at most\n"
+           "            --points points, default 200000: beyond, each time bucket's lowest\n"
+           "            and highest), steps and phases as slices\n"
+           "  folded    the flame graph's stacks at --at WHEN (memdiag flamegraph --folded)\n"
+           "  -o FILE   write there (--force replaces it), else standard output\n");
+}
+
+static int parse(int argc, char **argv, ex_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help();
+            return 1;
+        } else if (!strcmp(a, "--force")) {
+            o->force = 1;
+        } else if (val && (!strcmp(a, "-o") || !strcmp(a, "--format") || !strcmp(a, "--at"))) {
+            *(!strcmp(a, "-o") ? &o->out : !strcmp(a, "--format") ? &o->format : &o->at) = val;
+            i++;
+        } else if (val && !strcmp(a, "--device")) {
+            if (cli_number("--device", argv[++i], 0, 4095, &o->device))
+                return -1;
+        } else if (val && !strcmp(a, "--points")) {
+            if (cli_number("--points", argv[++i], 2, 100000000, &o->points))
+                return -1;
+        } else if (a[0] == '-' && a[1]) {
+            cli_fail("unknown option or missing value: '%s' (see 'memdiag export --help')", a);
+            return -1;
+        } else if (o->path) {
+            cli_fail("export reads one snapshot; a second was given: '%s'", a);
+            return -1;
+        } else {
+            o->path = a;
+        }
+    }
+    if (!o->path || !o->format) {
+        cli_fail("export needs a snapshot and --format csv|perfetto|folded");
+        return -1;
+    }
+    if (strcmp(o->format, "csv") && strcmp(o->format, "perfetto") && strcmp(o->format, "folded")) {
+        cli_fail("--format wants csv, perfetto or folded, got '%s'", o->format);
+        return -1;
+    }
+    return 0;
+}
+
+/* The flame graph command does folded stacks: the same options. */
+static int folded(const ex_opts *o)
+{
+    char dev[24];
+    char *args[10];
+    int n = 0;
+    args[n++] = "flamegraph";
+    args[n++] = "--folded";
+    if (o->at) {
+        args[n++] = "--at";
+        args[n++] = (char *)o->at;
+    }
+    if (o->device >= 0) {
+        snprintf(dev, sizeof dev, "%ld", o->device);
+        args[n++] = "--device";
+        args[n++] = dev;
+    }
+    if (o->out) {
+        args[n++] = "-o";
+        args[n++] = (char *)o->out;
+    }
+    if (o->force)
+        args[n++] = "--force";
+    args[n++] = (char *)o->path;
+    return cmd_flamegraph(n, args);
+}
+
+typedef struct job {
+    const ex_opts *o;
+    const cli_inputs *in;
+    const md_rank *rk; /* csv: the device */
+} job;
+
+static int write_export(FILE *f, void *arg)
+{
+    const job *j = arg;
+    if (!strcmp(j->o->format, "csv"))
+        return md_render_csv(f, j->rk);
+    return md_render_trace_json(f, j->in->ranks, j->in->nranks, (size_t)j->o->points);
+}
+
+/* The trace to export and whether it can be: one snapshot; for perfetto,
+ * times. NULL after an error line. */
+static const md_rank *check(const cli_inputs *in, const ex_opts *o)
+{
+    if (in->nsnaps != 1) {
+        cli_fail(in->nsnaps ? "%s holds %zu snapshots; export reads one: name it"
+                            : "%s: no allocator snapshot (capture files and seed reports have "
+                              "no trace to export)", o->path, in->nsnaps);
+        return NULL;
+    }
+    const md_rank *rk = NULL;
+    for (size_t i = 0; i < in->nranks && !rk; i++)
+        if (o->device < 0 ? !in->ranks[i].further : in->ranks[i].device == o->device)
+            rk = &in->ranks[i];
+    if (!rk) {
+        cli_fail("%s: no trace of cuda:%ld", o->path, o->device);
+        return NULL;
+    }
+    size_t n;
+    const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
+    if (!strcmp(o->format, "perfetto") && n && ev[0].time_us < 0) {
+        cli_fail("%s: the trace has no times (torch < 2.2): a Perfetto trace needs them; "
+                 "--format csv exports it by event", o->path);
+        return NULL;
+    }
+    return rk;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    ex_opts o = {NULL, NULL, NULL, NULL, -1, 200000, 0};
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc > 0 ? 0 : EXIT_USAGE;
+    if (!strcmp(o.format, "folded"))
+        return folded(&o);
+    cli_inputs in;
+    char *arg = (char *)o.path;
+    if (cli_inputs_load(&arg, 1, &in))
+        return EXIT_USAGE;
+    const md_rank *rk = check(&in, &o);
+    job j = {&o, &in, rk};
+    rc = EXIT_USAGE;
+    if (rk && o.out)
+        rc = cli_write_file(o.out, o.force, write_export, &j);
+    else if (rk)
+        rc = write_export(stdout, &j) ? EXIT_USAGE : 0;
+    cli_inputs_free(&in);
+    return rc;
+}

@@ -1,0 +1,17 @@
+/* export.h - a snapshot's replayed history for other tools (export.c). */
+#ifndef MD_EXPORT_H
+#define MD_EXPORT_H
+
+#include "report.h"
+
+/* One row per trace entry of rk's device: what happened, and allocated,
+ * reserved and requested bytes after it, its step and phase, and the
+ * first user frame of its stack. -1 when writing failed. */
+int md_render_csv(FILE *o, const md_rank *rk);
+/* The Chrome/Perfetto trace-event JSON of these devices of one process:
+ * a memory counter track each (at most max_points points: beyond, per
+ * time bucket its lowest and highest), steps and phases as slices. The
+ * traces must have times. -1 when writing failed. */
+int md_render_trace_json(FILE *o, const md_rank *ranks, size_t nranks, size_t max_points);
+
+#endif
