@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 from pathlib import Path
 
 NA = (1 << 64) - 1
@@ -37,6 +38,17 @@ def _candidates():
     here = Path(__file__).resolve().parent
     yield here / "libmemdiag_capture.so"
     yield here.parent.parent / "build" / "libmemdiag_capture.so"
+
+
+def memdiag_binary():
+    """The memdiag command: MEMDIAG_BIN, one installed beside this package,
+    a checkout's build/, or PATH's; None if there is none."""
+    env = os.environ.get("MEMDIAG_BIN")
+    here = Path(__file__).resolve().parent
+    for p in ([Path(env)] if env else []) + [here / "memdiag", here.parent.parent / "build" / "memdiag"]:
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    return shutil.which("memdiag")
 
 
 def load() -> ctypes.CDLL:

@@ -42,9 +42,13 @@ for b in range(5):
     w.batch_start()
     torch.fake_alloc(MIB)
     w.batch_end()
-# batches 1 and 2 recorded, dumped when batch 3 begins counting
-assert os.listdir(os.path.join(out, "cb")) == ["rank0.step3-window.pickle"], \
+# batches 1 and 2 recorded, dumped when batch 3 begins counting, with the
+# snapshot's HTML report beside it
+assert sorted(os.listdir(os.path.join(out, "cb"))) == ["rank0.step3-window.html",
+                                                      "rank0.step3-window.pickle"], \
     os.listdir(os.path.join(out, "cb"))
+assert "<canvas" not in open(os.path.join(out, "cb", "rank0.step3-window.html")).read()  # drawn by script
+assert "mdTimeline(" in open(os.path.join(out, "cb", "rank0.step3-window.html")).read()
 try:
     _Window(folder=os.path.join(out, "cb"), filename="rank{rank}.step{step}")._recorder()
     raise SystemExit("overwrite guard did not fire")

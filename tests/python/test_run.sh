@@ -113,7 +113,7 @@ DESC="a command that never imports torch records nothing, cleanly"
 ok sh -c "$M run -o $T/h -- python3 -c 'print(1)' | grep -q 'nothing recorded'"
 
 DESC="explicit API (memdiag.start/dump/stop) and the callbacks' window"
-ok sh -c "PYTHONPATH=$FAKE:$(pwd)/python MEMDIAG_LIB=$(dirname $M)/libmemdiag_capture.so python3 tests/python/explicit_api.py $T/x"
+ok sh -c "PYTHONPATH=$FAKE:$(pwd)/python MEMDIAG_LIB=$(dirname $M)/libmemdiag_capture.so MEMDIAG_BIN=$M python3 tests/python/explicit_api.py $T/x"
 
 DESC="probe with a torch that sees no GPU: one line, exit 2, no file"
 ok sh -c "PYTHONPATH=$FAKE FAKE_TORCH_NO_CUDA=1 $M probe -o $T/cal.json 2>$T/p.err; test \$? -eq 2 &&
