@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """memdiag's framework callbacks against the real frameworks on a GPU:
 a Hugging Face Trainer and a PyTorch Lightning Trainer, each recording a
-window of batches (skip 2, record 2). Run by tests/gpu/callbacks.sh.
+window of batches (skip 2, record 2), each writing the window's snapshot
+and its HTML report (memdiag report) beside it.
 
-    python3 tests/gpu/callbacks.py OUTDIR
+    MEMDIAG_BIN=build-dev/memdiag MEMDIAG_LIB=build-dev/libmemdiag_capture.so \
+        python3 tests/gpu/callbacks.py OUTDIR
 """
 import os
 import sys
@@ -62,6 +64,7 @@ for name, fn in (("hf", hf), ("pl", lightning)):
     try:
         fn()
         files = sorted(os.listdir(f"{out}/{name}"))
-        print(f"{name}: {'PASS' if any(f.endswith('.pickle') for f in files) else 'FAIL'} {files}")
+        ok = any(f.endswith(".pickle") and f[:-7] + ".html" in files for f in files)
+        print(f"{name}: {'PASS' if ok else 'FAIL'} {files}")
     except Exception as e:
         print(f"{name}: FAIL {type(e).__name__}: {e}")
