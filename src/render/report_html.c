@@ -276,6 +276,41 @@ static void rank_head(FILE *o, const md_rank *rk)
             md_mib(md_replay_peak_reserved(rk->r)), nst);
 }
 
+static void steps_html(FILE *o, const md_rank *rk)
+{
+    size_t n;
+    const md_step *st = md_analysis_steps(rk->a, &n);
+    const md_indicators *in = md_analysis_indicators(rk->a);
+    fputs("<h3>Steps and indicators</h3>\n", o);
+    if (!n) {
+        fputs("<div>no steps found (no optimizer annotations or optimizer/backward frames)"
+              "</div>\n", o);
+        return;
+    }
+    fputs("<table><tr><th>MiB allocated</th><th>before forward</th><th>after forward</th>"
+          "<th>after backward</th><th>after optimizer</th><th>after zero_grad</th>"
+          "<th>peak</th></tr>\n", o);
+    for (size_t k = 0; k < n; k++) {
+        long at[5] = {st[k].fwd_start, st[k].after_forward, st[k].after_backward,
+                      st[k].after_optim, st[k].after_zero};
+        fprintf(o, "<tr><td>step %d</td>", st[k].number);
+        for (int j = 0; j < 5; j++)
+            fprintf(o, "<td class=\"n\">%.1f</td>", md_mib(md_replay_at(rk->r, at[j]).allocated));
+        fprintf(o, "<td class=\"n\">%.1f</td></tr>\n", md_mib(st[k].peak));
+    }
+    fputs("</table>\n<table>", o);
+    if (in->valid) {
+        if (in->first_step_recorded)
+            fprintf(o, "<tr><td>first_step_persistent_change_mib</td><td class=\"n\">%.1f</td>"
+                       "</tr>", in->first_step_persistent_change_mib);
+        fprintf(o, "<tr><td>between_step_growth_mib</td><td class=\"n\">%.1f</td></tr>"
+                   "<tr><td>largest_forward_increase_mib</td><td class=\"n\">%.1f</td></tr>",
+                in->between_step_growth_mib, in->largest_forward_increase_mib);
+    }
+    fprintf(o, "<tr><td>maximum_peak_allocated_mib</td><td class=\"n\">%.1f</td></tr></table>\n",
+            in->maximum_peak_allocated_mib);
+}
+
 #define TIMELINE_KEY                                                                      \
     "<div class=\"md-sub\">allocated: blue (the band spans each column's lowest and "    \
     "highest), reserved: orange, the process's GPU use (NVML): gray; steps shaded, "       \
@@ -291,6 +326,7 @@ static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int t
         return -1;
     fputs(";\n</script>\n<h3>Findings</h3>\n", o);
     findings_html(o, rk->findings, rk->nfindings);
+    steps_html(o, rk);
     live_html(o, rk, top);
     md_flame_node *v;
     size_t n;
