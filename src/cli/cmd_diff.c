@@ -77,10 +77,12 @@ int cmd_diff(int argc, char **argv)
         cli_fail("out of memory");
         rc = EXIT_USAGE;
     } else {
-        if (json)
-            md_render_diff_json(stdout, p, n, &b, &a, &opt);
-        else
-            md_render_diff_text(stdout, p, n, &b, &a, &opt);
+        if (json ? md_render_diff_json(stdout, p, n, &b, &a, &opt)
+                 : md_render_diff_text(stdout, p, n, &b, &a, &opt)) {
+            fflush(stdout);
+            cli_fail("out of memory while comparing: the output above is incomplete");
+            rc = EXIT_USAGE;
+        }
         free(p);
     }
     cli_inputs_free(&after);

@@ -62,9 +62,10 @@ int md_diff_sites(const md_rank *before, const md_rank *after, md_site_diff **ou
 int md_diff_findings(const md_finding *b, size_t nb, const md_finding *a, size_t na,
                      md_finding_diff **out, size_t *n);
 
-void md_render_diff_text(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
-                         const md_report *after, const md_out_opts *opt);
-void md_render_diff_json(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
-                         const md_report *after, const md_out_opts *opt);
+/* -1 when memory ran out (the output then stops where it failed). */
+int md_render_diff_text(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
+                        const md_report *after, const md_out_opts *opt);
+int md_render_diff_json(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
+                        const md_report *after, const md_out_opts *opt);
 
 #endif

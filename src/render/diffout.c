@@ -76,12 +76,14 @@ static void categories(FILE *o, const md_rank *b, const md_rank *a)
     }
 }
 
-static void sites(FILE *o, const md_rank *b, const md_rank *a, int top)
+static int sites(FILE *o, const md_rank *b, const md_rank *a, int top)
 {
     md_site_diff *v;
     size_t n;
-    if (top <= 0 || md_diff_sites(b, a, &v, &n))
-        return;
+    if (top <= 0)
+        return 0;
+    if (md_diff_sites(b, a, &v, &n))
+        return -1;
     int shown = 0;
     for (size_t i = 0; i < n && shown < top; i++) {
         double cb = md_mib(v[i].before), ca = md_mib(v[i].after);
@@ -92,6 +94,7 @@ static void sites(FILE *o, const md_rank *b, const md_rank *a, int top)
         fprintf(o, "    %+10.1f  %9.1f -> %9.1f  %s\n", ca - cb, cb, ca, v[i].site);
     }
     free(v);
+    return 0;
 }
 
 static void finding_line(FILE *o, const md_finding_diff *d)
@@ -110,22 +113,23 @@ static void finding_line(FILE *o, const md_finding_diff *d)
         fprintf(o, ": %s\n", f->summary);
 }
 
-static void findings(FILE *o, const md_finding *b, size_t nb, const md_finding *a, size_t na,
-                     const char *title)
+static int findings(FILE *o, const md_finding *b, size_t nb, const md_finding *a, size_t na,
+                    const char *title)
 {
     md_finding_diff *v;
     size_t n;
     if (md_diff_findings(b, nb, a, na, &v, &n))
-        return;
+        return -1;
     if (n)
         fprintf(o, "  %s\n", title);
     for (size_t i = 0; i < n; i++)
         finding_line(o, &v[i]);
     free(v);
+    return 0;
 }
 
 /* "peak allocated 1934.5 -> 671.7 MiB (-1262.8, -65.3%); gone: leak" */
-static void headline(FILE *o, const md_diff_pair *p, const md_figs *b, const md_figs *a)
+static int headline(FILE *o, const md_diff_pair *p, const md_figs *b, const md_figs *a)
 {
     fprintf(o, "  =>  peak allocated ");
     if (b->peak - a->peak < 0.05 && a->peak - b->peak < 0.05)
@@ -135,31 +139,32 @@ static void headline(FILE *o, const md_diff_pair *p, const md_figs *b, const md_
                 pct(b->peak, a->peak));
     md_finding_diff *v;
     size_t n;
-    if (!md_diff_findings(p->before.f, p->before.nf, p->after.f, p->after.nf, &v, &n)) {
-        for (int status = MD_DIFF_GONE; status <= MD_DIFF_NEW; status++) {
-            int any = 0;
-            for (size_t i = 0; i < n; i++) {
-                if (v[i].status != status)
-                    continue;
-                const md_finding *f = v[i].after ? v[i].after : v[i].before;
-                fprintf(o, "%s%s", any ? ", " : status == MD_DIFF_GONE ? "; gone: " : "; new: ",
-                        f->kind);
-                any = 1;
-            }
+    if (md_diff_findings(p->before.f, p->before.nf, p->after.f, p->after.nf, &v, &n))
+        return -1;
+    for (int status = MD_DIFF_GONE; status <= MD_DIFF_NEW; status++) {
+        int any = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].status != status)
+                continue;
+            const md_finding *f = v[i].after ? v[i].after : v[i].before;
+            fprintf(o, "%s%s", any ? ", " : status == MD_DIFF_GONE ? "; gone: " : "; new: ",
+                    f->kind);
+            any = 1;
         }
-        free(v);
     }
+    free(v);
     fputc('\n', o);
+    return 0;
 }
 
-static void pair_text(FILE *o, const md_diff_pair *p, const md_out_opts *opt)
+static int pair_text(FILE *o, const md_diff_pair *p, const md_out_opts *opt)
 {
     const md_side *one = md_side_present(&p->before) ? &p->before : &p->after;
     place(o, one);
     if (!md_side_present(&p->before) || !md_side_present(&p->after)) {
         fprintf(o, ": only %s\n  %-7s %s\n", one == &p->before ? "before" : "after",
                 one == &p->before ? "before" : "after", md_side_source(one));
-        return;
+        return 0;
     }
     if (strcmp(md_side_kind(&p->before), md_side_kind(&p->after)))
         fprintf(o, " before, %s after", md_side_kind(&p->after));
@@ -168,28 +173,32 @@ static void pair_text(FILE *o, const md_diff_pair *p, const md_out_opts *opt)
     md_figs b, a;
     md_side_figs(&p->before, &b);
     md_side_figs(&p->after, &a);
-    headline(o, p, &b, &a);
+    if (headline(o, p, &b, &a))
+        return -1;
     figures(o, &b, &a);
     if (p->before.rk && p->after.rk) {
         categories(o, p->before.rk, p->after.rk);
-        sites(o, p->before.rk, p->after.rk, opt->top);
+        if (sites(o, p->before.rk, p->after.rk, opt->top))
+            return -1;
     }
-    findings(o, p->before.f, p->before.nf, p->after.f, p->after.nf, "findings");
+    return findings(o, p->before.f, p->before.nf, p->after.f, p->after.nf, "findings");
 }
 
-void md_render_diff_text(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
-                         const md_report *after, const md_out_opts *opt)
+int md_render_diff_text(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
+                        const md_report *after, const md_out_opts *opt)
 {
     for (size_t i = 0; i < n; i++) {
         if (i)
             fputc('\n', o);
-        pair_text(o, &p[i], opt);
+        if (pair_text(o, &p[i], opt))
+            return -1;
     }
     if (before->ncross || after->ncross) {
         fprintf(o, "\n== the job\n");
-        findings(o, before->cross, before->ncross, after->cross, after->ncross,
-                 "findings across ranks");
+        return findings(o, before->cross, before->ncross, after->cross, after->ncross,
+                        "findings across ranks");
     }
+    return 0;
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -244,31 +253,32 @@ static void finding_json(md_jw *w, const md_finding *f)
     md_jw_close(w, '}');
 }
 
-static void findings_json(md_jw *w, const md_finding *b, size_t nb, const md_finding *a,
-                          size_t na, int job)
+static int findings_json(md_jw *w, const md_finding *b, size_t nb, const md_finding *a,
+                         size_t na, int job)
 {
     static const char *word[] = {"gone", "new", "kept"};
     md_finding_diff *v;
     size_t n = 0;
+    if (md_diff_findings(b, nb, a, na, &v, &n))
+        return -1;
     md_jw_key(w, "findings");
     md_jw_open(w, '[');
-    if (!md_diff_findings(b, nb, a, na, &v, &n)) {
-        for (size_t i = 0; i < n; i++) {
-            const md_finding *f = v[i].after ? v[i].after : v[i].before;
-            md_jw_open(w, '{');
-            MD_KV(w, "kind", md_jw_str(w, f->kind));
-            MD_KV(w, "status", md_jw_str(w, word[v[i].status]));
-            if (f->device >= 0)
-                MD_KV(w, "device", md_jw_int(w, f->device));
-            if (job && f->rank >= 0)
-                MD_KV(w, "rank", md_jw_int(w, f->rank));
-            MD_KV(w, "before", finding_json(w, v[i].before));
-            MD_KV(w, "after", finding_json(w, v[i].after));
-            md_jw_close(w, '}');
-        }
-        free(v);
+    for (size_t i = 0; i < n; i++) {
+        const md_finding *f = v[i].after ? v[i].after : v[i].before;
+        md_jw_open(w, '{');
+        MD_KV(w, "kind", md_jw_str(w, f->kind));
+        MD_KV(w, "status", md_jw_str(w, word[v[i].status]));
+        if (f->device >= 0)
+            MD_KV(w, "device", md_jw_int(w, f->device));
+        if (job && f->rank >= 0)
+            MD_KV(w, "rank", md_jw_int(w, f->rank));
+        MD_KV(w, "before", finding_json(w, v[i].before));
+        MD_KV(w, "after", finding_json(w, v[i].after));
+        md_jw_close(w, '}');
     }
+    free(v);
     md_jw_close(w, ']');
+    return 0;
 }
 
 static void categories_json(md_jw *w, const md_rank *b, const md_rank *a)
@@ -287,26 +297,27 @@ static void categories_json(md_jw *w, const md_rank *b, const md_rank *a)
     md_jw_close(w, ']');
 }
 
-static void sites_json(md_jw *w, const md_rank *b, const md_rank *a, int top)
+static int sites_json(md_jw *w, const md_rank *b, const md_rank *a, int top)
 {
     md_site_diff *v;
     size_t n;
+    if (md_diff_sites(b, a, &v, &n))
+        return -1;
     md_jw_key(w, "sites");
     md_jw_open(w, '[');
-    if (!md_diff_sites(b, a, &v, &n)) {
-        for (size_t i = 0; i < n && (int)i < top; i++) {
-            md_jw_open(w, '{');
-            MD_KV(w, "site", md_jw_str(w, v[i].site));
-            MD_KV(w, "before_mib", md_jw_mib(w, md_mib(v[i].before)));
-            MD_KV(w, "after_mib", md_jw_mib(w, md_mib(v[i].after)));
-            md_jw_close(w, '}');
-        }
-        free(v);
+    for (size_t i = 0; i < n && (int)i < top; i++) {
+        md_jw_open(w, '{');
+        MD_KV(w, "site", md_jw_str(w, v[i].site));
+        MD_KV(w, "before_mib", md_jw_mib(w, md_mib(v[i].before)));
+        MD_KV(w, "after_mib", md_jw_mib(w, md_mib(v[i].after)));
+        md_jw_close(w, '}');
     }
+    free(v);
     md_jw_close(w, ']');
+    return 0;
 }
 
-static void pair_json(md_jw *w, const md_diff_pair *p, const md_out_opts *opt)
+static int pair_json(md_jw *w, const md_diff_pair *p, const md_out_opts *opt)
 {
     const md_side *one = md_side_present(&p->before) ? &p->before : &p->after;
     md_jw_open(w, '{');
@@ -316,14 +327,17 @@ static void pair_json(md_jw *w, const md_diff_pair *p, const md_out_opts *opt)
     MD_KV(w, "after", side_json(w, &p->after));
     if (p->before.rk && p->after.rk) {
         categories_json(w, p->before.rk, p->after.rk);
-        sites_json(w, p->before.rk, p->after.rk, opt->top);
+        if (sites_json(w, p->before.rk, p->after.rk, opt->top))
+            return -1;
     }
-    findings_json(w, p->before.f, p->before.nf, p->after.f, p->after.nf, 0);
+    if (findings_json(w, p->before.f, p->before.nf, p->after.f, p->after.nf, 0))
+        return -1;
     md_jw_close(w, '}');
+    return 0;
 }
 
-void md_render_diff_json(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
-                         const md_report *after, const md_out_opts *opt)
+int md_render_diff_json(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,
+                        const md_report *after, const md_out_opts *opt)
 {
     md_jw w;
     md_jw_init(&w, o);
@@ -334,9 +348,12 @@ void md_render_diff_json(FILE *o, const md_diff_pair *p, size_t n, const md_repo
     md_jw_key(&w, "ranks");
     md_jw_open(&w, '[');
     for (size_t i = 0; i < n; i++)
-        pair_json(&w, &p[i], opt);
+        if (pair_json(&w, &p[i], opt))
+            return -1;
     md_jw_close(&w, ']');
-    findings_json(&w, before->cross, before->ncross, after->cross, after->ncross, 1);
+    if (findings_json(&w, before->cross, before->ncross, after->cross, after->ncross, 1))
+        return -1;
     md_jw_close(&w, '}');
     fputc('\n', o);
+    return 0;
 }
