@@ -2,13 +2,16 @@
  * the analysis behind it: snapshots (decompression sniffing, pickle VM,
  * schema conversion, replay, steps, sites, findings), capture files and
  * seed JSON reports (samples, indicators, findings, validation), model
- * configs and calibration files (parameter count, the step's peak). Must
- * never crash, hang or leak. */
+ * configs and calibration files (parameter count, the step's peak), and
+ * what the pages and exports make of a snapshot (flame graph, HTML report,
+ * CSV, trace JSON). Must never crash, hang or leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 #include "memdiag.h"
+#include "render/export.h"
+#include "render/flame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,6 +56,33 @@ static void load_windowed(const uint8_t *data, size_t size)
     }
     deflateEnd(&z);
     free(gz);
+}
+
+/* Everything the report, flamegraph and export commands write about
+ * device d, into /dev/null. */
+static void pages(const md_snapshot *s, int d)
+{
+    static FILE *null; /* the harness's own, opened once */
+    md_rank rk;
+    md_err e;
+    if (!null && !(null = fopen("/dev/null", "w")))
+        return;
+    if (md_rank_build(&rk, s, d, 0, &e) != MD_OK)
+        return;
+    md_report rep = {&rk, 1, NULL, 0, NULL, NULL, NULL, 0};
+    md_out_opts opt = {8, 1, 0};
+    (void)md_render_report_html(null, &rep, &opt, "fuzz");
+    (void)md_render_csv(null, &rk);
+    (void)md_render_trace_json(null, &rk, 1, 64);
+    md_flame_node *v;
+    size_t n;
+    for (long at = -1; at < (long)rk.nevents; at += rk.nevents ? (long)rk.nevents : 1)
+        if (md_flame_at(rk.a, at, (unsigned)at & MD_FLAME_PYTHON_ONLY, &v, &n, &e) == MD_OK) {
+            (void)md_render_flame_folded(null, s, v, n);
+            (void)md_render_flame_html(null, s, v, n, "fuzz", "fuzz");
+            free(v);
+        }
+    md_rank_free(&rk);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -121,6 +151,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t nf;
     if (md_diagnose_devices((const md_analysis *const *)as, ids, (size_t)na, &f, &nf, &e) == MD_OK)
         free(f);
+    if (na)
+        pages(s, ids[0]);
     for (int i = 0; i < na; i++) {
         md_analysis_free(as[i]);
         md_replay_free(rs[i]);

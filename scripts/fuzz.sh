@@ -5,9 +5,11 @@ set -eu
 secs=${1:-60}
 out=build-fuzz
 mkdir -p "$out/corpus"
-srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze/*.c src/capture/*.c src/predict/*.c)
+make -s BUILD="$out" "$out/gen/page_js.c"  # the pages' script, as the library embeds it
+srcs=$(ls src/util/*.c src/pickle/*.c src/snapshot/*.c src/model/*.c src/analyze/*.c src/capture/*.c \
+          src/predict/*.c src/render/*.c)
 clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=all -Iinclude $srcs fuzz/fuzz_snapshot.c \
+    -fno-sanitize-recover=all -Iinclude -Isrc $srcs "$out/gen/page_js.c" fuzz/fuzz_snapshot.c \
     -o "$out/fuzz_snapshot" -ljansson -lz -lzstd -llzma -lm -ldl -lpthread
 cp tests/data/synthetic/*.pickle tests/data/synthetic/*.json tests/data/fuzz-regress/* "$out/corpus/"
 for f in tests/data/runs/*/*.mdcap; do   # same names in each run: prefix the run

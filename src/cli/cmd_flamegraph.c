@@ -112,7 +112,7 @@ static long moment(const md_rank *rk, const char *at, char *what, size_t nwhat)
         return -2;
     }
     long i = -1; /* the state after the last event at or before the time */
-    while (i + 1 < (long)n && (double)(ev[i + 1].time_us - ev[0].time_us) <= secs * 1e6)
+    while (i + 1 < (long)n && (double)ev[i + 1].time_us - (double)ev[0].time_us <= secs * 1e6)
         i++;
     snprintf(what, nwhat, "at +%.3f s", secs);
     return i;

@@ -92,10 +92,13 @@ static void slice(FILE *o, int pid, int tid, const char *name, double ts, double
     *first = 0;
 }
 
-/* Microseconds from t0 of the state after event i (-1: t0). */
+/* Microseconds from t0 of the state after event i (-1, or an event
+ * without a time: t0). In doubles: hostile times do not overflow. */
 static double ts_of(const md_event *ev, long i, int64_t t0)
 {
-    return i < 0 ? 0 : (double)(ev[i].time_us - t0);
+    if (i < 0 || ev[i].time_us < 0 || ev[i].time_us < t0)
+        return 0;
+    return (double)ev[i].time_us - (double)t0;
 }
 
 /* Memory of one device: every event's state where they are few, else per
@@ -164,6 +167,8 @@ int md_render_trace_json(FILE *o, const md_rank *ranks, size_t nranks, size_t ma
         if (n && ev[0].time_us >= 0 && ev[0].time_us < t0)
             t0 = ev[0].time_us;
     }
+    if (t0 == INT64_MAX) /* no times: everything at 0 (the CLI refuses such traces) */
+        t0 = 0;
     int first = 1;
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", o);
     for (size_t r = 0; r < nranks; r++) {

@@ -26,7 +26,8 @@ static axis axis_of(const md_rank *rk)
     axis a;
     a.ev = md_snapshot_events(rk->s, rk->device, &a.n);
     a.timed = a.n > 1 && a.ev[0].time_us >= 0 && a.ev[a.n - 1].time_us > a.ev[0].time_us;
-    a.span = a.timed ? (double)(a.ev[a.n - 1].time_us - a.ev[0].time_us) / 1e6 : (double)a.n;
+    a.span = a.timed ? ((double)a.ev[a.n - 1].time_us - (double)a.ev[0].time_us) / 1e6
+                     : (double)a.n;
     return a;
 }
 
@@ -37,7 +38,7 @@ static double x_of(const axis *a, long i)
         return 0;
     if (!a->timed)
         return (double)(i + 1);
-    double x = (double)(a->ev[i].time_us - a->ev[0].time_us) / 1e6;
+    double x = ((double)a->ev[i].time_us - (double)a->ev[0].time_us) / 1e6; /* no overflow */
     return x < 0 ? 0 : x > a->span ? a->span : x;
 }
 
