@@ -4,7 +4,7 @@
  * seed JSON reports (samples, indicators, findings, validation), model
  * configs and calibration files (parameter count, the step's peak), and
  * what the pages and exports make of a snapshot (flame graph, HTML report,
- * CSV, trace JSON). Must never crash, hang or leak. */
+ * CSV, trace JSON, torch snapshot). Must never crash, hang or leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +74,10 @@ static void pages(const md_snapshot *s, int d)
     (void)md_render_report_html(null, &rep, &opt, "fuzz");
     (void)md_render_csv(null, &rk);
     (void)md_render_trace_json(null, &rk, 1, 64);
+    if (rk.nevents) { /* the whole trace, and its second half from its end state */
+        (void)md_render_torch_snapshot(null, &rk, -1, (long)rk.nevents - 1, &e);
+        (void)md_render_torch_snapshot(null, &rk, (long)rk.nevents / 2 - 1, (long)rk.nevents - 1, &e);
+    }
     md_flame_node *v;
     size_t n;
     for (long at = -1; at < (long)rk.nevents; at += rk.nevents ? (long)rk.nevents : 1)

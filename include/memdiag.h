@@ -253,6 +253,23 @@ int md_replay_cache_at(const md_replay *r, long index, md_cache_state *out, md_e
 int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **live,
                     size_t *nlive, md_cache_state *cache, md_err *err);
 
+/* The allocator's segments after event `index` (-1 = initial state), each
+ * with its blocks in address order: what torch's snapshot would have said
+ * then. Arrays malloc'd; the caller frees both. */
+typedef struct md_replay_seg {
+    uint64_t addr, size;
+    int expandable;
+    size_t first_block, nblocks; /* into the blocks array */
+} md_replay_seg;
+enum { MD_BS_FREE = 0, MD_BS_ALLOCATED = 1, MD_BS_PENDING_FREE = 2 };
+typedef struct md_replay_block {
+    uint64_t addr, size, requested;
+    uint32_t stack;
+    uint8_t state; /* MD_BS_* */
+} md_replay_block;
+int md_replay_segments_at(const md_replay *r, long index, md_replay_seg **segs, size_t *nsegs,
+                          md_replay_block **blocks, size_t *nblocks, md_err *err);
+
 /* ---- steps, phases, indicators ----------------------------------------- */
 
 typedef enum md_phase {

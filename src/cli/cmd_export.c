@@ -8,15 +8,16 @@
 #include "load.h"
 
 typedef struct ex_opts {
-    const char *path, *out, *format, *at;
+    const char *path, *out, *format, *at, *steps, *events;
     long device, points;
     int force;
 } ex_opts;
 
 static void help(void)
 {
-    printf("usage: memdiag export PATH --format csv|perfetto|folded [-o FILE [--force]]\n"
-           "                      [--device N] [--points N] [--at WHEN]\n\n"
+    printf("usage: memdiag export PATH --format csv|perfetto|folded|torch-snapshot\n"
+           "                      [-o FILE [--force]] [--device N] [--points N] [--at WHEN]\n"
+           "                      [--steps A-B | --events LO-HI]\n\n"
            "PATH: one allocator snapshot (or a 'memdiag run' directory holding one).\n"
            "  csv       a row per trace entry: action, address, size, stream, then\n"
            "            allocated/reserved/requested bytes after it, step, phase, the user\n"
@@ -26,6 +27,10 @@ static void help(void)
            "            --points points, default 200000: beyond, each time bucket's lowest\n"
            "            and highest), steps and phases as slices\n"
            "  folded    the flame graph's stacks at --at WHEN (memdiag flamegraph --folded)\n"
+           "  torch-snapshot  the trace in torch's own snapshot format (a pickle torch's\n"
+           "            viewer reads), cut to --steps A-B (step numbers, inclusive) or\n"
+           "            --events LO-HI (trace entries); segments as replayed at the window's\n"
+           "            end: a multi-GB snapshot made small enough to open\n"
            "  -o FILE   write there (--force replaces it), else standard output\n");
 }
 
@@ -38,8 +43,13 @@ static int parse(int argc, char **argv, ex_opts *o)
             return 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
-        } else if (val && (!strcmp(a, "-o") || !strcmp(a, "--format") || !strcmp(a, "--at"))) {
-            *(!strcmp(a, "-o") ? &o->out : !strcmp(a, "--format") ? &o->format : &o->at) = val;
+        } else if (val && (!strcmp(a, "-o") || !strcmp(a, "--format") || !strcmp(a, "--at") ||
+                           !strcmp(a, "--steps") || !strcmp(a, "--events"))) {
+            *(!strcmp(a, "-o")         ? &o->out
+              : !strcmp(a, "--format") ? &o->format
+              : !strcmp(a, "--at")     ? &o->at
+              : !strcmp(a, "--steps")  ? &o->steps
+                                       : &o->events) = val;
             i++;
         } else if (val && !strcmp(a, "--device")) {
             if (cli_number("--device", argv[++i], 0, 4095, &o->device))
@@ -58,11 +68,20 @@ static int parse(int argc, char **argv, ex_opts *o)
         }
     }
     if (!o->path || !o->format) {
-        cli_fail("export needs a snapshot and --format csv|perfetto|folded");
+        cli_fail("export needs a snapshot and --format csv|perfetto|folded|torch-snapshot");
         return -1;
     }
-    if (strcmp(o->format, "csv") && strcmp(o->format, "perfetto") && strcmp(o->format, "folded")) {
-        cli_fail("--format wants csv, perfetto or folded, got '%s'", o->format);
+    if (strcmp(o->format, "csv") && strcmp(o->format, "perfetto") && strcmp(o->format, "folded") &&
+        strcmp(o->format, "torch-snapshot")) {
+        cli_fail("--format wants csv, perfetto, folded or torch-snapshot, got '%s'", o->format);
+        return -1;
+    }
+    if ((o->steps || o->events) && strcmp(o->format, "torch-snapshot")) {
+        cli_fail("--steps and --events cut a torch-snapshot export");
+        return -1;
+    }
+    if (!strcmp(o->format, "torch-snapshot") && !o->out) {
+        cli_fail("a torch-snapshot export is a binary pickle: -o FILE.pickle");
         return -1;
     }
     return 0;
@@ -98,15 +117,75 @@ static int folded(const ex_opts *o)
 typedef struct job {
     const ex_opts *o;
     const cli_inputs *in;
-    const md_rank *rk; /* csv: the device */
+    const md_rank *rk; /* csv, torch-snapshot: the device */
+    long lo, hi;       /* torch-snapshot: the window (lo, hi] */
 } job;
 
 static int write_export(FILE *f, void *arg)
 {
     const job *j = arg;
+    md_err err = {0};
     if (!strcmp(j->o->format, "csv"))
         return md_render_csv(f, j->rk);
-    return md_render_trace_json(f, j->in->ranks, j->in->nranks, (size_t)j->o->points);
+    if (!strcmp(j->o->format, "perfetto"))
+        return md_render_trace_json(f, j->in->ranks, j->in->nranks, (size_t)j->o->points);
+    if (md_render_torch_snapshot(f, j->rk, j->lo, j->hi, &err)) {
+        cli_fail_err(&err);
+        return -1;
+    }
+    return 0;
+}
+
+/* "A-B" (or "A") as two numbers; 0, or -1 after an error line. */
+static int range(const char *opt, const char *s, long *a, long *b)
+{
+    char *end;
+    *a = strtol(s, &end, 10);
+    *b = *a;
+    if (end != s && *end == '-')
+        *b = strtol(end + 1, &end, 10);
+    if (end == s || *end || *a < 0 || *b < *a) {
+        cli_fail("%s wants A-B (A <= B), got '%s'", opt, s);
+        return -1;
+    }
+    return 0;
+}
+
+/* The window (lo, hi] of rk's events that --steps or --events names. */
+static int window(const ex_opts *o, const md_rank *rk, long *lo, long *hi)
+{
+    long a, b;
+    *lo = -1;
+    *hi = (long)rk->nevents - 1;
+    if (o->events) {
+        if (range("--events", o->events, &a, &b))
+            return -1;
+        if (b >= (long)rk->nevents) {
+            cli_fail("--events %s: the trace has %zu entries (0-%zu)", o->events, rk->nevents,
+                     rk->nevents ? rk->nevents - 1 : 0);
+            return -1;
+        }
+        *lo = a - 1, *hi = b;
+    } else if (o->steps) {
+        size_t n;
+        const md_step *st = md_analysis_steps(rk->a, &n);
+        if (range("--steps", o->steps, &a, &b))
+            return -1;
+        const md_step *first = NULL, *last = NULL;
+        for (size_t k = 0; k < n; k++) {
+            if (st[k].number == a)
+                first = &st[k];
+            if (st[k].number == b)
+                last = &st[k];
+        }
+        if (!first || !last) {
+            cli_fail("--steps %s: the trace holds %s", o->steps,
+                     n ? "other steps (memdiag summary lists them)" : "no steps");
+            return -1;
+        }
+        *lo = first->fwd_start, *hi = last->after_zero;
+    }
+    return 0;
 }
 
 /* The trace to export and whether it can be: one snapshot; for perfetto,
@@ -139,7 +218,7 @@ static const md_rank *check(const cli_inputs *in, const ex_opts *o)
 
 int cmd_export(int argc, char **argv)
 {
-    ex_opts o = {NULL, NULL, NULL, NULL, -1, 200000, 0};
+    ex_opts o = {.device = -1, .points = 200000};
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;
@@ -150,8 +229,10 @@ int cmd_export(int argc, char **argv)
     if (cli_inputs_load(&arg, 1, &in))
         return EXIT_USAGE;
     const md_rank *rk = check(&in, &o);
-    job j = {&o, &in, rk};
+    job j = {&o, &in, rk, -1, -1};
     rc = EXIT_USAGE;
+    if (rk && window(&o, rk, &j.lo, &j.hi))
+        rk = NULL;
     if (rk && o.out)
         rc = cli_write_file(o.out, o.force, write_export, &j);
     else if (rk)

@@ -890,3 +890,52 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
     state_free(&st);
     return MD_OK;
 }
+
+/* The state's alive segments and their blocks, in the public forms. */
+static int segments_of(const rstate *st, md_replay_seg **segs, size_t *nsegs,
+                       md_replay_block **blocks, size_t *nblocks)
+{
+    size_t ng = 0, nb = 0, gcap = 0, bcap = 0;
+    md_replay_seg *g = NULL;
+    md_replay_block *b = NULL;
+    for (size_t gi = 0; gi < st->ng; gi++) {
+        const rseg *sg = &st->g[gi];
+        if (!sg->alive)
+            continue;
+        if (md_grow((void **)&g, &gcap, ng + 1, sizeof *g))
+            goto nomem;
+        g[ng] = (md_replay_seg){sg->addr, sg->size, sg->expandable, nb, 0};
+        for (uint32_t k = sg->first; k != NIL; k = st->b[k].next) {
+            const rblock *rb = &st->b[k];
+            if (md_grow((void **)&b, &bcap, nb + 1, sizeof *b))
+                goto nomem;
+            b[nb++] = (md_replay_block){rb->addr, rb->size, rb->state == B_FREE ? 0 : rb->requested,
+                                       rb->state == B_FREE ? 0 : rb->stack, rb->state};
+            g[ng].nblocks++;
+        }
+        ng++;
+    }
+    *segs = g, *nsegs = ng, *blocks = b, *nblocks = nb;
+    return 0;
+nomem:
+    free(g);
+    free(b);
+    return -1;
+}
+
+int md_replay_segments_at(const md_replay *r, long index, md_replay_seg **segs, size_t *nsegs,
+                          md_replay_block **blocks, size_t *nblocks, md_err *err)
+{
+    *segs = NULL, *blocks = NULL, *nsegs = *nblocks = 0;
+    if (index < -1 || index >= (long)r->n)
+        return md_err_set(err, MD_E_ARG, -1, "md_replay_segments_at: event %ld is outside the "
+                          "trace", index);
+    rstate st;
+    long i = -1;
+    int have = 0, rc = probe_seek(r, &st, &have, &i, index);
+    if (!rc)
+        rc = segments_of(&st, segs, nsegs, blocks, nblocks);
+    if (have)
+        state_free(&st);
+    return rc ? md_err_set(err, MD_E_NOMEM, -1, "out of memory") : MD_OK;
+}
