@@ -68,15 +68,14 @@ int cmd_report(int argc, char **argv)
         free(args);
         return EXIT_USAGE;
     }
+    char title[512]; /* what the user named: a run directory, or the first file */
+    snprintf(title, sizeof title, "memdiag report: %s%s", args[0], nargs > 1 ? " and more" : "");
     cli_inputs in;
     int rc = cli_inputs_load(args, nargs, &in);
     free(args);
     if (rc)
         return rc;
     md_report rep = cli_inputs_report(&in);
-    char title[512];
-    snprintf(title, sizeof title, "memdiag report: %s%s", in.npaths ? in.paths[0] : "",
-             in.npaths > 1 ? " and more" : "");
     page p = {&rep, &opt, title};
     rc = cli_write_file(out, force, write_page, &p);
     if (!rc)

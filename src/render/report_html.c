@@ -275,6 +275,16 @@ static void rank_head(FILE *o, const md_rank *rk)
                 rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase) : "between phases");
     fprintf(o, ", reserved peak %.1f MiB; %zu steps</div>\n",
             md_mib(md_replay_peak_reserved(rk->r)), nst);
+    const md_settings *st = md_snapshot_settings(rk->s);
+    if (st->present) {
+        const char *conf = md_snapshot_string(rk->s, st->alloc_conf);
+        fputs("<div class=\"md-sub\">PYTORCH_CUDA_ALLOC_CONF=", o);
+        md_html_text(o, conf[0] ? conf : "(unset)");
+        fprintf(o, "; expandable_segments %s", st->expandable_segments ? "on" : "off");
+        if (st->max_split_size >= 0)
+            fprintf(o, "; max_split_size %.0f MiB", md_mib((uint64_t)st->max_split_size));
+        fputs("</div>\n", o);
+    }
 }
 
 static void steps_html(FILE *o, const md_rank *rk)
