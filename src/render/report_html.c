@@ -48,20 +48,21 @@ typedef struct col {
     int seen;
 } col;
 
-/* Each event's state falls in the column of its x; an empty column keeps
- * the state before it. */
-static col *columns(const md_rank *rk, const axis *a, size_t *nc)
+/* The states after events lo..hi (lo = -1: the initial state too), each
+ * in the column of its x; an empty column keeps the state before it. */
+static col *columns(const md_rank *rk, const axis *a, long lo, long hi, size_t *nc)
 {
-    size_t c = a->n + 1 < MAX_COLUMNS ? a->n + 1 : MAX_COLUMNS;
+    size_t n = (size_t)(hi - lo + 1), c = n < MAX_COLUMNS ? n : MAX_COLUMNS;
+    double x0 = x_of(a, lo), w = x_of(a, hi) - x0;
     col *v = calloc(c, sizeof *v);
     if (!v)
         return NULL;
     for (size_t k = 0; k < c; k++)
-        v[k].x = a->span * (double)k / (double)c;
-    for (long i = -1; i < (long)a->n; i++) {
+        v[k].x = x0 + w * (double)k / (double)c;
+    for (long i = lo; i <= hi; i++) {
         md_point p = i < 0 ? md_replay_initial(rk->r) : md_replay_at(rk->r, i);
         double x = x_of(a, i), al = md_mib(p.allocated), re = md_mib(p.reserved);
-        size_t k = a->span > 0 ? (size_t)(x / a->span * (double)c) : 0;
+        size_t k = w > 0 && x > x0 ? (size_t)((x - x0) / w * (double)c) : 0;
         col *d = &v[k < c ? k : c - 1];
         d->amin = d->seen && d->amin < al ? d->amin : al;
         d->amax = d->seen && d->amax > al ? d->amax : al;
@@ -100,11 +101,13 @@ static void phase_x(FILE *o, const axis *a, long i, long lo)
         fprintf(o, ",%.6g", x_of(a, i));
 }
 
-static int rank_timeline(FILE *o, const md_rank *rk)
+/* Events lo..hi of rk's trace: the columns, the steps that lie inside,
+ * and the peak at event peak (MiB) if it does. */
+static int rank_timeline(FILE *o, const md_rank *rk, long lo, long hi, long peak, double peak_mib)
 {
     axis a = axis_of(rk);
     size_t nc, nst;
-    col *v = columns(rk, &a, &nc);
+    col *v = columns(rk, &a, lo, hi, &nc);
     if (!v)
         return -1;
     fprintf(o, "{unit:\"%s\",", a.timed ? "s" : "event");
@@ -118,17 +121,33 @@ static int rank_timeline(FILE *o, const md_rank *rk)
     free(v);
     const md_step *st = md_analysis_steps(rk->a, &nst);
     fputs("steps:[", o);
-    for (size_t i = 0; i < nst; i++) {
-        fprintf(o, "%s[%.6g,%.6g,%d", i ? "," : "", x_of(&a, st[i].fwd_start),
+    for (size_t i = 0, first = 1; i < nst; i++) {
+        if (st[i].fwd_start < lo || st[i].after_zero > hi)
+            continue;
+        fprintf(o, "%s[%.6g,%.6g,%d", first ? "" : ",", x_of(&a, st[i].fwd_start),
                 x_of(&a, st[i].after_zero), st[i].number);
+        first = 0;
         phase_x(o, &a, st[i].after_forward, st[i].fwd_start);
         phase_x(o, &a, st[i].after_backward, st[i].after_forward);
         phase_x(o, &a, st[i].after_optim, st[i].after_backward);
         fputc(']', o);
     }
-    long p = md_replay_peak_index(rk->r);
-    fprintf(o, "],peak:[%.6g,%.2f]}", x_of(&a, p), md_mib(md_replay_peak_allocated(rk->r)));
+    if (peak >= lo && peak <= hi)
+        fprintf(o, "],peak:[%.6g,%.2f]}", x_of(&a, peak), peak_mib);
+    else
+        fputs("],peak:null}", o);
     return 0;
+}
+
+/* The step holding the peak, or NULL. */
+static const md_step *peak_step(const md_rank *rk)
+{
+    size_t n;
+    const md_step *st = md_analysis_steps(rk->a, &n);
+    for (size_t i = 0; i < n && rk->peak_step >= 0; i++)
+        if (st[i].number == rk->peak_step)
+            return &st[i];
+    return NULL;
 }
 
 /* A capture's or seed report's samples: one column each. */
@@ -333,9 +352,21 @@ static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int t
     rank_head(o, rk);
     fprintf(o, "<h3>Memory over time</h3>\n" TIMELINE_KEY "<div id=\"t%zu\"></div>\n"
                "<script>\nconst T%zu = ", k, k);
-    if (rank_timeline(o, rk))
+    if (rank_timeline(o, rk, -1, (long)rk->nevents - 1, md_replay_peak_index(rk->r),
+                      md_mib(md_replay_peak_allocated(rk->r))))
         return -1;
-    fputs(";\n</script>\n<h3>Findings</h3>\n", o);
+    fputs(";\n</script>\n", o);
+    fprintf(calls, "mdTimeline(document.getElementById('t%zu'), T%zu),\n", k, k);
+    const md_step *ps = peak_step(rk);
+    if (ps && ps->after_zero - ps->fwd_start >= 2) { /* the step that peaked, in detail */
+        fprintf(o, "<h3>Step %d, where the peak is</h3>\n<div id=\"s%zu\"></div>\n"
+                   "<script>\nconst S%zu = ", ps->number, k, k);
+        if (rank_timeline(o, rk, ps->fwd_start, ps->after_zero, ps->peak_index, md_mib(ps->peak)))
+            return -1;
+        fputs(";\n</script>\n", o);
+        fprintf(calls, "mdTimeline(document.getElementById('s%zu'), S%zu),\n", k, k);
+    }
+    fputs("<h3>Findings</h3>\n", o);
     findings_html(o, rk->findings, rk->nfindings);
     steps_html(o, rk);
     live_html(o, rk, top);
@@ -349,8 +380,7 @@ static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int t
     int rc = md_page_flame_data(o, rk->s, v, n);
     free(v);
     fputs(";\n</script>\n", o);
-    fprintf(calls, "mdTimeline(document.getElementById('t%zu'), T%zu),\n"
-                   "mdFlame(document.getElementById('f%zu'), F%zu),\n", k, k, k, k);
+    fprintf(calls, "mdFlame(document.getElementById('f%zu'), F%zu),\n", k, k);
     return rc;
 }
 
