@@ -60,7 +60,7 @@ void md_samples_indicators(md_sample_rank *r)
 static md_finding *add(md_finding **out, size_t *n, size_t *cap, const char *kind, int sev,
                        double mib)
 {
-    return md_finding_new(out, n, cap, kind, sev, mib > 0 ? (uint64_t)(mib * 1048576.0) : 0);
+    return md_finding_new(out, n, cap, kind, sev, md_bytes_of_mib(mib));
 }
 
 
@@ -279,7 +279,7 @@ static int strays(const md_sample_rank *r, size_t nr, md_finding **out, size_t *
         if (!f)
             return MD_E_NOMEM;
         md_stray w2 = {w->rank, own->device, w->device, owner->rank,
-                       (uint64_t)(owner->indicators.maximum_peak_allocated_mib * 1048576.0)};
+                       md_bytes_of_mib(owner->indicators.maximum_peak_allocated_mib)};
         md_stray_say(f, &w2, mib);
         if (nvml >= 0)
             MD_EVIDENCE(f, "NVML: rank %d's process uses %.1f MiB of cuda:%d, %.1f MiB of it "

@@ -356,3 +356,11 @@ double md_mib(uint64_t bytes)
 {
     return (double)bytes / 1048576.0;
 }
+
+uint64_t md_bytes_of_mib(double mib)
+{
+    double b = mib * 1048576.0;
+    if (!(b > 0)) /* NaN too */
+        return 0;
+    return b >= 0x1p64 ? UINT64_MAX : (uint64_t)b;
+}

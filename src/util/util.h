@@ -45,6 +45,9 @@ void md_big_free(void *buf, size_t cap, size_t esz);
 uint64_t md_hash(const void *p, size_t n, uint64_t seed);
 /* bytes -> MiB, for reports */
 double md_mib(uint64_t bytes);
+/* MiB (from a report or a capture: any double) as bytes: 0 below zero or
+ * NaN, UINT64_MAX past it. */
+uint64_t md_bytes_of_mib(double mib);
 
 /* ---- string intern table: id 0 is the empty string ------------------- */
 typedef struct md_strtab {
