@@ -75,8 +75,9 @@ static void pages(const md_snapshot *s, int d)
     (void)md_render_csv(null, &rk);
     (void)md_render_trace_json(null, &rk, 1, 64);
     if (rk.nevents) { /* the whole trace, and its second half from its end state */
-        (void)md_render_torch_snapshot(null, &rk, -1, (long)rk.nevents - 1, &e);
-        (void)md_render_torch_snapshot(null, &rk, (long)rk.nevents / 2 - 1, (long)rk.nevents - 1, &e);
+        long lo[2] = {-1, (long)rk.nevents / 2 - 1}, hi = (long)rk.nevents - 1;
+        (void)md_render_torch_snapshot(null, &rk, 1, &lo[0], &hi, &e);
+        (void)md_render_torch_snapshot(null, &rk, 1, &lo[1], &hi, &e);
     }
     md_flame_node *v;
     size_t n;

@@ -28,9 +28,10 @@ static void help(void)
            "            and highest), steps and phases as slices\n"
            "  folded    the flame graph's stacks at --at WHEN (memdiag flamegraph --folded)\n"
            "  torch-snapshot  the trace in torch's own snapshot format (a pickle torch's\n"
-           "            viewer reads), cut to --steps A-B (step numbers, inclusive) or\n"
-           "            --events LO-HI (trace entries); segments as replayed at the window's\n"
-           "            end: a multi-GB snapshot made small enough to open\n"
+           "            viewer reads), every traced GPU (--device N: one), cut to --steps\n"
+           "            A-B (step numbers, inclusive) or --events LO-HI (one GPU's trace\n"
+           "            entries); segments as replayed at the window's end: a multi-GB\n"
+           "            snapshot made small enough to open\n"
            "  -o FILE   write there (--force replaces it), else standard output\n");
 }
 
@@ -117,8 +118,10 @@ static int folded(const ex_opts *o)
 typedef struct job {
     const ex_opts *o;
     const cli_inputs *in;
-    const md_rank *rk; /* csv, torch-snapshot: the device */
-    long lo, hi;       /* torch-snapshot: the window (lo, hi] */
+    const md_rank *rk;   /* csv: the device */
+    const md_rank *tr;   /* torch-snapshot: its devices, ntr of them */
+    size_t ntr;
+    long *lo, *hi;       /* and each one's window (lo, hi] */
 } job;
 
 static int write_export(FILE *f, void *arg)
@@ -129,7 +132,7 @@ static int write_export(FILE *f, void *arg)
         return md_render_csv(f, j->rk);
     if (!strcmp(j->o->format, "perfetto"))
         return md_render_trace_json(f, j->in->ranks, j->in->nranks, (size_t)j->o->points);
-    if (md_render_torch_snapshot(f, j->rk, j->lo, j->hi, &err)) {
+    if (md_render_torch_snapshot(f, j->tr, j->ntr, j->lo, j->hi, &err)) {
         cli_fail_err(&err);
         return -1;
     }
@@ -216,6 +219,29 @@ static const md_rank *check(const cli_inputs *in, const ex_opts *o)
     return rk;
 }
 
+/* A torch-snapshot export's devices (the one --device names, else every
+ * traced device of the snapshot) and their windows; -1 after an error. */
+static int torch_windows(const ex_opts *o, const cli_inputs *in, const md_rank *rk, job *j)
+{
+    j->tr = o->device >= 0 ? rk : in->ranks;
+    j->ntr = o->device >= 0 ? 1 : in->nranks;
+    if (o->events && j->ntr > 1) {
+        cli_fail("--events counts one GPU's trace entries and %s traces %zu: add --device N",
+                 o->path, j->ntr);
+        return -1;
+    }
+    j->lo = calloc(j->ntr, sizeof *j->lo);
+    j->hi = calloc(j->ntr, sizeof *j->hi);
+    if (!j->lo || !j->hi) {
+        cli_fail("out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < j->ntr; i++)
+        if (window(o, &j->tr[i], &j->lo[i], &j->hi[i]))
+            return -1;
+    return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
     ex_opts o = {.device = -1, .points = 200000};
@@ -229,14 +255,16 @@ int cmd_export(int argc, char **argv)
     if (cli_inputs_load(&arg, 1, &in))
         return EXIT_USAGE;
     const md_rank *rk = check(&in, &o);
-    job j = {&o, &in, rk, -1, -1};
+    job j = {&o, &in, rk, NULL, 0, NULL, NULL};
     rc = EXIT_USAGE;
-    if (rk && window(&o, rk, &j.lo, &j.hi))
+    if (rk && !strcmp(o.format, "torch-snapshot") && torch_windows(&o, &in, rk, &j))
         rk = NULL;
     if (rk && o.out)
         rc = cli_write_file(o.out, o.force, write_export, &j);
     else if (rk)
         rc = write_export(stdout, &j) ? EXIT_USAGE : 0;
+    free(j.lo);
+    free(j.hi);
     cli_inputs_free(&in);
     return rc;
 }

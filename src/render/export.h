@@ -14,10 +14,11 @@ int md_render_csv(FILE *o, const md_rank *rk);
  * traces must have times. -1 when writing failed. */
 int md_render_trace_json(FILE *o, const md_rank *ranks, size_t nranks, size_t max_points);
 
-/* Events (lo, hi] of rk's device as a torch allocator snapshot (pickle,
- * protocol 2): those trace entries, the segments and blocks as the replay
- * has them after event hi, the allocator settings, the annotations in
- * the window's time span. -1 after filling err. */
-int md_render_torch_snapshot(FILE *o, const md_rank *rk, long lo, long hi, md_err *err);
+/* Devices of one snapshot as a torch allocator snapshot (pickle, protocol
+ * 2): for each, its trace entries (lo[i], hi[i]] and its segments and
+ * blocks as the replay has them after event hi[i]; the allocator settings;
+ * the annotations in the windows' time span. -1 after filling err. */
+int md_render_torch_snapshot(FILE *o, const md_rank *ranks, size_t n, const long *lo,
+                             const long *hi, md_err *err);
 
 #endif

@@ -262,58 +262,88 @@ static void annotations(pw *w, const md_snapshot *s, int64_t t_lo, int64_t t_hi)
     list_close(w, &l);
 }
 
-static int segments(pw *w, const md_rank *rk, long hi, md_err *err)
+/* Each device's segments as replayed after its window's last event. */
+static int segments(pw *w, const md_rank *ranks, size_t nr, const long *hi, md_err *err)
 {
-    md_replay_seg *g;
-    md_replay_block *b;
-    size_t ng, nb;
-    if (md_replay_segments_at(rk->r, hi, &g, &ng, &b, &nb, err))
-        return -1;
     key(w, "segments");
     plist l;
     list_open(w, &l);
     int rc = 0;
-    for (size_t i = 0; i < ng && !rc; i++) {
-        list_item(w, &l);
-        rc = segment(w, rk->s, rk->device, &g[i], g[i].nblocks ? &b[g[i].first_block] : NULL);
+    for (size_t r = 0; r < nr && !rc; r++) {
+        md_replay_seg *g;
+        md_replay_block *b;
+        size_t ng, nb;
+        if (md_replay_segments_at(ranks[r].r, hi[r], &g, &ng, &b, &nb, err))
+            return -1;
+        for (size_t i = 0; i < ng && !rc; i++) {
+            list_item(w, &l);
+            rc = segment(w, ranks[r].s, ranks[r].device, &g[i],
+                         g[i].nblocks ? &b[g[i].first_block] : NULL);
+        }
+        free(g);
+        free(b);
     }
     list_close(w, &l);
-    free(g);
-    free(b);
     return rc ? md_err_set(err, MD_E_NOMEM, -1, "out of memory") : 0;
 }
 
-int md_render_torch_snapshot(FILE *o, const md_rank *rk, long lo, long hi, md_err *err)
+/* device_traces: a list per device up to the highest exported, each
+ * device's window of entries (other devices' lists empty). */
+static int traces(pw *w, const md_rank *ranks, size_t nr, const long *lo, const long *hi)
 {
-    size_t n;
-    const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
-    if (lo < -1 || hi < lo || hi >= (long)n)
-        return md_err_set(err, MD_E_ARG, -1, "the window (%ld, %ld] is outside the trace", lo, hi);
+    int maxdev = -1, rc = 0;
+    for (size_t r = 0; r < nr; r++)
+        maxdev = ranks[r].device > maxdev ? ranks[r].device : maxdev;
+    plist devs, tr;
+    key(w, "device_traces");
+    list_open(w, &devs);
+    for (int d = 0; d <= maxdev && !rc; d++) {
+        list_item(w, &devs);
+        list_open(w, &tr);
+        for (size_t r = 0; r < nr && !rc; r++) {
+            size_t n;
+            const md_event *ev = md_snapshot_events(ranks[r].s, d, &n);
+            for (long i = lo[r] + 1; ranks[r].device == d && i <= hi[r] && !rc; i++) {
+                list_item(w, &tr);
+                rc = trace_entry(w, ranks[r].s, &ev[i]);
+            }
+        }
+        list_close(w, &tr);
+    }
+    list_close(w, &devs);
+    return rc;
+}
+
+int md_render_torch_snapshot(FILE *o, const md_rank *ranks, size_t nr, const long *lo,
+                             const long *hi, md_err *err)
+{
+    int64_t t_lo = INT64_MAX, t_hi = INT64_MIN; /* the windows' span, for annotations */
+    for (size_t r = 0; r < nr; r++) {
+        size_t n;
+        const md_event *ev = md_snapshot_events(ranks[r].s, ranks[r].device, &n);
+        if (ranks[r].s != ranks[0].s || lo[r] < -1 || hi[r] < lo[r] || hi[r] >= (long)n)
+            return md_err_set(err, MD_E_ARG, -1, "cuda:%d: the window (%ld, %ld] is outside its "
+                              "trace", ranks[r].device, lo[r], hi[r]);
+        if (hi[r] > lo[r] && ev[lo[r] + 1].time_us >= 0) {
+            t_lo = ev[lo[r] + 1].time_us < t_lo ? ev[lo[r] + 1].time_us : t_lo;
+            t_hi = ev[hi[r]].time_us > t_hi ? ev[hi[r]].time_us : t_hi;
+        }
+    }
+    if (!nr)
+        return md_err_set(err, MD_E_ARG, -1, "no device to export");
+    const md_snapshot *s = ranks[0].s;
     pw w = {o, {0}, 0};
     if (md_map_init(&w.memo, 1024))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     fputs("\x80\x02", o); /* PROTO 2 */
     dict_open(&w);
-    int rc = segments(&w, rk, hi, err);
-    plist devs, tr;
-    key(&w, "device_traces");
-    list_open(&w, &devs);
-    for (int d = 0; d <= rk->device && !rc; d++) {
-        list_item(&w, &devs);
-        list_open(&w, &tr);
-        for (long i = lo + 1; d == rk->device && i <= hi && !rc; i++) {
-            list_item(&w, &tr);
-            rc = trace_entry(&w, rk->s, &ev[i]);
-        }
-        list_close(&w, &tr);
-    }
-    list_close(&w, &devs);
-    if (rc && !err->code)
-        md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-    if (!rc && md_snapshot_settings(rk->s)->present)
-        settings(&w, md_snapshot_settings(rk->s), rk->s);
-    if (!rc && hi > lo && ev[lo + 1].time_us >= 0)
-        annotations(&w, rk->s, ev[lo + 1].time_us, ev[hi].time_us);
+    int rc = segments(&w, ranks, nr, hi, err);
+    if (!rc && traces(&w, ranks, nr, lo, hi))
+        rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    if (!rc && md_snapshot_settings(s)->present)
+        settings(&w, md_snapshot_settings(s), s);
+    if (!rc && t_lo <= t_hi)
+        annotations(&w, s, t_lo, t_hi);
     dict_close(&w);
     fputc('.', o); /* STOP */
     md_map_free(&w.memo);
