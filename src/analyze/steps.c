@@ -501,7 +501,10 @@ static int process_steps(md_analysis *a, step_end **ends, size_t *cap, step_src 
         md_step st = a->steps[k];
         const step_end *e = &(*ends)[(*src)[k].end];
         long lo = at_moment(a, &m, (*src)[k].lo, NO_MOMENT, -1);
-        if (truncated && lo < 0)
+        /* the step began before this device's history but after the
+         * process's: the device's part of it is missing. A step the whole
+         * process history begins with (a window cut at a step) is kept. */
+        if (truncated && lo < 0 && st.fwd_start >= 0)
             continue;
         st.fwd_start = at_moment(a, &m, st.fwd_start, NO_MOMENT, -1);
         st.after_forward = at_moment(a, &m, st.after_forward, NO_MOMENT, -1);
