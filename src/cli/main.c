@@ -32,8 +32,8 @@ static void usage(FILE *o)
             "plain, .gz, .zst or .xz), a memdiag capture file (.mdcap), a directory of them\n"
             "(a 'memdiag run' output), or a seed-script JSON report; - reads standard input.\n"
             "'memdiag COMMAND --help' shows a command's options.\n"
-            "Exit status: 0 success, 2 unusable input or arguments, 3 (run) the job ran out\n"
-            "of GPU memory.\n");
+            "Exit status: 0 success, 1 (diff --fail-above) a rank's peak grew past the\n"
+            "limit, 2 unusable input or arguments, 3 (run) the job ran out of GPU memory.\n");
 }
 
 void cli_fail(const char *fmt, ...)

@@ -99,6 +99,7 @@ check "diff: a site whose line moved with the code is one site (file:199->202)" 
 for pair in "$S/snap-gamma-medium-rank0.pickle $S/snap-beta-medium-rank0.pickle" "$R/stray $R/stray-context" "$S/gamma-medium.json $S/beta-medium.json" "$R/oom $R/gamma"; do
     check "diff --json validates: $pair" sh -c "$M diff --json $pair | python3 tests/cli/validate_diff.py"
 done
+check "diff --fail-above: exit 1 and one line per rank whose peak grew past it; 0 when it fell or stayed within" sh -c "$M diff --fail-above 5 $S/snap-alpha-small-rank0.pickle $S/snap-gamma-small-rank0.pickle >/dev/null 2>$T/fa; test \$? -eq 1 && grep -q 'rank 0 (cuda:0, snapshot): peak allocated grew 190.1%, 155.2 -> 450.2 MiB' $T/fa && test \$(wc -l < $T/fa) -eq 1 && $M diff --fail-above 5 $S/snap-gamma-small-rank0.pickle $S/snap-alpha-small-rank0.pickle >/dev/null && $M diff --fail-above 200 $S/snap-alpha-small-rank0.pickle $S/snap-gamma-small-rank0.pickle >/dev/null"
 check "diff with one input, three, or an unreadable one: one line, exit 2" sh -c "for a in '$S/gamma-medium.json' '$S/gamma-medium.json $S/gamma-medium.json $S/gamma-medium.json' '$S/gamma-medium.json $T/none.pickle'; do $M diff \$a 2>$T/e; test \$? -eq 2 && test \$(wc -l < $T/e) -eq 1 || exit 1; done"
 # flamegraph: live memory by whole stack
 G=$S/snap-gamma-small-rank0.pickle
