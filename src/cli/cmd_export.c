@@ -195,20 +195,10 @@ static int window(const ex_opts *o, const md_rank *rk, long *lo, long *hi)
  * times. NULL after an error line. */
 static const md_rank *check(const cli_inputs *in, const ex_opts *o)
 {
-    if (in->nsnaps != 1) {
-        cli_fail(in->nsnaps ? "%s holds %zu snapshots; export reads one: name it"
-                            : "%s: no allocator snapshot (capture files and seed reports have "
-                              "no trace to export)", o->path, in->nsnaps);
+    const md_rank *rk = cli_one_snapshot_rank(in, o->path, o->device, "export",
+                                              "trace to export");
+    if (!rk)
         return NULL;
-    }
-    const md_rank *rk = NULL;
-    for (size_t i = 0; i < in->nranks && !rk; i++)
-        if (o->device < 0 ? !in->ranks[i].further : in->ranks[i].device == o->device)
-            rk = &in->ranks[i];
-    if (!rk) {
-        cli_fail("%s: no trace of cuda:%ld", o->path, o->device);
-        return NULL;
-    }
     size_t n;
     const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
     if (!strcmp(o->format, "perfetto") && n && ev[0].time_us < 0) {

@@ -118,24 +118,6 @@ static long moment(const md_rank *rk, const char *at, char *what, size_t nwhat)
     return i;
 }
 
-static const md_rank *pick_rank(const cli_inputs *in, const fg_opts *o)
-{
-    if (in->nsnaps != 1) {
-        if (in->nsnaps == 0)
-            cli_fail("%s: no allocator snapshot (capture files and seed reports have no "
-                     "stacks)", o->path);
-        else
-            cli_fail("%s holds %zu snapshots; flamegraph reads one: name it (e.g. %s)", o->path,
-                     in->nsnaps, md_snapshot_path(in->snaps[0]));
-        return NULL;
-    }
-    for (size_t i = 0; i < in->nranks; i++)
-        if (o->device < 0 ? !in->ranks[i].further : in->ranks[i].device == o->device)
-            return &in->ranks[i];
-    cli_fail("%s: no trace of cuda:%d", o->path, o->device);
-    return NULL;
-}
-
 typedef struct page {
     const fg_opts *o;
     const md_rank *rk;
@@ -178,7 +160,7 @@ int cmd_flamegraph(int argc, char **argv)
     char *arg = (char *)o.path;
     if (cli_inputs_load(&arg, 1, &in))
         return EXIT_USAGE;
-    const md_rank *rk = pick_rank(&in, &o);
+    const md_rank *rk = cli_one_snapshot_rank(&in, o.path, o.device, "flamegraph", "stacks");
     char when[96];
     long idx = rk ? moment(rk, o.at, when, sizeof when) : -2;
     md_flame_node *v = NULL;

@@ -238,3 +238,22 @@ void cli_inputs_free(cli_inputs *L)
     cli_free_paths(L->paths, L->npaths);
     memset(L, 0, sizeof *L);
 }
+
+const md_rank *cli_one_snapshot_rank(const cli_inputs *in, const char *path, long device,
+                                     const char *cmd, const char *lacks)
+{
+    if (in->nsnaps != 1) {
+        if (in->nsnaps == 0)
+            cli_fail("%s: no allocator snapshot (capture files and seed reports have no %s)",
+                     path, lacks);
+        else
+            cli_fail("%s holds %zu snapshots; %s reads one: name it (e.g. %s)", path,
+                     in->nsnaps, cmd, md_snapshot_path(in->snaps[0]));
+        return NULL;
+    }
+    for (size_t i = 0; i < in->nranks; i++)
+        if (device < 0 ? !in->ranks[i].further : in->ranks[i].device == device)
+            return &in->ranks[i];
+    cli_fail("%s: no trace of cuda:%ld", path, device);
+    return NULL;
+}

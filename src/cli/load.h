@@ -43,5 +43,10 @@ typedef struct cli_inputs {
 int cli_inputs_load(char **args, int nargs, cli_inputs *in);
 md_report cli_inputs_report(const cli_inputs *in);
 void cli_inputs_free(cli_inputs *in);
+/* The one snapshot flamegraph and export read, and its device's rank:
+ * device's (-1: the process's own, the most events); NULL after one error
+ * line (no snapshot: captures and reports have no `lacks`; several). */
+const md_rank *cli_one_snapshot_rank(const cli_inputs *in, const char *path, long device,
+                                     const char *cmd, const char *lacks);
 
 #endif

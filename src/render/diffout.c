@@ -113,6 +113,14 @@ static void finding_line(FILE *o, const md_finding_diff *d)
         fprintf(o, ": %s\n", f->summary);
 }
 
+static void finding_lines(FILE *o, const md_finding_diff *v, size_t n, const char *title)
+{
+    if (n)
+        fprintf(o, "  %s\n", title);
+    for (size_t i = 0; i < n; i++)
+        finding_line(o, &v[i]);
+}
+
 static int findings(FILE *o, const md_finding *b, size_t nb, const md_finding *a, size_t na,
                     const char *title)
 {
@@ -120,16 +128,14 @@ static int findings(FILE *o, const md_finding *b, size_t nb, const md_finding *a
     size_t n;
     if (md_diff_findings(b, nb, a, na, &v, &n))
         return -1;
-    if (n)
-        fprintf(o, "  %s\n", title);
-    for (size_t i = 0; i < n; i++)
-        finding_line(o, &v[i]);
+    finding_lines(o, v, n, title);
     free(v);
     return 0;
 }
 
 /* "peak allocated 1934.5 -> 671.7 MiB (-1262.8, -65.3%); gone: leak" */
-static int headline(FILE *o, const md_diff_pair *p, const md_figs *b, const md_figs *a)
+static void headline(FILE *o, const md_figs *b, const md_figs *a, const md_finding_diff *v,
+                     size_t n)
 {
     fprintf(o, "  =>  peak allocated ");
     if (b->peak - a->peak < 0.05 && a->peak - b->peak < 0.05)
@@ -137,10 +143,6 @@ static int headline(FILE *o, const md_diff_pair *p, const md_figs *b, const md_f
     else
         fprintf(o, "%.1f -> %.1f MiB (%+.1f, %+.1f%%)", b->peak, a->peak, a->peak - b->peak,
                 pct(b->peak, a->peak));
-    md_finding_diff *v;
-    size_t n;
-    if (md_diff_findings(p->before.f, p->before.nf, p->after.f, p->after.nf, &v, &n))
-        return -1;
     for (int status = MD_DIFF_GONE; status <= MD_DIFF_NEW; status++) {
         int any = 0;
         for (size_t i = 0; i < n; i++) {
@@ -152,9 +154,7 @@ static int headline(FILE *o, const md_diff_pair *p, const md_figs *b, const md_f
             any = 1;
         }
     }
-    free(v);
     fputc('\n', o);
-    return 0;
 }
 
 static int pair_text(FILE *o, const md_diff_pair *p, const md_out_opts *opt)
@@ -173,15 +173,21 @@ static int pair_text(FILE *o, const md_diff_pair *p, const md_out_opts *opt)
     md_figs b, a;
     md_side_figs(&p->before, &b);
     md_side_figs(&p->after, &a);
-    if (headline(o, p, &b, &a))
+    md_finding_diff *v; /* once: the headline names them, the list details them */
+    size_t n;
+    if (md_diff_findings(p->before.f, p->before.nf, p->after.f, p->after.nf, &v, &n))
         return -1;
+    headline(o, &b, &a, v, n);
     figures(o, &b, &a);
+    int rc = 0;
     if (p->before.rk && p->after.rk) {
         categories(o, p->before.rk, p->after.rk);
-        if (sites(o, p->before.rk, p->after.rk, opt->top))
-            return -1;
+        rc = sites(o, p->before.rk, p->after.rk, opt->top);
     }
-    return findings(o, p->before.f, p->before.nf, p->after.f, p->after.nf, "findings");
+    if (!rc)
+        finding_lines(o, v, n, "findings");
+    free(v);
+    return rc;
 }
 
 int md_render_diff_text(FILE *o, const md_diff_pair *p, size_t n, const md_report *before,

@@ -112,12 +112,13 @@ static void counters(FILE *o, const md_rank *rk, int pid, int64_t t0, size_t max
     counter(o, pid, ts_of(ev, -1, t0), md_replay_initial(rk->r), first);
     for (size_t lo = 0; lo < n; lo += per) {
         size_t hi = lo + per < n ? lo + per : n, imin = lo, imax = lo;
-        for (size_t i = lo; i < hi; i++) {
-            md_point p = md_replay_at(rk->r, (long)i);
-            if (p.allocated < md_replay_at(rk->r, (long)imin).allocated)
-                imin = i;
-            if (p.allocated > md_replay_at(rk->r, (long)imax).allocated)
-                imax = i;
+        uint64_t vmin = md_replay_at(rk->r, (long)lo).allocated, vmax = vmin;
+        for (size_t i = lo + 1; i < hi; i++) {
+            uint64_t v = md_replay_at(rk->r, (long)i).allocated;
+            if (v < vmin)
+                vmin = v, imin = i;
+            if (v > vmax)
+                vmax = v, imax = i;
         }
         size_t a = imin < imax ? imin : imax, b = imin < imax ? imax : imin;
         counter(o, pid, ts_of(ev, (long)a, t0), md_replay_at(rk->r, (long)a), first);
