@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Training-loop patterns met in the wild, for checking memdiag's diagnosis
+on code it was not written against.
+
+The model is torch's own nn.TransformerEncoder (not workloads.py's model),
+trained to tag each token (1024 classes) on synthetic GPU data; each
+--case is one habit of a training loop. Run it under `memdiag run` (it records nothing itself):
+
+    memdiag run -- python3 examples/patterns.py --case hookleak
+
+Cases that leak GPU memory every step:
+  hookleak    a forward hook keeps every block's output (with its graph)
+  detachleak  every step's logits are kept for metrics, detached (no graph)
+  cacheleak   a dict caches each step's embeddings on the GPU, keyed by step
+Cases that must not be called a leak:
+  accum       AdamW, 4 micro-batches accumulated per optimizer step
+  evalloop    each step is followed by an evaluation under torch.no_grad
+  keepgrads   zero_grad(set_to_none=False): gradients stay allocated, zeroed
+  ema         an exponential moving average copy of the model, made at step 0
+  warmup      the batch doubles for the first three steps, then stays
+  lossitem    the loss of every step is kept as a Python float (.item())
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+CASES = ("hookleak", "detachleak", "cacheleak", "accum", "evalloop", "keepgrads", "ema",
+         "warmup", "lossitem")
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--case", required=True, choices=CASES)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=256)
+    return p.parse_args()
+
+
+ARGS = parse()
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+VOCAB, HIDDEN, HEADS, LAYERS, CLASSES = 8192, 512, 8, 4, 1024
+
+
+class Tagger(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, HIDDEN)
+        layer = nn.TransformerEncoderLayer(HIDDEN, HEADS, 4 * HIDDEN, batch_first=True,
+                                           dropout=0.0)
+        self.encoder = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.head = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(self.emb(ids)))
+
+
+def batch_of(n: int, gen: torch.Generator, dev: torch.device):
+    ids = torch.randint(VOCAB, (n, ARGS.seq), generator=gen, device=dev)
+    return ids, torch.randint(CLASSES, (n, ARGS.seq), generator=gen, device=dev)
+
+
+def main() -> int:
+    a = ARGS
+    if not torch.cuda.is_available():
+        print("patterns.py: CUDA is not available", file=sys.stderr)
+        return 2
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    torch.manual_seed(0)
+    gen = torch.Generator(device=dev).manual_seed(0)
+    model = Tagger().to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    kept, cache, losses = [], {}, []
+    if a.case == "hookleak":  # a debugging hook left in: every output kept, graph and all
+        for block in model.encoder.layers:
+            block.register_forward_hook(lambda mod, inp, out: kept.append(out))
+    ema = None
+    micro = 4 if a.case == "accum" else 1
+    for step in range(a.steps):
+        n = a.batch * (2 ** min(step, 3)) // 8 if a.case == "warmup" else a.batch
+        for _ in range(micro):
+            ids, labels = batch_of(n, gen, dev)
+            logits = model(ids)
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten()) / micro
+            loss.backward()
+        if a.case == "detachleak":
+            kept.append(logits.detach())
+        if a.case == "cacheleak":
+            cache[step] = model.emb(ids).detach()
+        if a.case == "lossitem":
+            losses.append(loss.item())
+        opt.step()
+        opt.zero_grad(set_to_none=a.case != "keepgrads")
+        if a.case == "ema":
+            with torch.no_grad():
+                if ema is None:
+                    ema = [p.detach().clone() for p in model.parameters()]
+                for e, p in zip(ema, model.parameters()):
+                    e.mul_(0.99).add_(p.detach(), alpha=0.01)
+        if a.case == "evalloop":
+            model.eval()
+            with torch.no_grad():
+                ids, labels = batch_of(4 * a.batch, gen, dev)
+                acc = (model(ids).argmax(-1) == labels).float().mean()
+            model.train()
+            losses.append(float(acc))
+    torch.cuda.synchronize()
+    print(f"patterns.py {a.case}: {a.steps} steps, kept {len(kept)} tensors, "
+          f"cached {len(cache)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Checks memdiag's diagnosis of the real pattern runs (tests/data/patterns,
+captured on an H200 by tests/gpu/patterns.sh from examples/patterns.py):
+the three leaking loops are leaks, with what they keep named; the six
+others are not, from the snapshot and from the capture alike.
+    python3 tests/cli/check_patterns.py MEMDIAG DIR"""
+import json
+import subprocess
+import sys
+
+M, D = sys.argv[1], sys.argv[2]
+# case -> (MiB kept per step, what the snapshot's leak says is kept); None: no leak
+WANT = {
+    "hookleak": (16.0, "a few tensors made in each forward pass are kept (outputs, not whole graphs)"),
+    "detachleak": (8.0, "a few tensors made in each forward pass are kept (outputs, not whole graphs)"),
+    "cacheleak": (4.0, "tensors created each step are kept"),
+    "accum": None, "evalloop": None, "keepgrads": None, "ema": None, "warmup": None,
+    "lossitem": None,
+}
+bad = 0
+for case, want in WANT.items():
+    out = subprocess.run([M, "diagnose", "--json", f"{D}/{case}"], capture_output=True,
+                         text=True, check=True).stdout
+    ranks = json.loads(out)["ranks"]
+    assert [r["source"].rsplit("/", 1)[1] for r in ranks] == ["rank0.pickle.xz", "rank0.mdcap"]
+    for r in ranks:
+        leaks = [f for f in r["findings"] if f["kind"] == "leak"]
+        if want is None:
+            ok = not leaks
+        else:
+            per, what = want
+            ok = len(leaks) == 1 and abs(leaks[0]["bytes"] / 2**20 - per) < 0.05
+            if r["kind"] == "snapshot":
+                ok = ok and leaks[0]["summary"].endswith(what)
+        if not ok:
+            bad += 1
+            print(f"{case} ({r['kind']}): {[f['summary'] for f in leaks]}", file=sys.stderr)
+sys.exit(1 if bad else 0)

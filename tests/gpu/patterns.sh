@@ -1,0 +1,41 @@
+#!/bin/sh
+# memdiag's diagnosis on training-loop patterns it was not written against
+# (examples/patterns.py: torch's own TransformerEncoder; device machine).
+# Needs build-dev/ (see tests/gpu/memdiag_run.sh). Each case runs under
+# `memdiag run`; the leak cases must be diagnosed as a leak, the others
+# must not be. ONLY="case ..." runs only those.
+# Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
+set -u
+OUT=${OUT:?set OUT}
+M=$(pwd)/build-dev/memdiag
+W=$(mktemp -d)
+log=$OUT/patterns.log
+for c in ${ONLY:-hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem}; do
+    PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- python3 examples/patterns.py --case "$c" \
+        >"$W/$c.out" 2>&1
+    echo "== $c: exit $?" >>"$log"
+    tail -n 12 "$W/$c.out" >>"$log"
+    "$M" diagnose --json "$W/$c" >"$W/$c.diagnosis.json" 2>>"$log"
+    "$M" diagnose "$W/$c" >"$W/$c.diagnosis.txt" 2>>"$log"
+done
+python3 - "$W" >>"$log" 2>&1 <<'PY'
+import json, os, sys
+W = sys.argv[1]
+leaks = {"hookleak", "detachleak", "cacheleak"}
+bad = 0
+for f in sorted(os.listdir(W)):
+    if not f.endswith(".diagnosis.json"):
+        continue
+    case = f.split(".")[0]
+    d = json.load(open(os.path.join(W, f)))
+    kinds = [x["kind"] for r in d["ranks"] for x in r["findings"]]
+    ok = ("leak" in kinds) == (case in leaks)
+    bad += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {case}: {'leak' if case in leaks else 'no leak'} "
+          f"expected; findings {sorted(set(kinds))}")
+    for r in d["ranks"]:
+        print(f"   {r['source']} {r['indicators']}")
+print(f"pattern checks: {'all passed' if not bad else f'{bad} failed'}")
+PY
+tar -cJf "$OUT/patterns.tar.xz" -C "$W" .
+cat "$log"
