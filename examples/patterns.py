@@ -19,6 +19,14 @@ Cases that must not be called a leak:
   ema         an exponential moving average copy of the model, made at step 0
   warmup      the batch doubles for the first three steps, then stays
   lossitem    the loss of every step is kept as a Python float (.item())
+  auroc       (a leak by design) torchmetrics' AUROC keeps every step's predictions
+              on the GPU until compute() and reset()
+Other models and libraries (none may be called a leak):
+  resnet      torchvision's ResNet-50, batch 64 at 224 x 224, SGD with momentum, bf16
+              autocast, channels_last
+  vit         timm's ViT-B/16, batch 64, AdamW, bf16 autocast
+  generate    inference only: transformers' generate() on a small Llama, 4 batches of
+              256 new tokens (no optimizer, no training step)
 """
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ import argparse
 import sys
 
 CASES = ("hookleak", "detachleak", "cacheleak", "accum", "evalloop", "keepgrads", "ema",
-         "warmup", "lossitem")
+         "warmup", "lossitem", "auroc", "resnet", "vit", "generate")
 
 
 def parse() -> argparse.Namespace:
@@ -64,6 +72,45 @@ def batch_of(n: int, gen: torch.Generator, dev: torch.device):
     return ids, torch.randint(CLASSES, (n, ARGS.seq), generator=gen, device=dev)
 
 
+def vision(a: argparse.Namespace, dev: torch.device) -> None:
+    """An image classifier from torchvision or timm, trained a few steps."""
+    if a.case == "resnet":
+        import torchvision
+        model = torchvision.models.resnet50(weights=None).to(dev, memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    else:
+        import timm
+        model = timm.create_model("vit_base_patch16_224", pretrained=False).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device=dev).manual_seed(0)
+    for _ in range(a.steps):
+        images = torch.randn(64, 3, 224, 224, generator=gen, device=dev)
+        if a.case == "resnet":
+            images = images.contiguous(memory_format=torch.channels_last)
+        labels = torch.randint(1000, (64,), generator=gen, device=dev)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def generate(a: argparse.Namespace, dev: torch.device) -> None:
+    """Greedy decoding with a randomly initialised Llama: the KV cache grows
+    within each call and is freed after it."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=4 * HIDDEN,
+                      num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+                      num_key_value_heads=HEADS, max_position_embeddings=1024)
+    model = LlamaForCausalLM(cfg).to(dev, dtype=torch.bfloat16).eval()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    with torch.no_grad():
+        for _ in range(4):
+            ids = torch.randint(VOCAB, (a.batch, 64), generator=gen, device=dev)
+            model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=256,
+                           min_new_tokens=256, do_sample=False, pad_token_id=0)
+
+
 def main() -> int:
     a = ARGS
     if not torch.cuda.is_available():
@@ -72,6 +119,12 @@ def main() -> int:
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     torch.manual_seed(0)
+    if a.case in ("resnet", "vit"):
+        vision(a, dev)
+        return 0
+    if a.case == "generate":
+        generate(a, dev)
+        return 0
     gen = torch.Generator(device=dev).manual_seed(0)
     model = Tagger().to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -79,6 +132,9 @@ def main() -> int:
     if a.case == "hookleak":  # a debugging hook left in: every output kept, graph and all
         for block in model.encoder.layers:
             block.register_forward_hook(lambda mod, inp, out: kept.append(out))
+    if a.case == "auroc":
+        from torchmetrics.classification import MulticlassAUROC
+        metric = MulticlassAUROC(num_classes=CLASSES, thresholds=None).to(dev)
     ema = None
     micro = 4 if a.case == "accum" else 1
     for step in range(a.steps):
@@ -94,6 +150,8 @@ def main() -> int:
             cache[step] = model.emb(ids).detach()
         if a.case == "lossitem":
             losses.append(loss.item())
+        if a.case == "auroc":  # compute() and reset() only at the end of an epoch
+            metric.update(logits.detach().flatten(0, 1), labels.flatten())
         opt.step()
         opt.zero_grad(set_to_none=a.case != "keepgrads")
         if a.case == "ema":

@@ -173,8 +173,10 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
  * saved for backward: many allocations a step from many call stacks
  * (60 a step from 13-17 stacks in the gamma fixtures). A stored output
  * (logits kept for metrics, a hook keeping block outputs) is a few
- * allocations a step from one or two stacks. */
-typedef enum { KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS } leak_kind;
+ * allocations a step from one or two stacks. A torchmetrics metric with a
+ * list state (AUROC and the like, thresholds=None) keeps every update's
+ * inputs until reset(): its own code is then the largest site. */
+typedef enum { KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC } leak_kind;
 #define OUTPUT_MAX_SITES 4
 #define OUTPUT_MAX_PER_STEP 8.0
 
@@ -192,6 +194,31 @@ static size_t distinct_stacks(uint32_t *ids, size_t n)
     for (size_t i = 0; i < n; i++)
         d += i == 0 || ids[i] != ids[i - 1];
     return d;
+}
+
+/* The frame that called into torchmetrics for a kept allocation made
+ * after `after` and live at `index` (the user's metric.update() line), or
+ * NULL. Stacks are innermost first: past the metric's frames, the first
+ * that is neither torchmetrics nor torch. */
+static const md_frame *metric_caller(fctx *c, long index, long after)
+{
+    const md_live_set *ls = live_at(c, index);
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        if (ls->live[i].alloc_index <= after)
+            continue;
+        size_t n;
+        const uint32_t *ids = md_snapshot_stack(c->s, ls->live[i].stack, &n);
+        int inside = 0;
+        for (size_t k = 0; ids && k < n; k++) {
+            const md_frame *fr = md_snapshot_frame(c->s, ids[k]);
+            const char *fn = fr ? md_snapshot_string(c->s, fr->filename) : "";
+            if (strstr(fn, "/torchmetrics/"))
+                inside = 1;
+            else if (inside && !strstr(fn, "/torch/") && fn[0] != '<')
+                return fr;
+        }
+    }
+    return NULL;
 }
 
 static void find_leak(fctx *c)
@@ -224,10 +251,13 @@ static void find_leak(fctx *c)
     leak_kind kind = !kept || la.forward_bytes * 2 < kept ? KEPT_TENSORS
                      : nstacks <= OUTPUT_MAX_SITES && per_step <= OUTPUT_MAX_PER_STEP
                          ? KEPT_OUTPUTS : KEPT_GRAPHS;
+    if (f->nsites && strstr(f->sites[0].site, "/torchmetrics/"))
+        kind = KEPT_METRIC;
     static const char *const what[] = {
         [KEPT_GRAPHS] = "each step's autograd graph (forward activations) is kept alive",
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
-        [KEPT_TENSORS] = "tensors created each step are kept"};
+        [KEPT_TENSORS] = "tensors created each step are kept",
+        [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it"};
     MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s",
                md_mib((uint64_t)per), what[kind]);
     MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu steps: %.1f MiB per step "
@@ -238,11 +268,17 @@ static void find_leak(fctx *c)
              md_mib(kept), c->st[0].number,
              kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0,
              kind == KEPT_GRAPHS ? " (saved for backward)" : "");
-    if (kind != KEPT_TENSORS && nstacks != SIZE_MAX)
+    if ((kind == KEPT_GRAPHS || kind == KEPT_OUTPUTS) && nstacks != SIZE_MAX)
         MD_EVIDENCE(f, "%.1f forward allocations a step stay, from %zu call stack%s%s",
                     per_step, nstacks, nstacks == 1 ? "" : "s",
                     kind == KEPT_OUTPUTS ? ": a kept graph would hold what every layer saved"
                                          : ": what the layers saved for backward");
+    const md_frame *caller = kind == KEPT_METRIC ? metric_caller(c, c->st[c->nst - 1].after_zero,
+                                                                  la.after) : NULL;
+    if (caller)
+        MD_EVIDENCE(f, "the metric is updated from %s:%d %s",
+                    md_snapshot_string(c->s, caller->filename), caller->line,
+                    md_snapshot_string(c->s, caller->name));
     MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
              100.0 * per / (double)peak, md_mib(peak));
     if (kind == KEPT_GRAPHS)
@@ -256,6 +292,12 @@ static void find_leak(fctx *c)
                   "copies or reduce them to numbers with .item()), a forward hook that stores "
                   "outputs, or a cache. Fixing it frees about %.1f MiB per step.",
                   md_mib((uint64_t)per));
+    else if (kind == KEPT_METRIC)
+        MD_ADVICE(f, "Metrics with list states (AUROC, AveragePrecision, ROC or PR curves with "
+                  "thresholds=None, CatMetric, retrieval metrics) keep every update's tensors on the "
+                  "GPU until reset(): call compute() and reset() each epoch or more often, pass "
+                  "compute_on_cpu=True to keep them in host memory, or thresholds=N for a fixed-size "
+                  "binned state. About %.1f MiB per step.", md_mib((uint64_t)per));
     else
         MD_ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
                   "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
@@ -394,6 +436,33 @@ static void find_workspace(fctx *c)
 
 /* ---- activations ----------------------------------------------------------------- */
 
+static int mentions_attention(const char *s)
+{
+    return strstr(s, "ttention") || strstr(s, "attn") || strstr(s, "scaled_dot_product");
+}
+
+/* Were any of the forward allocations (lo, index] live at index made
+ * inside attention code? Only then is the sequence length and the attention
+ * kernel part of the advice (not for a convolutional network). */
+static int attention_in(fctx *c, long index, long lo)
+{
+    const md_live_set *ls = live_at(c, index);
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        if (l->category != MD_CAT_ACTIVATION || l->alloc_index <= lo)
+            continue;
+        size_t n;
+        const uint32_t *ids = md_snapshot_stack(c->s, l->stack, &n);
+        for (size_t k = 0; ids && k < n; k++) {
+            const md_frame *fr = md_snapshot_frame(c->s, ids[k]);
+            if (fr && (mentions_attention(md_snapshot_string(c->s, fr->name)) ||
+                       mentions_attention(md_snapshot_string(c->s, fr->filename))))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -428,9 +497,11 @@ static void find_activations(fctx *c)
         }
     MD_ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only "
               "block inputs and gives back most of the %.1f MiB for ~30%% more compute; halving "
-              "the batch or sequence halves it; bf16 autocast halves fp32 activations; "
-              "SDPA (flash / memory-efficient) avoids the seq x seq attention matrix.",
-           md_mib(act));
+              "the batch%s halves it; bf16 autocast, where not on yet, halves fp32 activations%s",
+              md_mib(act), attention_in(c, p, ca.lo) ? " or sequence" : "",
+              attention_in(c, p, ca.lo)
+                  ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
+                  : ".");
 }
 
 /* ---- logits and the loss ----------------------------------------------- */

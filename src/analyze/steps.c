@@ -797,8 +797,9 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     if (a->nsteps && i <= a->steps[0].fwd_start)
         return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_INPUT;
     long k = step_of(a, i);
-    if (k < 0)
-        return (tags & MD_TAG_FORWARD) ? MD_CAT_ACTIVATION : MD_CAT_OTHER;
+    if (k < 0) /* no steps, or after the last: a model moved or built late is still one */
+        return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER
+               : (tags & MD_TAG_FORWARD) ? MD_CAT_ACTIVATION : MD_CAT_OTHER;
     const md_step *s = &a->steps[k];
     if (i <= s->fwd_start)
         return MD_CAT_OTHER;

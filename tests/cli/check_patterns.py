@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Checks memdiag's diagnosis of the real pattern runs (tests/data/patterns,
 captured on an H200 by tests/gpu/patterns.sh from examples/patterns.py):
-the three leaking loops are leaks, with what they keep named; the six
-others are not, from the snapshot and from the capture alike.
+the four leaking loops are leaks, with what they keep named; the nine
+others are not, from the snapshot and from the capture alike. The vision
+models' activations advice leaves attention out for the CNN only; an
+inference job with no training step still finds its weights.
     python3 tests/cli/check_patterns.py MEMDIAG DIR"""
 import json
 import subprocess
@@ -16,6 +18,8 @@ WANT = {
     "cacheleak": (4.0, "tensors created each step are kept"),
     "accum": None, "evalloop": None, "keepgrads": None, "ema": None, "warmup": None,
     "lossitem": None,
+    "auroc": (8.0, "a torchmetrics metric keeps what each update() gave it"),
+    "resnet": None, "vit": None, "generate": None,
 }
 bad = 0
 for case, want in WANT.items():
@@ -35,4 +39,31 @@ for case, want in WANT.items():
         if not ok:
             bad += 1
             print(f"{case} ({r['kind']}): {[f['summary'] for f in leaks]}", file=sys.stderr)
+
+def findings(case):
+    out = subprocess.run([M, "diagnose", "--json", f"{D}/{case}"], capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out)["ranks"][0]["findings"]
+
+
+def check(what, ok):
+    global bad
+    if not ok:
+        bad += 1
+        print(f"failed: {what}", file=sys.stderr)
+
+
+leak = [f for f in findings("auroc") if f["kind"] == "leak"][0]
+check("auroc names the line that updates the metric",
+      any(e.endswith("examples/patterns.py:154 main") and e.startswith("the metric is updated from")
+          for e in leak["evidence"]) and "compute_on_cpu=True" in leak["advice"])
+for case, attention in (("resnet", False), ("vit", True)):
+    act = [f for f in findings(case) if f["kind"] == "activations"]
+    check(f"{case}: activations found", len(act) == 1 and act[0]["severity"] == "warning")
+    if act:
+        check(f"{case}: attention advice {attention}", ("SDPA" in act[0]["advice"]) == attention)
+out = subprocess.run([M, "summary", f"{D}/generate"], capture_output=True, text=True,
+                     check=True).stdout
+check("generate: no steps, the weights counted as parameters",
+      "steps       none found" in out and "parameters 48.0 MiB" in out)
 sys.exit(1 if bad else 0)

@@ -53,10 +53,10 @@ for r in ddp gamma hf trainer lightning trainer-dp split stray stray-context hf-
     check "real run $r: each rank's snapshot and capture give the same indicators" sh -c "$M diagnose --json $R/$r | python3 tests/cli/compare_run.py 0.01"
 done
 # training-loop patterns memdiag was not written against (examples/patterns.py on an H200)
-for r in hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem; do
+for r in hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit; do
     check "pattern run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/patterns/$r | python3 tests/cli/compare_run.py 0.01"
 done
-check "pattern runs: a hook keeping outputs, logits kept detached and a GPU cache are leaks with what they keep named; accumulation, eval, kept grads, EMA, warm-up, loss.item() are not" python3 tests/cli/check_patterns.py $M $D/patterns
+check "pattern runs: a hook keeping outputs, logits kept detached, a GPU cache and a torchmetrics AUROC are leaks with what they keep named; accumulation, eval, kept grads, EMA, warm-up, loss.item(), ResNet-50, ViT-B/16 and generate() are not" python3 tests/cli/check_patterns.py $M $D/patterns
 check "the seed's gamma keeps whole graphs: many forward allocations a step from many stacks" sh -c "$M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -q 'leak: memory grows by 52.4 MiB every step and is never freed: each step.s autograd graph (forward activations) is kept alive' && $M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -Eq '^        - [0-9.]+ forward allocations a step stay, from 1[0-9] call stacks: what the layers saved for backward'"
 check "real OOM run: snapshot and capture agree, the failing step's peak too (the exit sample)" sh -c "$M diagnose --json $R/oom | python3 tests/cli/compare_run.py 0.01"
 check "DataParallel (the HF Trainer on 2 GPUs, one process): cuda:1's steps from cuda:0's annotations, its own capture series, the rank shared" sh -c "$M summary $R/trainer-dp > $T/dp.txt && grep -q \"found from optimizer annotations (cuda:0's; this device has none)\" $T/dp.txt && grep -q '^    step 1              64.0      848.7       64.0       64.0        64.0  1348.7' $T/dp.txt && grep -q '^== rank 0 cuda:1  .*rank0.mdcap  \[phase samples of a further device of the process\]' $T/dp.txt && grep -Eq '^  0 +1 +1348.7 ' $T/dp.txt"

@@ -10,7 +10,7 @@ OUT=${OUT:?set OUT}
 M=$(pwd)/build-dev/memdiag
 W=$(mktemp -d)
 log=$OUT/patterns.log
-for c in ${ONLY:-hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem}; do
+for c in ${ONLY:-hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate}; do
     PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- python3 examples/patterns.py --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"
@@ -21,7 +21,7 @@ done
 python3 - "$W" >>"$log" 2>&1 <<'PY'
 import json, os, sys
 W = sys.argv[1]
-leaks = {"hookleak", "detachleak", "cacheleak"}
+leaks = {"hookleak", "detachleak", "cacheleak", "auroc"}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
