@@ -21,6 +21,9 @@ for x in ../shared/fixtures/bench/*.xz bench/data/real/*.pickle.xz; do
     b=bench/out/$(basename "$x" .xz)
     [ -s "$b" ] || xz -dc "$x" >"$b"
 done
+# and an inference job's (transformers' generate(), 716 169 events: tests/data/patterns)
+g=tests/data/patterns/generate/rank0.pickle.xz
+[ -s bench/out/generate-llama.pickle ] || xz -dc "$g" >bench/out/generate-llama.pickle
 # The baseline interpreter: Debian's python3 where there is one (what a fresh
 # machine runs), else python3's real binary, never a wrapper in front of it
 # (pyenv's shim is a shell script: ~45 ms more on every start). PYTHON=...
