@@ -33,7 +33,8 @@ SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.
         ("real", ["real.jsonl"]), ("final", ["final.jsonl"]), ("options", ["options.jsonl"]),
         ("options_final", ["options_final.jsonl"]), ("dist", ["dist.jsonl"]),
         ("dist_final", ["dist_final.jsonl"]), ("dist_more", ["dist_more.jsonl"]),
-        ("stream", ["stream.jsonl"])]
+        ("stream", ["stream.jsonl"]), ("newarch", ["newarch.jsonl"]),
+        ("newarch_final", ["newarch_final.jsonl"])]
 
 
 def rows(path):
@@ -187,6 +188,24 @@ training step (the third, the eighth for dist; reset at its start) measured on N
 After these, one change to every grid: the optimizer state is counted split to
 size from cached blocks rather than as whole fresh segments (snapshots show the
 state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
+
+- newarch: gemma3_text and olmo2, added after all of the above (session 10,
+  tests/gpu/predict_newarch.sh): small configs at 2x256 and 2x1024, SGD and AdamW,
+  three precisions; read while they were modeled, with one allocator snapshot per
+  precision (2x1024 AdamW). Gemma 3 is gemma2's layer with q/k norms over head_dim
+  and no soft-capping; OLMo 2 norms each sublayer's output (the matmuls keep the
+  residual itself) and its q/k norms span the whole projection.
+- newarch_final: measured in the same call, compared once the model was written:
+  other widths, depths, head layouts (GQA for OLMo 2, Gemma 3 with 8 heads over 4 at head_dim
+  128), shapes, optimizers and fp16 autocast. That comparison gave median 0.71 %,
+  worst 1.74 %, 46 of 48 under. One change followed it, from the modeling code:
+  these two architectures' RMSNorm scales by its weight in fp32 before casting back
+  (qwen3's casts first), so under bf16 their q/k norms keep 8 bytes an element, not
+  6 (the figures below are after it; no other grid changed). One row's reserve
+  (olmo2-small 1x512 SGD bf16-pure: 1560 MiB against a 939 MiB peak) still held the
+  fp32 weights the harness built on the GPU before casting to bf16; it carries a
+  `reserved_note` and is left out of the reserved-envelope check, whose factor went
+  from 1.35 to 1.37 for gemma3_text 2x256 SGD fp32 (1.363).
 
 """
 

@@ -17,6 +17,8 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --final > final.jsonl     # measured once, model frozen
     python3 bench/predict_grid.py --options > options.jsonl # checkpointing, eager, LoRA
     python3 bench/predict_grid.py --options-final > options_final.jsonl
+    python3 bench/predict_grid.py --newarch > newarch.jsonl # gemma3_text, olmo2
+    python3 bench/predict_grid.py --newarch-final > newarch_final.jsonl
 """
 import gc
 import json
@@ -218,6 +220,38 @@ def final_combos(k):
     rotating so that every pair appears across the grid."""
     pairs = [(o, p) for o in FINAL_OPTS for p in FINAL_PRECISIONS]
     return [pairs[(5 * k + 3 * j) % len(pairs)] for j in range(4)]
+
+# Architectures added after the model was frozen (session 10): read while
+# they were modeled (--newarch, with allocator snapshots of one step each:
+# bench/predict_snapshots.py --newarch), then measured once with other sizes,
+# shapes, optimizers and precisions (--newarch-final).
+NEWARCH = {
+    "gemma3_text": dict(cls="Gemma3TextConfig", hidden_size=768, intermediate_size=3072,
+                        num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=1,
+                        head_dim=256, vocab_size=65536, sliding_window=512,
+                        max_position_embeddings=4096),
+    "olmo2": dict(cls="Olmo2Config", hidden_size=1024, intermediate_size=2816,
+                  num_hidden_layers=6, num_attention_heads=16, num_key_value_heads=16,
+                  vocab_size=50304, max_position_embeddings=4096),
+}
+NEWARCH_SHAPES = [(2, 256), (2, 1024)]
+NEWARCH_FINAL = {
+    "gemma3-1b-like": dict(cls="Gemma3TextConfig", hidden_size=1152, intermediate_size=6912,
+                           num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=1,
+                           head_dim=256, vocab_size=65536, sliding_window=1024,
+                           max_position_embeddings=8192),
+    "gemma3-gqa": dict(cls="Gemma3TextConfig", hidden_size=1024, intermediate_size=4096,
+                       num_hidden_layers=7, num_attention_heads=8, num_key_value_heads=4,
+                       head_dim=128, vocab_size=32768, sliding_window=256,
+                       max_position_embeddings=4096),
+    "olmo2-gqa": dict(cls="Olmo2Config", hidden_size=1536, intermediate_size=4096,
+                      num_hidden_layers=5, num_attention_heads=12, num_key_value_heads=4,
+                      vocab_size=100352, max_position_embeddings=4096),
+    "olmo2-small": dict(cls="Olmo2Config", hidden_size=768, intermediate_size=3072,
+                        num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=12,
+                        vocab_size=50304, max_position_embeddings=4096),
+}
+NEWARCH_FINAL_SHAPES = [(1, 512), (4, 512), (1, 2048)]
 SHAPES = [(1, 512), (4, 256), (4, 1024), (8, 512)]
 OPTS = ["sgd", "adamw"]
 PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure"]
@@ -296,7 +330,7 @@ def one(arch, batch, seq, opt_name, prec, table=None, options=None):
     cfg = build(arch, table)
     torch.manual_seed(0)
     kw = {"attn_implementation": options["attn"]} if options.get("attn") else {}
-    if table is REAL or table is FINAL:  # billions of parameters: initialise on the GPU
+    if table in (REAL, FINAL, NEWARCH_FINAL):  # initialise on the GPU
         with torch.device("cuda"):
             model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
     else:
@@ -329,9 +363,13 @@ def main():
     table, shapes = (HELDOUT, HELDOUT_SHAPES) if heldout else (ARCHS, SHAPES)
     if "--real" in sys.argv:
         table, shapes = REAL, REAL_SHAPES
-    final = "--final" in sys.argv
-    if final:
+    final = "--final" in sys.argv or "--newarch-final" in sys.argv
+    if "--final" in sys.argv:
         table, shapes = FINAL, FINAL_SHAPES
+    if "--newarch" in sys.argv:
+        table, shapes = NEWARCH, NEWARCH_SHAPES
+    if "--newarch-final" in sys.argv:
+        table, shapes = NEWARCH_FINAL, NEWARCH_FINAL_SHAPES
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
     only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
     archs = [a for a in table if not only or a in only[0]]

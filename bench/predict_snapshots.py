@@ -3,7 +3,7 @@
 so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
-    python3 bench/predict_snapshots.py OUTDIR [--all | --options]
+    python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch]
 """
 import os
 import sys
@@ -17,6 +17,8 @@ CASES = [("llama", 4, 1024, "adamw", "fp32"), ("llama", 4, 1024, "adamw", "bf16-
          ("qwen3", 4, 512, "adamw", "bf16-autocast"), ("gpt2", 4, 512, "sgd", "bf16-pure")]
 # one small step of every architecture in every precision (--all)
 ALL = [(a, 2, 512, "adamw", p) for a in g.ARCHS for p in g.PRECISIONS]
+# one small step of each architecture added later, in every precision (--newarch)
+NEWARCH = [(a, 2, 1024, "adamw", p) for a in g.NEWARCH for p in g.PRECISIONS]
 # the training options on llama (--options)
 OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
            for p in ("bf16-autocast", "fp32")]
@@ -27,6 +29,9 @@ def main():
     orig = torch.cuda.reset_peak_memory_stats
 
     cases = ALL if "--all" in sys.argv else OPTIONS if "--options" in sys.argv else CASES
+    table = g.ARCHS
+    if "--newarch" in sys.argv:
+        cases, table = NEWARCH, g.NEWARCH
     for arch, b, s, opt, prec, *options in cases:
         options = options[0] if options else {}
         tag = "-".join(f"{k}{v if not isinstance(v, list) else ''}" for k, v in options.items())
@@ -35,7 +40,7 @@ def main():
             torch.cuda.memory._record_memory_history(max_entries=500000, stacks="python")
             return orig(*a, **k)
         torch.cuda.reset_peak_memory_stats = reset
-        row = g.one(arch, b, s, opt, prec, g.ARCHS, options)
+        row = g.one(arch, b, s, opt, prec, table, options)
         torch.cuda.memory._dump_snapshot(f"{out}/{arch}-{b}x{s}-{opt}-{prec}{'-' + tag if tag else ''}.pickle")
         torch.cuda.memory._record_memory_history(enabled=None)
         torch.cuda.reset_peak_memory_stats = orig

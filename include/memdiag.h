@@ -577,7 +577,7 @@ int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
 /* A model's shape, from a Hugging Face config.json or a preset. */
 typedef struct md_model {
     char type[32];            /* model_type: gpt2, llama, mistral, qwen2, qwen3,
-                                 gemma, gemma2, phi3, seed */
+                                 gemma, gemma2, gemma3_text, olmo2, phi3, seed */
     int64_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, positions;
     int tied;                 /* lm_head shares the embedding */
     int attention_bias;

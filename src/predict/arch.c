@@ -12,11 +12,22 @@ static int is(const md_model *m, const char *t) { return !strcmp(m->type, t); }
 
 static int is_autocast(md_precision p) { return p == MD_BF16_AUTOCAST || p == MD_FP16_AUTOCAST; }
 
+/* gemma2 and gemma3 norm each sublayer's output too (four norms a layer) */
+static int post_norms(md_arch_kind k) { return k == MD_ARCH_GEMMA2 || k == MD_ARCH_GEMMA3; }
+/* qwen3 and gemma3 norm the query and key over head_dim (q_norm, k_norm) */
+static int qk_norms(md_arch_kind k) { return k == MD_ARCH_QWEN3 || k == MD_ARCH_GEMMA3; }
+/* gemma's RMSNorm scales by (1 + weight) in fp32 */
+static int gemma_norm(md_arch_kind k)
+{
+    return k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2 || k == MD_ARCH_GEMMA3;
+}
+
 md_arch_kind md_arch_of(const md_model *m)
 {
     static const struct { const char *type; md_arch_kind kind; } kinds[] = {
         {"gpt2", MD_ARCH_GPT2}, {"seed", MD_ARCH_SEED}, {"phi3", MD_ARCH_PHI3},
-        {"qwen3", MD_ARCH_QWEN3}, {"gemma", MD_ARCH_GEMMA}, {"gemma2", MD_ARCH_GEMMA2}};
+        {"qwen3", MD_ARCH_QWEN3}, {"gemma", MD_ARCH_GEMMA}, {"gemma2", MD_ARCH_GEMMA2},
+        {"gemma3_text", MD_ARCH_GEMMA3}, {"olmo2", MD_ARCH_OLMO2}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (is(m, kinds[i].type))
             return kinds[i].kind;
@@ -67,9 +78,11 @@ void md_arch_layer_tensors(const md_model *m, int64_t n,
             emit(ctx, L, q), emit(ctx, 2 * L, kv);
     }
     emit(ctx, L, q * h), emit(ctx, L, i * h);
-    emit(ctx, (k == MD_ARCH_GEMMA2 ? 4 : 2) * L, h);     /* the layer's norms */
-    if (k == MD_ARCH_QWEN3)
+    emit(ctx, (post_norms(k) ? 4 : 2) * L, h);          /* the layer's norms */
+    if (qk_norms(k))
         emit(ctx, 2 * L, m->head_dim);                   /* q_norm, k_norm */
+    if (k == MD_ARCH_OLMO2)
+        emit(ctx, L, q), emit(ctx, L, kv);               /* q_norm, k_norm: full width */
 }
 
 /* Parameter tensors as transformers creates them: emit(count, elements). */
@@ -276,10 +289,12 @@ static double lora_layer(const md_model *m, md_precision p, const md_layer_opts 
     tok += lora_input(h, p, bits(t & (MD_LORA_Q | MD_LORA_K | MD_LORA_V)), fused);
     tok += lora_input(h, p, bits(t & (MD_LORA_GATE | MD_LORA_UP)), fused);
     tok += 3 * a * i + (t & MD_LORA_DOWN ? (p == MD_BF16_PURE ? 4 : a) * i : 0);
-    if (md_arch_of(m) == MD_ARCH_GEMMA2)
+    if (post_norms(md_arch_of(m)))
         tok += 2 * (4 * h + 4);
-    if (md_arch_of(m) == MD_ARCH_QWEN3)
+    if (qk_norms(md_arch_of(m)))
         tok += 4 * (q + kv) + 4 * (double)(m->heads + m->kv_heads);
+    if (md_arch_of(m) == MD_ARCH_OLMO2)
+        tok += 4 * (q + kv) + 8;
     return tok;
 }
 
@@ -331,16 +346,27 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
         c.tok = lora_layer(m, p, o, &at);
         return c;
     }
-    int gemma = k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2;
-    c.tok = at.tok + 2 * rmsnorm(h, p, gemma) + 4 * a * i; /* gate, act, up, product */
+    /* olmo2 norms each sublayer's output instead of its input: the matmuls
+     * keep the residual itself, the norm an fp32 copy of the output and the
+     * normalized value; in pure bf16 that is gemma's count */
+    c.tok = at.tok + 2 * rmsnorm(h, p, gemma_norm(k) || k == MD_ARCH_OLMO2) +
+            4 * a * i; /* gate, act, up, product */
     if (is_autocast(p))
         c.tok += (k == MD_ARCH_PHI3 ? 2 : 5) * 2 * h; /* bf16 casts of the norm outputs */
-    if (k == MD_ARCH_GEMMA2) /* post-attention and post-feedforward norms: an fp32
-                                input (a matmul's output or its copy), normalized
-                                value, rstd; their outputs join the residual */
+    if (post_norms(k)) /* post-attention and post-feedforward norms: an fp32
+                          input (a matmul's output or its copy), normalized
+                          value, rstd; their outputs join the residual */
         c.tok += 2 * (8 * h + 4);
-    if (k == MD_ARCH_QWEN3) /* q_norm, k_norm over head_dim */
-        c.tok += (p == MD_FP32 ? 8 : 6) * (q + kv) + 4 * (H + KV);
+    /* q_norm, k_norm: an fp32 copy of the input and the normalized value,
+     * and rstd per row; qwen3's norm casts back before scaling by its
+     * weight (keeping the bf16 cast, not the fp32 value), gemma3's and
+     * olmo2's scale in fp32 first. olmo2 norms the whole width: one row a
+     * token; the others each head. */
+    double qk = p == MD_FP32 || k != MD_ARCH_QWEN3 ? 8 : 6;
+    if (k == MD_ARCH_OLMO2)
+        c.tok += qk * (q + kv) + 8;
+    if (qk_norms(k))
+        c.tok += qk * (q + kv) + 4 * (H + KV);
     return c;
 }
 
@@ -357,7 +383,7 @@ double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
         return p == MD_FP32 ? 9 * h + 8 : autocast ? 7 * h + 8 : 5 * h + 8;
-    double norm = rmsnorm(h, p, k == MD_ARCH_GEMMA || k == MD_ARCH_GEMMA2);
+    double norm = rmsnorm(h, p, gemma_norm(k));
     if (p == MD_FP32)
         return norm;
     return autocast ? norm + 2 * h : norm;
@@ -367,8 +393,9 @@ int64_t md_arch_layer_params(const md_model *m)
 {
     int64_t h = m->hidden;
     md_arch_kind k = md_arch_of(m);
-    int64_t norms = k == MD_ARCH_GPT2 || k == MD_ARCH_GEMMA2 || k == MD_ARCH_SEED ? 4 * h : 2 * h;
-    return layer_linear_elems(m) + norms + (k == MD_ARCH_QWEN3 ? 2 * m->head_dim : 0);
+    int64_t norms = k == MD_ARCH_GPT2 || post_norms(k) || k == MD_ARCH_SEED ? 4 * h : 2 * h;
+    return layer_linear_elems(m) + norms + (qk_norms(k) ? 2 * m->head_dim : 0) +
+           (k == MD_ARCH_OLMO2 ? (m->heads + m->kv_heads) * m->head_dim : 0);
 }
 
 uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p)

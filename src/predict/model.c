@@ -22,10 +22,15 @@ static int getb(json_t *root, const char *key, int dflt)
     return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-/* gemma2: layer_types names each layer; without it even layers slide */
-static int64_t sliding_layers(json_t *root, int64_t layers)
+/* gemma2/gemma3: layer_types names each layer; without it gemma2's even
+ * layers slide, and gemma3's all but every sliding_window_pattern-th (6) */
+static int64_t sliding_layers(json_t *root, int64_t layers, int gemma3)
 {
     json_t *types = json_object_get(root, "layer_types");
+    if (!json_is_array(types) && gemma3) {
+        int64_t pattern = geti(root, "sliding_window_pattern", 6);
+        return pattern > 0 ? layers - layers / pattern : layers;
+    }
     if (!json_is_array(types))
         return (layers + 1) / 2;
     int64_t n = 0;
@@ -37,7 +42,7 @@ static int64_t sliding_layers(json_t *root, int64_t layers)
 }
 
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
-                                    "gemma", "gemma2", "phi3"};
+                                    "gemma", "gemma2", "gemma3_text", "olmo2", "phi3"};
 
 static int seed_preset(const char *name, md_model *m)
 {
@@ -99,7 +104,7 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!ok || k == sizeof known / sizeof known[0])
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
-                          "gemma, gemma2, phi3)", ok ? json_string_value(mt) : "(missing)");
+                          "gemma, gemma2, gemma3_text, olmo2, phi3)", ok ? json_string_value(mt) : "(missing)");
     snprintf(m->type, sizeof m->type, "%s", known[k]);
     int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5);
     m->vocab = geti(root, "vocab_size", 0);
@@ -117,10 +122,15 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!qwen || getb(root, "use_sliding_window", 0))
         m->sliding_window = geti(root, "sliding_window", 0);
     if (!strcmp(m->type, "gemma2")) {
-        m->sliding_layers = sliding_layers(root, m->layers);
+        m->sliding_layers = sliding_layers(root, m->layers, 0);
         /* on unless the config sets them null (defaults 30 and 50) */
         m->final_softcap = !json_is_null(json_object_get(root, "final_logit_softcapping"));
         m->attn_softcap = !json_is_null(json_object_get(root, "attn_logit_softcapping"));
+    } else if (!strcmp(m->type, "gemma3_text")) {
+        m->sliding_layers = sliding_layers(root, m->layers, 1);
+        /* off unless the config sets them (defaults null) */
+        m->final_softcap = json_is_number(json_object_get(root, "final_logit_softcapping"));
+        m->attn_softcap = json_is_number(json_object_get(root, "attn_logit_softcapping"));
     }
     int rc = check_ranges(m, err); /* before the defaults below multiply */
     if (rc)
@@ -200,9 +210,12 @@ int64_t md_model_params(const md_model *m)
     int64_t h = m->hidden, i = m->intermediate, q = m->heads * m->head_dim,
             kv = m->kv_heads * m->head_dim;
     int64_t attn = h * q + 2 * h * kv + q * h + (m->attention_bias ? q + 2 * kv : 0);
-    if (!strcmp(m->type, "qwen3"))
+    int gemma23 = !strcmp(m->type, "gemma2") || !strcmp(m->type, "gemma3_text");
+    if (!strcmp(m->type, "qwen3") || !strcmp(m->type, "gemma3_text"))
         attn += 2 * m->head_dim; /* q_norm, k_norm */
-    int64_t norms = !strcmp(m->type, "gemma2") ? 4 * h : 2 * h; /* gemma2: pre/post FFN norms */
+    if (!strcmp(m->type, "olmo2"))
+        attn += q + kv; /* q_norm, k_norm over the whole projection */
+    int64_t norms = gemma23 ? 4 * h : 2 * h; /* gemma2/3: pre/post FFN norms */
     int64_t block = attn + 3 * h * i + norms; /* gate, up, down (phi3: fused, same count) */
     return m->vocab * h + m->layers * block + h + (m->tied ? 0 : m->vocab * h);
 }
