@@ -19,6 +19,7 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --options-final > options_final.jsonl
     python3 bench/predict_grid.py --newarch > newarch.jsonl # gemma3_text, olmo2
     python3 bench/predict_grid.py --newarch-final > newarch_final.jsonl
+    python3 bench/predict_grid.py --newarch-options > newarch_options.jsonl
 """
 import gc
 import json
@@ -185,11 +186,15 @@ PHI3_NAMES = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
               "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}
 
 
-def options_main(budget, final=False):
+def options_main(budget, final=False, newarch=False):
+    """--options, --options-final; with newarch (--newarch-options) the
+    final option sets on the added architectures' held-out configs."""
     t0 = time.time()
-    table = HELDOUT if final else ARCHS
+    table = NEWARCH_FINAL if newarch else HELDOUT if final else ARCHS
+    archs = (["gemma3-gqa", "olmo2-gqa"] if newarch else
+             FINAL_OPTION_ARCHS if final else OPTION_ARCHS)
     k = 0
-    for arch in (FINAL_OPTION_ARCHS if final else OPTION_ARCHS):
+    for arch in archs:
         for batch, seq in (FINAL_OPTION_SHAPES if final else OPTION_SHAPES):
             for options in (FINAL_OPTION_SETS if final else OPTION_SETS):
                 if arch == "gpt2" and options.get("lora"):
@@ -375,6 +380,8 @@ def main():
     archs = [a for a in table if not only or a in only[0]]
     print(json.dumps({"torch": torch.__version__, "transformers": transformers.__version__,
                       "gpu": torch.cuda.get_device_name(0)}), flush=True)
+    if "--newarch-options" in sys.argv:
+        return options_main(budget, True, True)
     if "--options" in sys.argv or "--options-final" in sys.argv:
         return options_main(budget, "--options-final" in sys.argv)
     t0 = time.time()

@@ -583,6 +583,8 @@ typedef struct md_model {
     int attention_bias;
     int64_t sliding_window;   /* 0: none (qwen2/qwen3 unless use_sliding_window) */
     int64_t sliding_layers;   /* layers with the window (0: all; gemma2: half) */
+    int first_slides, last_slides; /* the first/last layer has the window (where
+                                      sliding_layers is not 0) */
     int final_softcap, attn_softcap; /* gemma2's tanh soft-capping of the logits
                                         and of eager attention's scores */
     int64_t classes;          /* seed presets: classifier on token 0 */

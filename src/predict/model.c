@@ -22,23 +22,38 @@ static int getb(json_t *root, const char *key, int dflt)
     return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
+static int is_sliding(json_t *types, size_t i)
+{
+    json_t *t = json_array_get(types, i);
+    return json_is_string(t) && !strcmp(json_string_value(t), "sliding_attention");
+}
+
 /* gemma2/gemma3: layer_types names each layer; without it gemma2's even
- * layers slide, and gemma3's all but every sliding_window_pattern-th (6) */
-static int64_t sliding_layers(json_t *root, int64_t layers, int gemma3)
+ * layers slide, and gemma3's all but every sliding_window_pattern-th (6).
+ * Sets how many slide, and whether the first and the last do (their
+ * backward is where a step peaks). */
+static void sliding_layers(json_t *root, md_model *m, int gemma3)
 {
     json_t *types = json_object_get(root, "layer_types");
-    if (!json_is_array(types) && gemma3) {
+    int64_t L = m->layers;
+    if (json_is_array(types)) {
+        size_t n = json_array_size(types);
+        m->sliding_layers = 0;
+        for (size_t i = 0; i < n; i++)
+            m->sliding_layers += is_sliding(types, i);
+        m->first_slides = n && is_sliding(types, 0);
+        m->last_slides = n && is_sliding(types, n - 1);
+    } else if (gemma3) {
         int64_t pattern = geti(root, "sliding_window_pattern", 6);
-        return pattern > 0 ? layers - layers / pattern : layers;
+        pattern = pattern > 0 ? pattern : 1;
+        m->sliding_layers = L - L / pattern;
+        m->first_slides = pattern > 1;
+        m->last_slides = L % pattern != 0;
+    } else {
+        m->sliding_layers = (L + 1) / 2;
+        m->first_slides = 1;
+        m->last_slides = L % 2 == 1; /* layer L - 1 is even */
     }
-    if (!json_is_array(types))
-        return (layers + 1) / 2;
-    int64_t n = 0;
-    for (size_t i = 0; i < json_array_size(types); i++) {
-        json_t *t = json_array_get(types, i);
-        n += json_is_string(t) && !strcmp(json_string_value(t), "sliding_attention");
-    }
-    return n;
 }
 
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
@@ -122,12 +137,12 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!qwen || getb(root, "use_sliding_window", 0))
         m->sliding_window = geti(root, "sliding_window", 0);
     if (!strcmp(m->type, "gemma2")) {
-        m->sliding_layers = sliding_layers(root, m->layers, 0);
+        sliding_layers(root, m, 0);
         /* on unless the config sets them null (defaults 30 and 50) */
         m->final_softcap = !json_is_null(json_object_get(root, "final_logit_softcapping"));
         m->attn_softcap = !json_is_null(json_object_get(root, "attn_logit_softcapping"));
     } else if (!strcmp(m->type, "gemma3_text")) {
-        m->sliding_layers = sliding_layers(root, m->layers, 1);
+        sliding_layers(root, m, 1);
         /* off unless the config sets them (defaults null) */
         m->final_softcap = json_is_number(json_object_get(root, "final_logit_softcapping"));
         m->attn_softcap = json_is_number(json_object_get(root, "attn_logit_softcapping"));

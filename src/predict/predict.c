@@ -267,10 +267,12 @@ static void shape_of(const md_model *m, const md_step_config *cfg, const md_cali
     s->E = seed ? (uint64_t)batch * (uint64_t)m->classes : T * (uint64_t)m->vocab;
     /* three fp32 logits-sized tensors when the loss costs 12 bytes each */
     s->loss = 3 * block((uint64_t)(cal->loss_per_logit / 3 * (double)s->E));
-    /* the last layer is masked only when all are (gemma2 ends on a full
-     * one); the first is whenever any is (gemma2 starts on a sliding one) */
-    const md_act_cost *top = masked == m->layers ? &mlayer : &layer;
-    const md_act_cost *first = masked ? &mlayer : &layer;
+    /* where only some layers slide (gemma2, gemma3), whether the first and
+     * the last do (gemma2 starts on a sliding one and ends on a full one;
+     * gemma3's 7th of 7 slides) */
+    int some = masked && masked < m->layers;
+    const md_act_cost *top = masked && (!some || m->last_slides) ? &mlayer : &layer;
+    const md_act_cost *first = masked && (!some || m->first_slides) ? &mlayer : &layer;
     uint64_t copies = md_arch_layer_weight_copies(m, prec);
     uint64_t top_one = layer_bytes(top, batch, seq) + copies;
     uint64_t first_one = layer_bytes(first, batch, seq) + copies;

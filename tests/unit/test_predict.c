@@ -121,16 +121,18 @@ static double check_row(json_t *r, const char *file, double tolerance)
 /* Every measured grid: each row within its tolerance (2 %; the options
  * grids 2.5 % and, held out, 6 %), each grid's median within 0.5 %
  * (dist, dist_final: one row per rank of 2-GPU DDP, ZeRO-1 and FSDP;
- * newarch, newarch_final: gemma3_text and olmo2)
+ * newarch, newarch_final: gemma3_text and olmo2; newarch_options, their
+ * options held out: 7 %)
  * (docs/predict-validation.md has the table). */
 static void test_measured_grids(void **st)
 {
     (void)st;
     static const char *const files[] = {"grid", "grid_extra", "heldout", "real", "final",
                                         "options", "options_final", "dist", "dist_final",
-                                        "dist_more", "stream", "newarch", "newarch_final"};
+                                        "dist_more", "stream", "newarch", "newarch_final",
+                                        "newarch_options"};
     static const double tolerance[] = {0.02, 0.02, 0.02, 0.02, 0.02, 0.025, 0.06, 0.02, 0.02,
-                                       0.02, 0.02, 0.02, 0.02};
+                                       0.02, 0.02, 0.02, 0.02, 0.07};
     int total = 0;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         char rel[128], p[1024], line[16384];
@@ -154,7 +156,7 @@ static void test_measured_grids(void **st)
             fail_msg("%s: median |pred/real - 1| %.4f", files[k], err[n / 2]);
         total += n;
     }
-    assert_true(total >= 1050);
+    assert_true(total >= 1100);
 }
 
 /* Every architecture, including gemma and phi3 that the grid lacks. */
