@@ -221,6 +221,45 @@ static const md_frame *metric_caller(fctx *c, long index, long after)
     return NULL;
 }
 
+/* Which of the leak_kind cases the kept allocations look like: mostly
+ * made outside a forward pass; a metric's own code as the largest site;
+ * few forward tensors a step from few stacks; else whole graphs. */
+static leak_kind leak_kind_of(const md_finding *f, uint64_t kept, uint64_t forward_bytes,
+                              size_t nstacks, double per_step)
+{
+    if (f->nsites && strstr(f->sites[0].site, "/torchmetrics/"))
+        return KEPT_METRIC;
+    if (!kept || forward_bytes * 2 < kept)
+        return KEPT_TENSORS;
+    return nstacks <= OUTPUT_MAX_SITES && per_step <= OUTPUT_MAX_PER_STEP ? KEPT_OUTPUTS
+                                                                          : KEPT_GRAPHS;
+}
+
+static void leak_advice(md_finding *f, leak_kind kind, double per)
+{
+    if (kind == KEPT_GRAPHS)
+        MD_ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
+                  "output appended to a list (store loss.item() or loss.detach()), or "
+                  "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
+                  "about %.1f MiB per step.", md_mib((uint64_t)per));
+    else if (kind == KEPT_OUTPUTS)
+        MD_ADVICE(f, "Outputs of the forward pass stay referenced every step: predictions or "
+                  "logits kept for metrics (.detach() alone keeps them on the GPU: keep .cpu() "
+                  "copies or reduce them to numbers with .item()), a forward hook that stores "
+                  "outputs, or a cache. Fixing it frees about %.1f MiB per step.",
+                  md_mib((uint64_t)per));
+    else if (kind == KEPT_METRIC)
+        MD_ADVICE(f, "Metrics with list states (AUROC, AveragePrecision, ROC or PR curves with "
+                  "thresholds=None, CatMetric, retrieval metrics) keep every update's tensors on the "
+                  "GPU until reset(): call compute() and reset() each epoch or more often, pass "
+                  "compute_on_cpu=True to keep them in host memory, or thresholds=N for a fixed-size "
+                  "binned state. About %.1f MiB per step.", md_mib((uint64_t)per));
+    else
+        MD_ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
+                  "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
+                  "per step.", md_mib((uint64_t)per));
+}
+
 static void find_leak(fctx *c)
 {
     if (c->nst < MIN_LEAK_STEPS)
@@ -248,11 +287,7 @@ static void find_leak(fctx *c)
     size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
     free(la.fstacks);
     double per_step = (double)la.nf / (double)nd;
-    leak_kind kind = !kept || la.forward_bytes * 2 < kept ? KEPT_TENSORS
-                     : nstacks <= OUTPUT_MAX_SITES && per_step <= OUTPUT_MAX_PER_STEP
-                         ? KEPT_OUTPUTS : KEPT_GRAPHS;
-    if (f->nsites && strstr(f->sites[0].site, "/torchmetrics/"))
-        kind = KEPT_METRIC;
+    leak_kind kind = leak_kind_of(f, kept, la.forward_bytes, nstacks, per_step);
     static const char *const what[] = {
         [KEPT_GRAPHS] = "each step's autograd graph (forward activations) is kept alive",
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
@@ -281,27 +316,7 @@ static void find_leak(fctx *c)
                     md_snapshot_string(c->s, caller->name));
     MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
              100.0 * per / (double)peak, md_mib(peak));
-    if (kind == KEPT_GRAPHS)
-        MD_ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
-                  "output appended to a list (store loss.item() or loss.detach()), or "
-                  "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
-                  "about %.1f MiB per step.", md_mib((uint64_t)per));
-    else if (kind == KEPT_OUTPUTS)
-        MD_ADVICE(f, "Outputs of the forward pass stay referenced every step: predictions or "
-                  "logits kept for metrics (.detach() alone keeps them on the GPU: keep .cpu() "
-                  "copies or reduce them to numbers with .item()), a forward hook that stores "
-                  "outputs, or a cache. Fixing it frees about %.1f MiB per step.",
-                  md_mib((uint64_t)per));
-    else if (kind == KEPT_METRIC)
-        MD_ADVICE(f, "Metrics with list states (AUROC, AveragePrecision, ROC or PR curves with "
-                  "thresholds=None, CatMetric, retrieval metrics) keep every update's tensors on the "
-                  "GPU until reset(): call compute() and reset() each epoch or more often, pass "
-                  "compute_on_cpu=True to keep them in host memory, or thresholds=N for a fixed-size "
-                  "binned state. About %.1f MiB per step.", md_mib((uint64_t)per));
-    else
-        MD_ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
-                  "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
-                  "per step.", md_mib((uint64_t)per));
+    leak_advice(f, kind, per);
 }
 
 /* ---- optimizer state and parameters --------------------------------------- */
@@ -436,6 +451,7 @@ static void find_workspace(fctx *c)
 
 /* ---- activations ----------------------------------------------------------------- */
 
+/* "Attention"/"attention" in a class or file name, attn in a module's */
 static int mentions_attention(const char *s)
 {
     return strstr(s, "ttention") || strstr(s, "attn") || strstr(s, "scaled_dot_product");
@@ -495,13 +511,13 @@ static void find_activations(fctx *c)
                      : p <= c->st[k].after_backward ? "during backward" : "after backward");
             break;
         }
+    int attn = attention_in(c, p, ca.lo);
     MD_ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only "
               "block inputs and gives back most of the %.1f MiB for ~30%% more compute; halving "
               "the batch%s halves it; bf16 autocast, where not on yet, halves fp32 activations%s",
-              md_mib(act), attention_in(c, p, ca.lo) ? " or sequence" : "",
-              attention_in(c, p, ca.lo)
-                  ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
-                  : ".");
+              md_mib(act), attn ? " or sequence" : "",
+              attn ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
+                   : ".");
 }
 
 /* ---- logits and the loss ----------------------------------------------- */
