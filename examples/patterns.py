@@ -27,14 +27,21 @@ Other models and libraries (none may be called a leak):
   vit         timm's ViT-B/16, batch 64, AdamW, bf16 autocast
   generate    inference only: transformers' generate() on a small Llama, 4 batches of
               256 new tokens (no optimizer, no training step)
+Under torchrun (2 ranks, NCCL):
+  rankleak    DDP; rank 1 alone keeps every step's logits, detached (a leak on one rank)
+  fsdpleak    FSDP2 (fully_shard per encoder layer); a forward hook keeps every layer's
+              output on every rank
+
+    memdiag run -- torchrun --nproc-per-node 2 examples/patterns.py --case rankleak
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 CASES = ("hookleak", "detachleak", "cacheleak", "accum", "evalloop", "keepgrads", "ema",
-         "warmup", "lossitem", "auroc", "resnet", "vit", "generate")
+         "warmup", "lossitem", "auroc", "resnet", "vit", "generate", "rankleak", "fsdpleak")
 
 
 def parse() -> argparse.Namespace:
@@ -116,8 +123,15 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("patterns.py: CUDA is not available", file=sys.stderr)
         return 2
-    dev = torch.device("cuda", 0)
+    rank = int(os.environ.get("RANK", "0"))
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     torch.cuda.set_device(dev)
+    distributed = a.case in ("rankleak", "fsdpleak")
+    if distributed:
+        if int(os.environ.get("WORLD_SIZE", "1")) < 2:
+            print(f"patterns.py: --case {a.case} runs under torchrun with 2 ranks", file=sys.stderr)
+            return 2
+        torch.distributed.init_process_group("nccl", device_id=dev)
     torch.manual_seed(0)
     if a.case in ("resnet", "vit"):
         vision(a, dev)
@@ -125,11 +139,18 @@ def main() -> int:
     if a.case == "generate":
         generate(a, dev)
         return 0
-    gen = torch.Generator(device=dev).manual_seed(0)
+    gen = torch.Generator(device=dev).manual_seed(rank)
     model = Tagger().to(dev)
+    if a.case == "rankleak":
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
+    if a.case == "fsdpleak":
+        from torch.distributed.fsdp import fully_shard
+        for block in model.encoder.layers:
+            fully_shard(block)
+        fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     kept, cache, losses = [], {}, []
-    if a.case == "hookleak":  # a debugging hook left in: every output kept, graph and all
+    if a.case in ("hookleak", "fsdpleak"):  # a debugging hook left in: every output kept
         for block in model.encoder.layers:
             block.register_forward_hook(lambda mod, inp, out: kept.append(out))
     if a.case == "auroc":
@@ -144,7 +165,7 @@ def main() -> int:
             logits = model(ids)
             loss = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten()) / micro
             loss.backward()
-        if a.case == "detachleak":
+        if a.case == "detachleak" or (a.case == "rankleak" and rank == 1):
             kept.append(logits.detach())
         if a.case == "cacheleak":
             cache[step] = model.emb(ids).detach()
@@ -168,8 +189,10 @@ def main() -> int:
             model.train()
             losses.append(float(acc))
     torch.cuda.synchronize()
-    print(f"patterns.py {a.case}: {a.steps} steps, kept {len(kept)} tensors, "
+    print(f"patterns.py {a.case}: rank {rank}, {a.steps} steps, kept {len(kept)} tensors, "
           f"cached {len(cache)}", flush=True)
+    if distributed:
+        torch.distributed.destroy_process_group()
     return 0
 
 

@@ -23,6 +23,8 @@
 #define FRAG_MIN (128ULL << 20)
 #define IMBALANCE_SHARE 0.10      /* peak difference relative to the smaller */
 #define IMBALANCE_MIN (16ULL << 20)
+#define LONE_GROWTH_MIN_MIB 16.0  /* growth over the steps on the growing rank */
+#define LONE_GROWTH_OTHERS 0.25   /* the least growing rank grows under this share of it */
 
 typedef struct fctx {
     const md_analysis *a;
@@ -826,11 +828,51 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
     return MD_OK;
 }
 
+/* Growth over the steps on some ranks and none on others: a leak in code
+ * only those ranks run (logging, metrics or evaluation under `if rank ==`).
+ * That rank runs out of memory first, long before its peak stands out. */
+static int lone_growth(const md_analysis *const *as, const int *ranks, size_t nr,
+                       md_finding **out, size_t *n, size_t *cap)
+{
+    size_t hi = 0, lo = 0, valid = 0;
+    double gh = 0, gl = 0;
+    for (size_t i = 0; i < nr; i++) {
+        const md_indicators *in = md_analysis_indicators(as[i]);
+        if (!in->valid)
+            continue;
+        double g = in->between_step_growth_mib;
+        if (!valid || g > gh)
+            hi = i, gh = g;
+        if (!valid || g < gl)
+            lo = i, gl = g;
+        valid++;
+    }
+    if (valid < 2 || gh < LONE_GROWTH_MIN_MIB || gl > LONE_GROWTH_OTHERS * gh)
+        return MD_OK;
+    md_finding *f = md_finding_new(out, n, cap, "rank_imbalance", MD_SEV_WARNING,
+                                   (uint64_t)(gh * MIB));
+    if (!f)
+        return MD_E_NOMEM;
+    f->rank = ranks[hi];
+    MD_SUMMARY(f, "rank %d grows by %.1f MiB over the steps, rank %d by %.1f: a leak on rank %d's "
+               "side only", ranks[hi], gh, ranks[lo], gl, ranks[hi]);
+    for (size_t i = 0; i < nr; i++)
+        if (md_analysis_indicators(as[i])->valid)
+            MD_EVIDENCE(f, "rank %d: allocated after zero_grad grows %.1f MiB from step 0 to the "
+                        "last", ranks[i], md_analysis_indicators(as[i])->between_step_growth_mib);
+    MD_ADVICE(f, "Look for code only rank %d runs every step that keeps tensors: logging, metrics "
+              "or evaluation under `if rank == %d`, a rank-local cache or history. That rank runs "
+              "out of memory first; its own leak finding names the sites.", ranks[hi], ranks[hi]);
+    return MD_OK;
+}
+
 int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
                       md_finding **out, size_t *n, md_err *err)
 {
     (void)err;
-    return imbalance(as, ranks, nr, 0, out, n);
+    int rc = imbalance(as, ranks, nr, 0, out, n);
+    size_t cap = *n;
+    return rc ? rc : lone_growth(as, ranks, nr, out, n, &cap);
 }
 
 int md_diagnose_devices(const md_analysis *const *as, const int *devices, size_t nd,

@@ -4,7 +4,9 @@ captured on an H200 by tests/gpu/patterns.sh from examples/patterns.py):
 the four leaking loops are leaks, with what they keep named; the nine
 others are not, from the snapshot and from the capture alike. The vision
 models' activations advice leaves attention out for the CNN only; an
-inference job with no training step still finds its weights.
+inference job with no training step still finds its weights. Under
+torchrun: a leak on rank 1 alone is that rank's, and named across ranks;
+a hook keeping outputs under FSDP2 leaks on both ranks.
     python3 tests/cli/check_patterns.py MEMDIAG DIR"""
 import json
 import subprocess
@@ -20,16 +22,22 @@ WANT = {
     "lossitem": None,
     "auroc": (8.0, "a torchmetrics metric keeps what each update() gave it"),
     "resnet": None, "vit": None, "generate": None,
+    "rankleak": (8.0, "a few tensors made in each forward pass are kept (outputs, not whole graphs)"),
+    "fsdpleak": (16.0, "a few tensors made in each forward pass are kept (outputs, not whole graphs)"),
 }
+# the ranks that leak (rank 0 alone where not named)
+RANKS = {"rankleak": {1}, "fsdpleak": {0, 1}}
 bad = 0
 for case, want in WANT.items():
     out = subprocess.run([M, "diagnose", "--json", f"{D}/{case}"], capture_output=True,
                          text=True, check=True).stdout
     ranks = json.loads(out)["ranks"]
-    assert [r["source"].rsplit("/", 1)[1] for r in ranks] == ["rank0.pickle.xz", "rank0.mdcap"]
+    n = 2 if case in RANKS else 1
+    assert sorted(r["source"].rsplit("/", 1)[1] for r in ranks) == sorted(
+        [f"rank{k}.pickle.xz" for k in range(n)] + [f"rank{k}.mdcap" for k in range(n)]), ranks
     for r in ranks:
         leaks = [f for f in r["findings"] if f["kind"] == "leak"]
-        if want is None:
+        if want is None or r["rank"] not in RANKS.get(case, {0}):
             ok = not leaks
         else:
             per, what = want
@@ -62,6 +70,15 @@ for case, attention in (("resnet", False), ("vit", True)):
     check(f"{case}: activations found", len(act) == 1 and act[0]["severity"] == "warning")
     if act:
         check(f"{case}: attention advice {attention}", ("SDPA" in act[0]["advice"]) == attention)
+cross = json.loads(subprocess.run([M, "diagnose", "--json", f"{D}/rankleak"], capture_output=True,
+                                  text=True, check=True).stdout)["findings"]
+check("rankleak: rank 1's leak named across ranks",
+      [(f["kind"], f["rank"], f["summary"]) for f in cross] ==
+      [("rank_imbalance", 1, "rank 1 grows by 56.0 MiB over the steps, rank 0 by 0.0: "
+                             "a leak on rank 1's side only")])
+cross = json.loads(subprocess.run([M, "diagnose", "--json", f"{D}/fsdpleak"], capture_output=True,
+                                  text=True, check=True).stdout)["findings"]
+check("fsdpleak: both ranks leak alike, nothing across ranks", cross == [])
 out = subprocess.run([M, "summary", f"{D}/generate"], capture_output=True, text=True,
                      check=True).stdout
 check("generate: no steps, the weights counted as parameters",

@@ -10,8 +10,10 @@ OUT=${OUT:?set OUT}
 M=$(pwd)/build-dev/memdiag
 W=$(mktemp -d)
 log=$OUT/patterns.log
-for c in ${ONLY:-hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate}; do
-    PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- python3 examples/patterns.py --case "$c" \
+for c in ${ONLY:-hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate rankleak fsdpleak}; do
+    py=python3
+    case $c in rankleak|fsdpleak) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
+    PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py examples/patterns.py --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"
     tail -n 12 "$W/$c.out" >>"$log"
@@ -21,18 +23,22 @@ done
 python3 - "$W" >>"$log" 2>&1 <<'PY'
 import json, os, sys
 W = sys.argv[1]
-leaks = {"hookleak", "detachleak", "cacheleak", "auroc"}
+# the ranks that leak in each case (none: every other case)
+leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
+         "fsdpleak": {0, 1}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
         continue
     case = f.split(".")[0]
     d = json.load(open(os.path.join(W, f)))
+    leaking = {r["rank"] for r in d["ranks"] for x in r["findings"] if x["kind"] == "leak"}
     kinds = [x["kind"] for r in d["ranks"] for x in r["findings"]]
-    ok = ("leak" in kinds) == (case in leaks)
+    ok = leaking == leaks.get(case, set())
     bad += not ok
-    print(f"{'PASS' if ok else 'FAIL'} {case}: {'leak' if case in leaks else 'no leak'} "
-          f"expected; findings {sorted(set(kinds))}")
+    print(f"{'PASS' if ok else 'FAIL'} {case}: leak on ranks {sorted(leaks.get(case, set()))} "
+          f"expected, found {sorted(leaking)}; findings {sorted(set(kinds))}; "
+          f"cross-rank {[x['summary'] for x in d['findings']]}")
     for r in d["ranks"]:
         print(f"   {r['source']} {r['indicators']}")
 print(f"pattern checks: {'all passed' if not bad else f'{bad} failed'}")
