@@ -58,6 +58,14 @@ void md_fsay(char *dst, size_t n, const char *fmt, ...) __attribute__((format(pr
 /* The summary, first evidence and advice of a stray-device finding
  * (memory on another rank's GPU), from a snapshot or from samples. */
 void md_stray_say(md_finding *f, const md_stray *w, double mib);
+/* A leak on one rank's side only: growth over the steps on the most
+ * growing rank of at least 16 MiB and, on the least growing, under a
+ * quarter of it. Adds a rank_imbalance finding naming that rank. */
+typedef struct md_rank_growth {
+    int rank;
+    double growth_mib; /* between_step_growth_mib */
+} md_rank_growth;
+int md_lone_growth(const md_rank_growth *g, size_t ng, md_finding **out, size_t *n, size_t *cap);
 /* "cuda:1 peaks 12.0 MiB (65%) above cuda:0", or, where the lower holds
  * under 1 MiB (a percentage of nearly nothing says nothing), "... above
  * cuda:0, which holds almost nothing". */

@@ -828,41 +828,33 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
     return MD_OK;
 }
 
-/* Growth over the steps on some ranks and none on others: a leak in code
- * only those ranks run (logging, metrics or evaluation under `if rank ==`).
- * That rank runs out of memory first, long before its peak stands out. */
-static int lone_growth(const md_analysis *const *as, const int *ranks, size_t nr,
-                       md_finding **out, size_t *n, size_t *cap)
+int md_lone_growth(const md_rank_growth *g, size_t ng, md_finding **out, size_t *n, size_t *cap)
 {
-    size_t hi = 0, lo = 0, valid = 0;
-    double gh = 0, gl = 0;
-    for (size_t i = 0; i < nr; i++) {
-        const md_indicators *in = md_analysis_indicators(as[i]);
-        if (!in->valid)
-            continue;
-        double g = in->between_step_growth_mib;
-        if (!valid || g > gh)
-            hi = i, gh = g;
-        if (!valid || g < gl)
-            lo = i, gl = g;
-        valid++;
+    if (ng < 2)
+        return MD_OK;
+    size_t hi = 0, lo = 0;
+    for (size_t i = 1; i < ng; i++) {
+        if (g[i].growth_mib > g[hi].growth_mib)
+            hi = i;
+        if (g[i].growth_mib < g[lo].growth_mib)
+            lo = i;
     }
-    if (valid < 2 || gh < LONE_GROWTH_MIN_MIB || gl > LONE_GROWTH_OTHERS * gh)
+    double gh = g[hi].growth_mib, gl = g[lo].growth_mib;
+    if (gh < LONE_GROWTH_MIN_MIB || gl > LONE_GROWTH_OTHERS * gh)
         return MD_OK;
     md_finding *f = md_finding_new(out, n, cap, "rank_imbalance", MD_SEV_WARNING,
                                    (uint64_t)(gh * MIB));
     if (!f)
         return MD_E_NOMEM;
-    f->rank = ranks[hi];
+    f->rank = g[hi].rank;
     MD_SUMMARY(f, "rank %d grows by %.1f MiB over the steps, rank %d by %.1f: a leak on rank %d's "
-               "side only", ranks[hi], gh, ranks[lo], gl, ranks[hi]);
-    for (size_t i = 0; i < nr; i++)
-        if (md_analysis_indicators(as[i])->valid)
-            MD_EVIDENCE(f, "rank %d: allocated after zero_grad grows %.1f MiB from step 0 to the "
-                        "last", ranks[i], md_analysis_indicators(as[i])->between_step_growth_mib);
+               "side only", g[hi].rank, gh, g[lo].rank, gl, g[hi].rank);
+    for (size_t i = 0; i < ng; i++)
+        MD_EVIDENCE(f, "rank %d: allocated after zero_grad grows %.1f MiB from step 0 to the last",
+                    g[i].rank, g[i].growth_mib);
     MD_ADVICE(f, "Look for code only rank %d runs every step that keeps tensors: logging, metrics "
               "or evaluation under `if rank == %d`, a rank-local cache or history. That rank runs "
-              "out of memory first; its own leak finding names the sites.", ranks[hi], ranks[hi]);
+              "out of memory first; its own leak finding names the sites.", g[hi].rank, g[hi].rank);
     return MD_OK;
 }
 
@@ -871,8 +863,17 @@ int md_diagnose_ranks(const md_analysis *const *as, const int *ranks, size_t nr,
 {
     (void)err;
     int rc = imbalance(as, ranks, nr, 0, out, n);
-    size_t cap = *n;
-    return rc ? rc : lone_growth(as, ranks, nr, out, n, &cap);
+    md_rank_growth *g = calloc(nr ? nr : 1, sizeof *g);
+    if (!g)
+        return MD_E_NOMEM;
+    size_t ng = 0, cap = *n;
+    for (size_t i = 0; i < nr; i++)
+        if (md_analysis_indicators(as[i])->valid)
+            g[ng++] = (md_rank_growth){ranks[i], md_analysis_indicators(as[i])->between_step_growth_mib};
+    if (!rc)
+        rc = md_lone_growth(g, ng, out, n, &cap);
+    free(g);
+    return rc;
 }
 
 int md_diagnose_devices(const md_analysis *const *as, const int *devices, size_t nd,

@@ -298,5 +298,17 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
     *out = NULL;
     *n = 0;
     int rc = imbalance(r, nr, out, n, &cap);
-    return rc ? rc : strays(r, nr, out, n, &cap);
+    if (!rc)
+        rc = strays(r, nr, out, n, &cap);
+    md_rank_growth *g = calloc(nr ? nr : 1, sizeof *g);
+    if (!g)
+        return MD_E_NOMEM;
+    size_t ng = 0;
+    for (size_t i = 0; i < nr; i++) /* ranks by their own devices, as imbalance does */
+        if (!r[i].further_device && r[i].indicators.valid)
+            g[ng++] = (md_rank_growth){r[i].rank, r[i].indicators.between_step_growth_mib};
+    if (!rc)
+        rc = md_lone_growth(g, ng, out, n, &cap);
+    free(g);
+    return rc;
 }

@@ -76,6 +76,11 @@ check("rankleak: rank 1's leak named across ranks",
       [(f["kind"], f["rank"], f["summary"]) for f in cross] ==
       [("rank_imbalance", 1, "rank 1 grows by 56.0 MiB over the steps, rank 0 by 0.0: "
                              "a leak on rank 1's side only")])
+cross = json.loads(subprocess.run([M, "diagnose", "--json", f"{D}/rankleak/rank0.mdcap",
+                                   f"{D}/rankleak/rank1.mdcap"], capture_output=True, text=True,
+                                  check=True).stdout)["findings"]
+check("rankleak: the same from the captures alone", [(f["kind"], f["rank"]) for f in cross] ==
+      [("rank_imbalance", 1)])
 cross = json.loads(subprocess.run([M, "diagnose", "--json", f"{D}/fsdpleak"], capture_output=True,
                                   text=True, check=True).stdout)["findings"]
 check("fsdpleak: both ranks leak alike, nothing across ranks", cross == [])
