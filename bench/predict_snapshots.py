@@ -3,7 +3,7 @@
 so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
-    python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch]
+    python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc]
 """
 import os
 import sys
@@ -19,6 +19,10 @@ CASES = [("llama", 4, 1024, "adamw", "fp32"), ("llama", 4, 1024, "adamw", "bf16-
 ALL = [(a, 2, 512, "adamw", p) for a in g.ARCHS for p in g.PRECISIONS]
 # one small step of each architecture added later, in every precision (--newarch)
 NEWARCH = [(a, 2, 1024, "adamw", p) for a in g.NEWARCH for p in g.PRECISIONS]
+# eager attention with checkpointing at 1x2048, where gemma3's first layer's
+# backward was over-predicted and olmo2's was not (--eager-gc)
+EAGER_GC = [(a, 1, 2048, "sgd", "bf16-autocast", {"attn": "eager", "gc": "default"})
+            for a in ("gemma3-gqa", "olmo2-gqa")]
 # the training options on llama (--options)
 OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
            for p in ("bf16-autocast", "fp32")]
@@ -32,6 +36,8 @@ def main():
     table = g.ARCHS
     if "--newarch" in sys.argv:
         cases, table = NEWARCH, g.NEWARCH
+    if "--eager-gc" in sys.argv:
+        cases, table = EAGER_GC, g.NEWARCH_FINAL
     for arch, b, s, opt, prec, *options in cases:
         options = options[0] if options else {}
         tag = "-".join(f"{k}{v if not isinstance(v, list) else ''}" for k, v in options.items())
