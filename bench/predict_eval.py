@@ -35,7 +35,8 @@ SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.
         ("dist_final", ["dist_final.jsonl"]), ("dist_more", ["dist_more.jsonl"]),
         ("stream", ["stream.jsonl"]), ("newarch", ["newarch.jsonl"]),
         ("newarch_final", ["newarch_final.jsonl"]),
-        ("newarch_options", ["newarch_options.jsonl"])]
+        ("newarch_options", ["newarch_options.jsonl"]), ("neox", ["neox.jsonl"]),
+        ("neox_final", ["neox_final.jsonl"])]
 
 
 def rows(path):
@@ -217,6 +218,17 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   per layer (the first and the last), where predict had assumed gemma2's pattern (the
   first slides, the last does not); gemma3-gqa's 7th layer of 7 slides. Worst after:
   6.36 % (eager attention with checkpointing, over), no other grid changed.
+- neox: gpt_neox (Pythia), added last (`bench/predict_grid.py --neox`, one allocator
+  snapshot per precision, `bench/predict_snapshots.py --neox`): a small config at
+  2x256 and 2x1024; its layer was read from those snapshots (docs/predict-model.md).
+- neox_final: measured in the same call, compared once after the model was written,
+  with no change after: Pythia-160M's and Pythia-410M's shapes, and a serial-residual
+  variant with full rotary (`use_parallel_residual=False`, `rotary_pct=1.0`), other
+  shapes, optimizers and fp16 autocast. Its worst rows are pure bf16 ones whose
+  starting memory is about 2 % above predict's (Pythia-160M: 25 MiB); not yet
+  understood. Its first neox-serial row carries a `reserved_note` (a reserve 1.67 x its
+  peak where that model's other rows are 1.02-1.14) and is left out of the
+  reserved-envelope check.
 
 """
 

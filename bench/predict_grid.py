@@ -20,6 +20,8 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --newarch > newarch.jsonl # gemma3_text, olmo2
     python3 bench/predict_grid.py --newarch-final > newarch_final.jsonl
     python3 bench/predict_grid.py --newarch-options > newarch_options.jsonl
+    python3 bench/predict_grid.py --neox > neox.jsonl       # gpt_neox (Pythia)
+    python3 bench/predict_grid.py --neox-final > neox_final.jsonl
 """
 import gc
 import json
@@ -257,6 +259,28 @@ NEWARCH_FINAL = {
                         vocab_size=50304, max_position_embeddings=4096),
 }
 NEWARCH_FINAL_SHAPES = [(1, 512), (4, 512), (1, 2048)]
+
+# GPT-NeoX (Pythia), added next: the building grid with snapshots (--neox),
+# then other sizes, residual layouts and rotary widths (--neox-final).
+NEOX = {
+    "gpt_neox": dict(cls="GPTNeoXConfig", hidden_size=768, num_hidden_layers=6,
+                     num_attention_heads=12, intermediate_size=3072, vocab_size=50304,
+                     max_position_embeddings=2048, rotary_pct=0.25),
+}
+NEOX_SHAPES = [(2, 256), (2, 1024)]
+NEOX_FINAL = {
+    "pythia-160m": dict(cls="GPTNeoXConfig", hidden_size=768, num_hidden_layers=12,
+                        num_attention_heads=12, intermediate_size=3072, vocab_size=50304,
+                        max_position_embeddings=2048, rotary_pct=0.25),
+    "pythia-410m": dict(cls="GPTNeoXConfig", hidden_size=1024, num_hidden_layers=24,
+                        num_attention_heads=16, intermediate_size=4096, vocab_size=50304,
+                        max_position_embeddings=2048, rotary_pct=0.25),
+    "neox-serial": dict(cls="GPTNeoXConfig", hidden_size=1024, num_hidden_layers=6,
+                        num_attention_heads=8, intermediate_size=2816, vocab_size=32000,
+                        max_position_embeddings=4096, rotary_pct=1.0,
+                        use_parallel_residual=False),
+}
+
 SHAPES = [(1, 512), (4, 256), (4, 1024), (8, 512)]
 OPTS = ["sgd", "adamw"]
 PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure"]
@@ -335,7 +359,7 @@ def one(arch, batch, seq, opt_name, prec, table=None, options=None):
     cfg = build(arch, table)
     torch.manual_seed(0)
     kw = {"attn_implementation": options["attn"]} if options.get("attn") else {}
-    if table in (REAL, FINAL, NEWARCH_FINAL):  # initialise on the GPU
+    if table in (REAL, FINAL, NEWARCH_FINAL, NEOX_FINAL):  # initialise on the GPU
         with torch.device("cuda"):
             model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
     else:
@@ -375,6 +399,10 @@ def main():
         table, shapes = NEWARCH, NEWARCH_SHAPES
     if "--newarch-final" in sys.argv:
         table, shapes = NEWARCH_FINAL, NEWARCH_FINAL_SHAPES
+    if "--neox" in sys.argv:
+        table, shapes = NEOX, NEOX_SHAPES
+    if "--neox-final" in sys.argv:
+        table, shapes, final = NEOX_FINAL, NEWARCH_FINAL_SHAPES, True
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
     only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
     archs = [a for a in table if not only or a in only[0]]

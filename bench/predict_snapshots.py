@@ -3,7 +3,7 @@
 so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
-    python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc]
+    python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc | --neox]
 """
 import os
 import sys
@@ -23,6 +23,8 @@ NEWARCH = [(a, 2, 1024, "adamw", p) for a in g.NEWARCH for p in g.PRECISIONS]
 # backward was over-predicted and olmo2's was not (--eager-gc)
 EAGER_GC = [(a, 1, 2048, "sgd", "bf16-autocast", {"attn": "eager", "gc": "default"})
             for a in ("gemma3-gqa", "olmo2-gqa")]
+# one small step of gpt_neox in every precision (--neox)
+NEOX = [("gpt_neox", 2, 1024, "adamw", p) for p in g.PRECISIONS]
 # the training options on llama (--options)
 OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
            for p in ("bf16-autocast", "fp32")]
@@ -36,6 +38,8 @@ def main():
     table = g.ARCHS
     if "--newarch" in sys.argv:
         cases, table = NEWARCH, g.NEWARCH
+    if "--neox" in sys.argv:
+        cases, table = NEOX, g.NEOX
     if "--eager-gc" in sys.argv:
         cases, table = EAGER_GC, g.NEWARCH_FINAL
     for arch, b, s, opt, prec, *options in cases:

@@ -577,7 +577,8 @@ int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
 /* A model's shape, from a Hugging Face config.json or a preset. */
 typedef struct md_model {
     char type[32];            /* model_type: gpt2, llama, mistral, qwen2, qwen3,
-                                 gemma, gemma2, gemma3_text, olmo2, phi3, seed */
+                                 gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox,
+                                 seed */
     int64_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, positions;
     int tied;                 /* lm_head shares the embedding */
     int attention_bias;
@@ -587,6 +588,7 @@ typedef struct md_model {
                                       sliding_layers is not 0) */
     int final_softcap, attn_softcap; /* gemma2's tanh soft-capping of the logits
                                         and of eager attention's scores */
+    int serial_residual;      /* gpt_neox: use_parallel_residual false */
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;
 

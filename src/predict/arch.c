@@ -27,7 +27,7 @@ md_arch_kind md_arch_of(const md_model *m)
     static const struct { const char *type; md_arch_kind kind; } kinds[] = {
         {"gpt2", MD_ARCH_GPT2}, {"seed", MD_ARCH_SEED}, {"phi3", MD_ARCH_PHI3},
         {"qwen3", MD_ARCH_QWEN3}, {"gemma", MD_ARCH_GEMMA}, {"gemma2", MD_ARCH_GEMMA2},
-        {"gemma3_text", MD_ARCH_GEMMA3}, {"olmo2", MD_ARCH_OLMO2}};
+        {"gemma3_text", MD_ARCH_GEMMA3}, {"olmo2", MD_ARCH_OLMO2}, {"gpt_neox", MD_ARCH_NEOX}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (is(m, kinds[i].type))
             return kinds[i].kind;
@@ -45,6 +45,8 @@ void md_arch_root_params(const md_model *m, void (*emit)(void *, int64_t, int64_
         emit(ctx, 1, V * h);
     if (k == MD_ARCH_GPT2 || k == MD_ARCH_SEED)
         emit(ctx, 1, m->positions * h), emit(ctx, 2, h); /* positions, final LayerNorm */
+    else if (k == MD_ARCH_NEOX)
+        emit(ctx, 2, h); /* final LayerNorm */
     else
         emit(ctx, 1, h); /* final RMSNorm */
     if (k == MD_ARCH_SEED)
@@ -58,6 +60,11 @@ void md_arch_layer_tensors(const md_model *m, int64_t n,
     int64_t h = m->hidden, i = m->intermediate, L = n;
     int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
     md_arch_kind k = md_arch_of(m);
+    if (k == MD_ARCH_NEOX) { /* query_key_value, dense, two LayerNorms, the MLP */
+        emit(ctx, L, 3 * h * h), emit(ctx, L, 3 * h), emit(ctx, L, h * h), emit(ctx, 6 * L, h);
+        emit(ctx, L, h * i), emit(ctx, L, i), emit(ctx, L, i * h);
+        return;
+    }
     if (k == MD_ARCH_GPT2) {
         emit(ctx, L, 3 * h * h), emit(ctx, L, 3 * h);     /* c_attn */
         emit(ctx, L, h * h), emit(ctx, 5 * L, h);         /* c_proj, its bias, ln_1/ln_2 */
@@ -156,7 +163,7 @@ static int64_t layer_linear_elems(const md_model *m)
     int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
     if (md_arch_of(m) == MD_ARCH_SEED)
         return 4 * h * h + 2 * h * i;
-    if (md_arch_of(m) == MD_ARCH_GPT2)
+    if (md_arch_of(m) == MD_ARCH_GPT2 || md_arch_of(m) == MD_ARCH_NEOX)
         return 4 * h * h + 4 * h + 2 * h * i + i + h;
     return h * (q + 2 * kv) + q * h + 3 * h * i + (m->attention_bias ? q + 2 * kv : 0);
 }
@@ -330,6 +337,26 @@ static md_act_cost gpt2_layer(const md_model *m, md_precision p, const md_layer_
     return c;
 }
 
+/* gpt_neox, from allocator snapshots of 2x1024 steps (bench/data/
+ * step-snapshots/gpt_neox-*): the fused qkv output (v, a view, keeps it
+ * whole), both LayerNorms' outputs and statistics, the rotated query and
+ * key (fp32 under autocast, where SDPA keeps bf16 casts of them instead),
+ * SDPA's output and logsumexp (bf16: its output's contiguous copy too),
+ * the layer's output (the next LayerNorm's input), the MLP's two
+ * intermediate-wide tensors; under autocast each matmul's bf16 input. A
+ * serial residual (use_parallel_residual false) keeps the sum between
+ * attention and MLP as the second LayerNorm's input. */
+static md_act_cost neox_layer(const md_model *m, md_precision p)
+{
+    double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
+    md_act_cost c = {0, 0, 0};
+    c.tok = p == MD_FP32 ? 36 * h + 8 * i : is_autocast(p) ? 22 * h + 4 * i : 20 * h + 4 * i;
+    c.tok += 16 + 4 * H;
+    if (m->serial_residual)
+        c.tok += p == MD_BF16_PURE ? 2 * h : 4 * h;
+    return c;
+}
+
 md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts *o)
 {
     double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
@@ -340,6 +367,8 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
         return seed_layer(m, p);
     if (k == MD_ARCH_GPT2)
         return gpt2_layer(m, p, o);
+    if (k == MD_ARCH_NEOX)
+        return neox_layer(m, p);
     md_act_cost at = o->eager ? eager_attention(m, p) : attention(m, p, o->masked);
     md_act_cost c = {0, at.quad, at.mask};
     if (o->lora) {
@@ -383,6 +412,8 @@ double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
         return p == MD_FP32 ? 9 * h + 8 : autocast ? 7 * h + 8 : 5 * h + 8;
+    if (k == MD_ARCH_NEOX) /* the embedding (fp32 under autocast), the final LayerNorm */
+        return p == MD_FP32 ? 8 * h + 8 : autocast ? 6 * h + 8 : 4 * h + 8;
     double norm = rmsnorm(h, p, gemma_norm(k));
     if (p == MD_FP32)
         return norm;
@@ -393,7 +424,8 @@ int64_t md_arch_layer_params(const md_model *m)
 {
     int64_t h = m->hidden;
     md_arch_kind k = md_arch_of(m);
-    int64_t norms = k == MD_ARCH_GPT2 || post_norms(k) || k == MD_ARCH_SEED ? 4 * h : 2 * h;
+    int64_t norms = k == MD_ARCH_GPT2 || k == MD_ARCH_NEOX || post_norms(k) || k == MD_ARCH_SEED
+                        ? 4 * h : 2 * h;
     return layer_linear_elems(m) + norms + (qk_norms(k) ? 2 * m->head_dim : 0) +
            (k == MD_ARCH_OLMO2 ? (m->heads + m->kv_heads) * m->head_dim : 0);
 }

@@ -57,7 +57,7 @@ static void sliding_layers(json_t *root, md_model *m, int gemma3)
 }
 
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
-                                    "gemma", "gemma2", "gemma3_text", "olmo2", "phi3"};
+                                    "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox"};
 
 static int seed_preset(const char *name, md_model *m)
 {
@@ -119,7 +119,7 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!ok || k == sizeof known / sizeof known[0])
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
-                          "gemma, gemma2, gemma3_text, olmo2, phi3)", ok ? json_string_value(mt) : "(missing)");
+                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox)", ok ? json_string_value(mt) : "(missing)");
     snprintf(m->type, sizeof m->type, "%s", known[k]);
     int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5);
     m->vocab = geti(root, "vocab_size", 0);
@@ -132,6 +132,10 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     m->positions = gpt2 ? geti(root, "n_positions", 1024) : geti(root, "max_position_embeddings", 0);
     m->tied = getb(root, "tie_word_embeddings", gpt2 || gemma);
     m->attention_bias = !strcmp(m->type, "qwen2") || getb(root, "attention_bias", 0);
+    if (!strcmp(m->type, "gpt_neox")) {
+        m->kv_heads = m->heads; /* no grouped keys and values */
+        m->serial_residual = !getb(root, "use_parallel_residual", 1);
+    }
     /* gemma2 alternates sliding and full layers; the sliding ones decide */
     int qwen = !strncmp(m->type, "qwen", 4);
     if (!qwen || getb(root, "use_sliding_window", 0))
@@ -209,6 +213,15 @@ static int64_t seed_params(const md_model *m)
     return m->vocab * h + m->positions * h + m->layers * block + 2 * h + h * m->classes;
 }
 
+/* gpt_neox (Pythia): gpt2's layer (LayerNorms and linears with biases)
+ * without position embeddings; embed_out untied by default */
+static int64_t neox_params(const md_model *m)
+{
+    int64_t h = m->hidden, n = m->intermediate;
+    int64_t block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * n + n) + (n * h + h);
+    return m->vocab * h + m->layers * block + 2 * h + (m->tied ? 0 : m->vocab * h);
+}
+
 static int64_t gpt2_params(const md_model *m)
 {
     int64_t h = m->hidden, n = m->intermediate;
@@ -222,6 +235,8 @@ int64_t md_model_params(const md_model *m)
         return seed_params(m);
     if (!strcmp(m->type, "gpt2"))
         return gpt2_params(m);
+    if (!strcmp(m->type, "gpt_neox"))
+        return neox_params(m);
     int64_t h = m->hidden, i = m->intermediate, q = m->heads * m->head_dim,
             kv = m->kv_heads * m->head_dim;
     int64_t attn = h * q + 2 * h * kv + q * h + (m->attention_bias ? q + 2 * kv : 0);

@@ -122,7 +122,7 @@ static double check_row(json_t *r, const char *file, double tolerance)
  * grids 2.5 % and, held out, 6 %), each grid's median within 0.5 %
  * (dist, dist_final: one row per rank of 2-GPU DDP, ZeRO-1 and FSDP;
  * newarch, newarch_final: gemma3_text and olmo2; newarch_options, their
- * options held out: 7 %)
+ * options held out: 7 %; neox, neox_final: gpt_neox, held out 2.5 %)
  * (docs/predict-validation.md has the table). */
 static void test_measured_grids(void **st)
 {
@@ -130,9 +130,9 @@ static void test_measured_grids(void **st)
     static const char *const files[] = {"grid", "grid_extra", "heldout", "real", "final",
                                         "options", "options_final", "dist", "dist_final",
                                         "dist_more", "stream", "newarch", "newarch_final",
-                                        "newarch_options"};
+                                        "newarch_options", "neox", "neox_final"};
     static const double tolerance[] = {0.02, 0.02, 0.02, 0.02, 0.02, 0.025, 0.06, 0.02, 0.02,
-                                       0.02, 0.02, 0.02, 0.02, 0.07};
+                                       0.02, 0.02, 0.02, 0.02, 0.07, 0.02, 0.025};
     int total = 0;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         char rel[128], p[1024], line[16384];
@@ -150,13 +150,13 @@ static void test_measured_grids(void **st)
             json_decref(r);
         }
         fclose(f);
-        assert_true(n >= 24);
+        assert_true(n >= 12);
         qsort(err, (size_t)n, sizeof err[0], by_value);
         if (err[n / 2] > 0.005)
             fail_msg("%s: median |pred/real - 1| %.4f", files[k], err[n / 2]);
         total += n;
     }
-    assert_true(total >= 1100);
+    assert_true(total >= 1150);
 }
 
 /* Every architecture, including gemma and phi3 that the grid lacks. */
@@ -176,7 +176,7 @@ static void test_param_counts(void **st)
         rows++;
     }
     fclose(f);
-    assert_int_equal(rows, 10);
+    assert_int_equal(rows, 11);
 }
 
 static void test_seed_presets(void **st)
@@ -203,8 +203,8 @@ static void test_param_tensors(void **st)
 {
     (void)st;
     static const char *const specs[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma",
-                                        "gemma2", "gemma3_text", "olmo2", "phi3", "seed:small",
-                                        "seed:medium"};
+                                        "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox",
+                                        "seed:small", "seed:medium"};
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         char rel[64], p[1024];
         md_model m;
