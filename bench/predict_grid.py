@@ -22,6 +22,8 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --newarch-options > newarch_options.jsonl
     python3 bench/predict_grid.py --neox > neox.jsonl       # gpt_neox (Pythia)
     python3 bench/predict_grid.py --neox-final > neox_final.jsonl
+    python3 bench/predict_grid.py --opt-phi > optphi.jsonl  # opt, phi
+    python3 bench/predict_grid.py --opt-phi-final > optphi_final.jsonl
 """
 import gc
 import json
@@ -268,6 +270,32 @@ NEOX = {
                      max_position_embeddings=2048, rotary_pct=0.25),
 }
 NEOX_SHAPES = [(2, 256), (2, 1024)]
+
+# OPT and Phi (phi-1.5/phi-2), added after GPT-NeoX the same way (--opt-phi,
+# snapshots: bench/predict_snapshots.py --opt-phi; held out: --opt-phi-final).
+OPTPHI = {
+    "opt": dict(cls="OPTConfig", hidden_size=768, num_hidden_layers=6, ffn_dim=3072,
+                num_attention_heads=12, vocab_size=50272, max_position_embeddings=2048,
+                word_embed_proj_dim=768),
+    "phi": dict(cls="PhiConfig", hidden_size=1024, intermediate_size=4096, num_hidden_layers=6,
+                num_attention_heads=16, vocab_size=51200, max_position_embeddings=2048,
+                partial_rotary_factor=0.5),
+}
+OPTPHI_FINAL = {
+    "opt-125m": dict(cls="OPTConfig", hidden_size=768, num_hidden_layers=12, ffn_dim=3072,
+                     num_attention_heads=12, vocab_size=50272, max_position_embeddings=2048,
+                     word_embed_proj_dim=768),
+    "opt-wide-nodrop": dict(cls="OPTConfig", hidden_size=2048, num_hidden_layers=4, ffn_dim=8192,
+                            num_attention_heads=32, vocab_size=50272,
+                            max_position_embeddings=2048, word_embed_proj_dim=2048, dropout=0.0),
+    "phi-1.5-like": dict(cls="PhiConfig", hidden_size=2048, intermediate_size=8192,
+                         num_hidden_layers=6, num_attention_heads=32, vocab_size=51200,
+                         max_position_embeddings=2048, partial_rotary_factor=0.5),
+    "phi-gqa": dict(cls="PhiConfig", hidden_size=768, intermediate_size=3072, num_hidden_layers=8,
+                    num_attention_heads=12, num_key_value_heads=4, vocab_size=51200,
+                    max_position_embeddings=2048, partial_rotary_factor=0.4),
+}
+
 NEOX_FINAL = {
     "pythia-160m": dict(cls="GPTNeoXConfig", hidden_size=768, num_hidden_layers=12,
                         num_attention_heads=12, intermediate_size=3072, vocab_size=50304,
@@ -359,7 +387,7 @@ def one(arch, batch, seq, opt_name, prec, table=None, options=None):
     cfg = build(arch, table)
     torch.manual_seed(0)
     kw = {"attn_implementation": options["attn"]} if options.get("attn") else {}
-    if table in (REAL, FINAL, NEWARCH_FINAL, NEOX_FINAL):  # initialise on the GPU
+    if table in (REAL, FINAL, NEWARCH_FINAL, NEOX_FINAL, OPTPHI_FINAL):  # initialise on the GPU
         with torch.device("cuda"):
             model = transformers.AutoModelForCausalLM.from_config(cfg, **kw)
     else:
@@ -403,6 +431,10 @@ def main():
         table, shapes = NEOX, NEOX_SHAPES
     if "--neox-final" in sys.argv:
         table, shapes, final = NEOX_FINAL, NEWARCH_FINAL_SHAPES, True
+    if "--opt-phi" in sys.argv:
+        table, shapes = OPTPHI, NEOX_SHAPES
+    if "--opt-phi-final" in sys.argv:
+        table, shapes, final = OPTPHI_FINAL, NEWARCH_FINAL_SHAPES, True
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
     only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
     archs = [a for a in table if not only or a in only[0]]

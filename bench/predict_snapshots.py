@@ -3,7 +3,8 @@
 so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
-    python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc | --neox]
+    python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc | --neox |
+                                             --opt-phi]
 """
 import os
 import sys
@@ -25,6 +26,8 @@ EAGER_GC = [(a, 1, 2048, "sgd", "bf16-autocast", {"attn": "eager", "gc": "defaul
             for a in ("gemma3-gqa", "olmo2-gqa")]
 # one small step of gpt_neox in every precision (--neox)
 NEOX = [("gpt_neox", 2, 1024, "adamw", p) for p in g.PRECISIONS]
+# one small step of opt and phi in every precision (--opt-phi)
+OPTPHI = [(a, 2, 1024, "adamw", p) for a in g.OPTPHI for p in g.PRECISIONS]
 # the training options on llama (--options)
 OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
            for p in ("bf16-autocast", "fp32")]
@@ -40,6 +43,8 @@ def main():
         cases, table = NEWARCH, g.NEWARCH
     if "--neox" in sys.argv:
         cases, table = NEOX, g.NEOX
+    if "--opt-phi" in sys.argv:
+        cases, table = OPTPHI, g.OPTPHI
     if "--eager-gc" in sys.argv:
         cases, table = EAGER_GC, g.NEWARCH_FINAL
     for arch, b, s, opt, prec, *options in cases:

@@ -27,7 +27,8 @@ md_arch_kind md_arch_of(const md_model *m)
     static const struct { const char *type; md_arch_kind kind; } kinds[] = {
         {"gpt2", MD_ARCH_GPT2}, {"seed", MD_ARCH_SEED}, {"phi3", MD_ARCH_PHI3},
         {"qwen3", MD_ARCH_QWEN3}, {"gemma", MD_ARCH_GEMMA}, {"gemma2", MD_ARCH_GEMMA2},
-        {"gemma3_text", MD_ARCH_GEMMA3}, {"olmo2", MD_ARCH_OLMO2}, {"gpt_neox", MD_ARCH_NEOX}};
+        {"gemma3_text", MD_ARCH_GEMMA3}, {"olmo2", MD_ARCH_OLMO2}, {"gpt_neox", MD_ARCH_NEOX},
+        {"opt", MD_ARCH_OPT}, {"phi", MD_ARCH_PHI}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (is(m, kinds[i].type))
             return kinds[i].kind;
@@ -47,6 +48,10 @@ void md_arch_root_params(const md_model *m, void (*emit)(void *, int64_t, int64_
         emit(ctx, 1, m->positions * h), emit(ctx, 2, h); /* positions, final LayerNorm */
     else if (k == MD_ARCH_NEOX)
         emit(ctx, 2, h); /* final LayerNorm */
+    else if (k == MD_ARCH_OPT)
+        emit(ctx, 1, (m->positions + 2) * h), emit(ctx, 2, h); /* positions, final LayerNorm */
+    else if (k == MD_ARCH_PHI)
+        emit(ctx, 1, V), emit(ctx, 2, h); /* lm_head's bias, final LayerNorm */
     else
         emit(ctx, 1, h); /* final RMSNorm */
     if (k == MD_ARCH_SEED)
@@ -60,6 +65,12 @@ void md_arch_layer_tensors(const md_model *m, int64_t n,
     int64_t h = m->hidden, i = m->intermediate, L = n;
     int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
     md_arch_kind k = md_arch_of(m);
+    if (k == MD_ARCH_OPT || k == MD_ARCH_PHI) { /* q/k/v/out with biases, the MLP, LayerNorms */
+        emit(ctx, 4 * L, h * h), emit(ctx, 4 * L, h);
+        emit(ctx, L, h * i), emit(ctx, L, i), emit(ctx, L, i * h), emit(ctx, L, h);
+        emit(ctx, (k == MD_ARCH_OPT ? 4 : 2) * L, h);
+        return;
+    }
     if (k == MD_ARCH_NEOX) { /* query_key_value, dense, two LayerNorms, the MLP */
         emit(ctx, L, 3 * h * h), emit(ctx, L, 3 * h), emit(ctx, L, h * h), emit(ctx, 6 * L, h);
         emit(ctx, L, h * i), emit(ctx, L, i), emit(ctx, L, i * h);
@@ -163,7 +174,8 @@ static int64_t layer_linear_elems(const md_model *m)
     int64_t q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
     if (md_arch_of(m) == MD_ARCH_SEED)
         return 4 * h * h + 2 * h * i;
-    if (md_arch_of(m) == MD_ARCH_GPT2 || md_arch_of(m) == MD_ARCH_NEOX)
+    md_arch_kind k = md_arch_of(m);
+    if (k == MD_ARCH_GPT2 || k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI)
         return 4 * h * h + 4 * h + 2 * h * i + i + h;
     return h * (q + 2 * kv) + q * h + 3 * h * i + (m->attention_bias ? q + 2 * kv : 0);
 }
@@ -357,6 +369,35 @@ static md_act_cost neox_layer(const md_model *m, md_precision p)
     return c;
 }
 
+/* opt, from allocator snapshots of 2x1024 steps (bench/data/step-snapshots/
+ * opt-*): q (scaled: a copy), k, v, SDPA's output and logsumexp, both
+ * LayerNorms' outputs and statistics, the residual between the sublayers
+ * and the layer's output, the ReLU's output (fc1's is not kept), a bool
+ * mask per dropout (two, where dropout > 0); under autocast each
+ * projection's own bf16 cast of its input. */
+static md_act_cost opt_layer(const md_model *m, md_precision p)
+{
+    double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
+    md_act_cost c = {0, 0, 0};
+    c.tok = p == MD_FP32 ? 32 * h + 4 * i : is_autocast(p) ? 24 * h + 2 * i : 16 * h + 2 * i;
+    c.tok += 16 + 4 * H + (m->dropout ? 2 * h : 0);
+    return c;
+}
+
+/* phi, likewise (bench/data/step-snapshots/phi-*): one LayerNorm for the
+ * parallel attention and MLP, the rotated query and key, v, SDPA's output
+ * and logsumexp (bf16: its contiguous copy), the layer's output, fc1's
+ * output and gelu_new's four pieces (some in fp32 under autocast, where
+ * pow runs in fp32), fc2's bf16 input. */
+static md_act_cost phi_layer(const md_model *m, md_precision p)
+{
+    double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
+    md_act_cost c = {0, 0, 0};
+    c.tok = p == MD_FP32 ? 24 * h + 20 * i : is_autocast(p) ? 22 * h + 16 * i : 14 * h + 10 * i;
+    c.tok += 8 + 4 * H;
+    return c;
+}
+
 md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts *o)
 {
     double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
@@ -369,6 +410,10 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
         return gpt2_layer(m, p, o);
     if (k == MD_ARCH_NEOX)
         return neox_layer(m, p);
+    if (k == MD_ARCH_OPT)
+        return opt_layer(m, p);
+    if (k == MD_ARCH_PHI)
+        return phi_layer(m, p);
     md_act_cost at = o->eager ? eager_attention(m, p) : attention(m, p, o->masked);
     md_act_cost c = {0, at.quad, at.mask};
     if (o->lora) {
@@ -412,7 +457,8 @@ double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
         return p == MD_FP32 ? 9 * h + 8 : autocast ? 7 * h + 8 : 5 * h + 8;
-    if (k == MD_ARCH_NEOX) /* the embedding (fp32 under autocast), the final LayerNorm */
+    if (k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI)
+        /* the embedding (fp32 under autocast), the final LayerNorm */
         return p == MD_FP32 ? 8 * h + 8 : autocast ? 6 * h + 8 : 4 * h + 8;
     double norm = rmsnorm(h, p, gemma_norm(k));
     if (p == MD_FP32)
@@ -424,8 +470,8 @@ int64_t md_arch_layer_params(const md_model *m)
 {
     int64_t h = m->hidden;
     md_arch_kind k = md_arch_of(m);
-    int64_t norms = k == MD_ARCH_GPT2 || k == MD_ARCH_NEOX || post_norms(k) || k == MD_ARCH_SEED
-                        ? 4 * h : 2 * h;
+    int64_t norms = k == MD_ARCH_GPT2 || k == MD_ARCH_NEOX || k == MD_ARCH_OPT ||
+                    post_norms(k) || k == MD_ARCH_SEED ? 4 * h : 2 * h;
     return layer_linear_elems(m) + norms + (qk_norms(k) ? 2 * m->head_dim : 0) +
            (k == MD_ARCH_OLMO2 ? (m->heads + m->kv_heads) * m->head_dim : 0);
 }

@@ -56,8 +56,41 @@ static void sliding_layers(json_t *root, md_model *m, int gemma3)
     }
 }
 
+static double getf(json_t *root, const char *key, double dflt)
+{
+    json_t *v = json_object_get(root, key);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+/* OPT as its released checkpoints but 350m are: norms before each sublayer,
+ * biases, embeddings as wide as the model. */
+static int opt_supported(json_t *root, const md_model *m, md_err *err)
+{
+    if (!getb(root, "do_layer_norm_before", 1) || !getb(root, "enable_bias", 1) ||
+        !getb(root, "layer_norm_elementwise_affine", 1) ||
+        geti(root, "word_embed_proj_dim", m->hidden) != m->hidden)
+        return md_err_set(err, MD_E_SCHEMA, -1, "this OPT layout is not modeled (norms after "
+                          "the sublayers, no biases, or word_embed_proj_dim unlike hidden_size, "
+                          "as opt-350m has)");
+    return MD_OK;
+}
+
+/* Phi (phi-1, phi-1.5, phi-2) as released: no q/k LayerNorms, no dropout,
+ * gelu_new, as many key/value heads as query heads. */
+static int phi_supported(json_t *root, const md_model *m, md_err *err)
+{
+    json_t *act = json_object_get(root, "hidden_act");
+    if (getb(root, "qk_layernorm", 0) || getf(root, "resid_pdrop", 0) > 0 ||
+        getf(root, "embd_pdrop", 0) > 0 || m->kv_heads != m->heads ||
+        (json_is_string(act) && strcmp(json_string_value(act), "gelu_new")))
+        return md_err_set(err, MD_E_SCHEMA, -1, "this Phi layout is not modeled (qk_layernorm, "
+                          "dropout, grouped key/value heads or an activation other than gelu_new)");
+    return MD_OK;
+}
+
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
-                                    "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox"};
+                                    "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox",
+                                    "opt", "phi"};
 
 static int seed_preset(const char *name, md_model *m)
 {
@@ -119,9 +152,9 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!ok || k == sizeof known / sizeof known[0])
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
-                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox)", ok ? json_string_value(mt) : "(missing)");
+                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox, opt, phi)", ok ? json_string_value(mt) : "(missing)");
     snprintf(m->type, sizeof m->type, "%s", known[k]);
-    int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5);
+    int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5), rc;
     m->vocab = geti(root, "vocab_size", 0);
     m->hidden = gpt2 ? geti(root, "n_embd", 768) : geti(root, "hidden_size", 0);
     m->layers = gpt2 ? geti(root, "n_layer", 12) : geti(root, "num_hidden_layers", 0);
@@ -136,6 +169,15 @@ static int from_json(json_t *root, md_model *m, md_err *err)
         m->kv_heads = m->heads; /* no grouped keys and values */
         m->serial_residual = !getb(root, "use_parallel_residual", 1);
     }
+    if (!strcmp(m->type, "opt")) {
+        m->intermediate = geti(root, "ffn_dim", 3072);
+        m->tied = getb(root, "tie_word_embeddings", 1);
+        m->dropout = getf(root, "dropout", 0.1) > 0;
+        if ((rc = opt_supported(root, m, err)))
+            return rc;
+    }
+    if (!strcmp(m->type, "phi") && (rc = phi_supported(root, m, err)))
+        return rc;
     /* gemma2 alternates sliding and full layers; the sliding ones decide */
     int qwen = !strncmp(m->type, "qwen", 4);
     if (!qwen || getb(root, "use_sliding_window", 0))
@@ -151,8 +193,7 @@ static int from_json(json_t *root, md_model *m, md_err *err)
         m->final_softcap = json_is_number(json_object_get(root, "final_logit_softcapping"));
         m->attn_softcap = json_is_number(json_object_get(root, "attn_logit_softcapping"));
     }
-    int rc = check_ranges(m, err); /* before the defaults below multiply */
-    if (rc)
+    if ((rc = check_ranges(m, err))) /* before the defaults below multiply */
         return rc;
     if (gpt2 && m->intermediate == 0)
         m->intermediate = 4 * m->hidden; /* n_inner: null */
@@ -222,6 +263,25 @@ static int64_t neox_params(const md_model *m)
     return m->vocab * h + m->layers * block + 2 * h + (m->tied ? 0 : m->vocab * h);
 }
 
+/* opt: q/k/v/out projections and both MLP matmuls with biases, learned
+ * positions (max_position_embeddings + 2: OPT's offset), tied lm_head */
+static int64_t opt_params(const md_model *m)
+{
+    int64_t h = m->hidden, n = m->intermediate;
+    int64_t block = 4 * (h * h + h) + 4 * h + (h * n + n) + (n * h + h);
+    return m->vocab * h + (m->positions + 2) * h + m->layers * block + 2 * h +
+           (m->tied ? 0 : m->vocab * h);
+}
+
+/* phi: one LayerNorm a layer, q/k/v/dense and fc1/fc2 with biases, an
+ * lm_head with a bias */
+static int64_t phi_params(const md_model *m)
+{
+    int64_t h = m->hidden, n = m->intermediate;
+    int64_t block = 2 * h + 4 * (h * h + h) + (h * n + n) + (n * h + h);
+    return m->vocab * h + m->layers * block + 2 * h + (m->tied ? 0 : m->vocab * h) + m->vocab;
+}
+
 static int64_t gpt2_params(const md_model *m)
 {
     int64_t h = m->hidden, n = m->intermediate;
@@ -237,6 +297,10 @@ int64_t md_model_params(const md_model *m)
         return gpt2_params(m);
     if (!strcmp(m->type, "gpt_neox"))
         return neox_params(m);
+    if (!strcmp(m->type, "opt"))
+        return opt_params(m);
+    if (!strcmp(m->type, "phi"))
+        return phi_params(m);
     int64_t h = m->hidden, i = m->intermediate, q = m->heads * m->head_dim,
             kv = m->kv_heads * m->head_dim;
     int64_t attn = h * q + 2 * h * kv + q * h + (m->attention_bias ? q + 2 * kv : 0);
