@@ -37,7 +37,8 @@ SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.
         ("newarch_final", ["newarch_final.jsonl"]),
         ("newarch_options", ["newarch_options.jsonl"]), ("neox", ["neox.jsonl"]),
         ("neox_final", ["neox_final.jsonl"]), ("optphi", ["optphi.jsonl"]),
-        ("optphi_final", ["optphi_final.jsonl"])]
+        ("optphi_final", ["optphi_final.jsonl"]), ("llama_kin", ["llama_kin.jsonl"]),
+        ("layernorm_gc", ["layernorm_gc.jsonl"])]
 
 
 def rows(path):
@@ -237,9 +238,17 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   with no change after: OPT-125M's shape, a wide OPT without dropout, a Phi-1.5-like
   model. The held-out Phi with grouped key/value heads failed to build (its rotary
   width, 0.4 x 64, is odd: the harness's mistake; those 12 rows are errors, left in the
-  file). As with Pythia-160M, the small models' pure-bf16 rows start 16-25 MiB above
-  predict's (OPT-125M: worst row 3.1 % under); only models built on the GPU in fp32 and
-  cast to bf16 show it, and the wide ones do not.
+  file). As with Pythia-160M, the 768-wide models' pure-bf16 rows start 8-25 MiB above
+  predict's (OPT-125M: worst row 3.1 % under), built on the GPU or not (layernorm_gc's
+  are built on the CPU): the caching allocator's blocks for their 1-5 MiB bf16 tensors,
+  not modeled; the wide models' do not.
+- llama_kin: Granite (multipliers on the embedding, residuals, attention and logits)
+  and SmolLM3 (no rotary in every fourth layer) mapped to llama's layer with no other
+  change, then measured once (`bench/predict_grid.py --llama-kin`; SmolLM3's first rows
+  failed on the harness's vocabulary, smaller than its pad token, and were measured
+  again with its real 128256).
+- layernorm_gc: gradient checkpointing on Pythia-160M, OPT-125M and the Phi-1.5-like
+  model (`--layernorm-gc`), measured once, none of it modeled for them.
 
 """
 

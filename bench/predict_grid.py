@@ -24,6 +24,8 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --neox-final > neox_final.jsonl
     python3 bench/predict_grid.py --opt-phi > optphi.jsonl  # opt, phi
     python3 bench/predict_grid.py --opt-phi-final > optphi_final.jsonl
+    python3 bench/predict_grid.py --llama-kin > llama_kin.jsonl  # granite, smollm3
+    python3 bench/predict_grid.py --layernorm-gc > layernorm_gc.jsonl
 """
 import gc
 import json
@@ -170,6 +172,21 @@ FINAL_OPTS = ["sgd", "sgd-momentum", "adam", "adamw"]
 FINAL_PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure", "fp16-autocast"]
 
 
+# Llama's layer under other names (--llama-kin), measured once after they were
+# mapped to it with no change to the model: Granite (scalar multipliers on the
+# embedding, residuals, attention and logits) and SmolLM3 (no rotary in every
+# fourth layer).
+LLAMA_KIN = {
+    "granite": dict(cls="GraniteConfig", hidden_size=1024, intermediate_size=2816,
+                    num_hidden_layers=6, num_attention_heads=16, num_key_value_heads=4,
+                    vocab_size=49152, max_position_embeddings=4096, embedding_multiplier=12.0,
+                    residual_multiplier=0.22, attention_multiplier=0.0078125,
+                    logits_scaling=8.0, tie_word_embeddings=True),
+    "smollm3": dict(cls="SmolLM3Config", hidden_size=1024, intermediate_size=2816,
+                    num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4,
+                    vocab_size=128256, max_position_embeddings=4096),
+}
+
 # Training options on the model-building architectures (--options).
 OPTION_SETS = [{"gc": "default"}, {"gc": "nonreentrant"}, {"attn": "eager"},
                {"lora": 16, "targets": ["q_proj", "v_proj"]},
@@ -197,10 +214,14 @@ def options_main(budget, final=False, newarch=False):
     table = NEWARCH_FINAL if newarch else HELDOUT if final else ARCHS
     archs = (["gemma3-gqa", "olmo2-gqa"] if newarch else
              FINAL_OPTION_ARCHS if final else OPTION_ARCHS)
+    sets = FINAL_OPTION_SETS if final else OPTION_SETS
+    if "--layernorm-gc" in sys.argv:  # checkpointing on gpt_neox, opt, phi
+        table = {**NEOX_FINAL, **OPTPHI_FINAL}
+        archs, sets = ["pythia-160m", "opt-125m", "phi-1.5-like"], [{"gc": "default"}]
     k = 0
     for arch in archs:
         for batch, seq in (FINAL_OPTION_SHAPES if final else OPTION_SHAPES):
-            for options in (FINAL_OPTION_SETS if final else OPTION_SETS):
+            for options in sets:
                 if arch == "gpt2" and options.get("lora"):
                     options = dict(options, targets=["c_attn"])
                 if arch == "phi3" and options.get("lora"):
@@ -435,6 +456,8 @@ def main():
         table, shapes = OPTPHI, NEOX_SHAPES
     if "--opt-phi-final" in sys.argv:
         table, shapes, final = OPTPHI_FINAL, NEWARCH_FINAL_SHAPES, True
+    if "--llama-kin" in sys.argv:
+        table, shapes, final = LLAMA_KIN, NEWARCH_FINAL_SHAPES, True
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
     only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
     archs = [a for a in table if not only or a in only[0]]
@@ -442,6 +465,8 @@ def main():
                       "gpu": torch.cuda.get_device_name(0)}), flush=True)
     if "--newarch-options" in sys.argv:
         return options_main(budget, True, True)
+    if "--layernorm-gc" in sys.argv:
+        return options_main(budget, True)
     if "--options" in sys.argv or "--options-final" in sys.argv:
         return options_main(budget, "--options-final" in sys.argv)
     t0 = time.time()

@@ -578,7 +578,7 @@ int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
 typedef struct md_model {
     char type[32];            /* model_type: gpt2, llama, mistral, qwen2, qwen3,
                                  gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox,
-                                 opt, phi, seed */
+                                 opt, phi, granite, smollm3, seed */
     int64_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, positions;
     int tied;                 /* lm_head shares the embedding */
     int attention_bias;

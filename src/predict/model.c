@@ -90,7 +90,7 @@ static int phi_supported(json_t *root, const md_model *m, md_err *err)
 
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
                                     "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox",
-                                    "opt", "phi"};
+                                    "opt", "phi", "granite", "smollm3"};
 
 static int seed_preset(const char *name, md_model *m)
 {
@@ -152,7 +152,7 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!ok || k == sizeof known / sizeof known[0])
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
-                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox, opt, phi)", ok ? json_string_value(mt) : "(missing)");
+                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox, opt, phi, granite, smollm3)", ok ? json_string_value(mt) : "(missing)");
     snprintf(m->type, sizeof m->type, "%s", known[k]);
     int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5), rc;
     m->vocab = geti(root, "vocab_size", 0);
