@@ -149,6 +149,15 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     for (; ok && k < sizeof known / sizeof known[0]; k++)
         if (!strcmp(json_string_value(mt), known[k]))
             break;
+    json_t *text = json_object_get(root, "text_config");
+    if (ok && k == sizeof known / sizeof known[0] && json_is_object(text) &&
+        json_is_string(json_object_get(text, "model_type")))
+        return md_err_set(err, MD_E_SCHEMA, -1,
+                          "model_type '%s' is a multimodal model: predict models its language "
+                          "model only; its text_config (model_type '%s') as a config.json of its "
+                          "own predicts that part (a vision tower's weights are not in it)",
+                          json_string_value(mt),
+                          json_string_value(json_object_get(text, "model_type")));
     if (!ok || k == sizeof known / sizeof known[0])
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "

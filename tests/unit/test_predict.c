@@ -410,6 +410,10 @@ static void test_refusals(void **st)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(md_model_load_mem(bad[i], strlen(bad[i]), "bad", &m, &e), MD_E_SCHEMA);
+    /* a multimodal wrapper: pointed at its text model */
+    const char *mm = "{\"model_type\":\"gemma3\",\"text_config\":{\"model_type\":\"gemma3_text\"}}";
+    assert_int_equal(md_model_load_mem(mm, strlen(mm), "x", &m, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "text_config (model_type 'gemma3_text')"));
     /* layouts of a supported model_type that are not modeled: named, refused */
     static const char *const unmodeled[] = {
         "{\"model_type\":\"opt\",\"vocab_size\":50272,\"hidden_size\":1024,\"ffn_dim\":4096,"
