@@ -3,6 +3,7 @@
  * notable allocator settings; then a cross-rank comparison. Plain text that
  * survives a Slurm log. */
 #include <string.h>
+#include <math.h>
 #include "report.h"
 
 static double secs(const md_rank *rk, long idx)
@@ -87,6 +88,58 @@ static void steps_table(FILE *o, const md_rank *rk)
                 md_mib(md_replay_at(rk->r, st[k].after_zero).allocated), md_mib(st[k].peak));
 }
 
+/* Growth between steps made in one interval alone (an EMA copy or a cache
+ * made once after step 0), flat before and after: said so, since the
+ * indicator alone reads like a leak. zero[k]: MiB allocated after step
+ * number[k]'s zero_grad. */
+static void growth_note(FILE *o, const double *zero, const int *number, size_t n,
+                        double growth_mib)
+{
+    if (n < 3 || growth_mib < 1.0)
+        return;
+    size_t at = 0;
+    double big = 0, rest = 0;
+    for (size_t k = 1; k < n; k++) {
+        double d = zero[k] - zero[k - 1];
+        if (d > big)
+            rest += big, big = d, at = k;
+        else
+            rest += fabs(d);
+    }
+    if (at && big >= 0.9 * growth_mib && rest <= 0.1 * growth_mib)
+        fprintf(o, "      all of it between steps %d and %d (%.1f MiB), none after: made once, "
+                "not a leak\n", number[at - 1], number[at], big);
+}
+
+/* growth_note over a snapshot's steps (up to the first 4096) */
+static void replay_growth_note(FILE *o, const md_rank *rk, double growth_mib)
+{
+    size_t n;
+    const md_step *st = md_analysis_steps(rk->a, &n);
+    double zero[4096];
+    int number[4096];
+    n = n < 4096 ? n : 4096;
+    for (size_t k = 0; k < n; k++) {
+        zero[k] = md_mib(md_replay_at(rk->r, st[k].after_zero).allocated);
+        number[k] = st[k].number;
+    }
+    growth_note(o, zero, number, n, growth_mib);
+}
+
+/* growth_note over a rank's after_clear_gradients samples */
+static void sample_growth_note(FILE *o, const md_sample_rank *r, double growth_mib)
+{
+    double zero[4096];
+    int number[4096];
+    size_t n = 0;
+    for (size_t i = 0; i < r->nsamples && n < 4096; i++)
+        if (r->samples[i].phase == MD_SP_AFTER_CLEAR_GRADIENTS && r->samples[i].step >= 0) {
+            zero[n] = r->samples[i].allocated_mib;
+            number[n++] = r->samples[i].step;
+        }
+    growth_note(o, zero, number, n, growth_mib);
+}
+
 static void indicators(FILE *o, const md_rank *rk)
 {
     const md_indicators *in = md_analysis_indicators(rk->a);
@@ -101,6 +154,7 @@ static void indicators(FILE *o, const md_rank *rk)
     else
         fprintf(o, "    first_step_persistent_change_mib        n/a (step 0 is not in the recorded history)\n");
     fprintf(o, "    between_step_growth_mib           %9.1f\n", in->between_step_growth_mib);
+    replay_growth_note(o, rk, in->between_step_growth_mib);
     fprintf(o, "    largest_forward_increase_mib      %9.1f\n", in->largest_forward_increase_mib);
     fprintf(o, "    maximum_peak_allocated_mib        %9.1f\n", in->maximum_peak_allocated_mib);
 }
@@ -288,6 +342,7 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
         fprintf(o, "\n  indicators\n");
         fprintf(o, "    first_step_persistent_change_mib  %9.1f\n", in->first_step_persistent_change_mib);
         fprintf(o, "    between_step_growth_mib           %9.1f\n", in->between_step_growth_mib);
+        sample_growth_note(o, r, in->between_step_growth_mib);
         fprintf(o, "    largest_forward_increase_mib      %9.1f\n", in->largest_forward_increase_mib);
         fprintf(o, "    maximum_peak_allocated_mib        %9.1f\n", in->maximum_peak_allocated_mib);
     }

@@ -88,4 +88,10 @@ out = subprocess.run([M, "summary", f"{D}/generate"], capture_output=True, text=
                      check=True).stdout
 check("generate: no steps, the weights counted as parameters",
       "steps       none found" in out and "parameters 48.0 MiB" in out)
+for case, once in (("ema", True), ("hookleak", False), ("warmup", False)):
+    out = subprocess.run([M, "summary", f"{D}/{case}"], capture_output=True, text=True,
+                         check=True).stdout
+    note = "all of it between steps 0 and 1 (70.1 MiB), none after: made once, not a leak"
+    check(f"{case}: one-off growth {'named' if once else 'not claimed'} (snapshot and capture)",
+          out.count(note) == (2 if once else 0) and (once or "made once" not in out))
 sys.exit(1 if bad else 0)
