@@ -128,6 +128,9 @@ check "report and flamegraph of hostile frame names: shown as text, nothing brea
 for f in $D/synthetic/*.pickle $D/captured/*.pickle.xz $S/snap-*.pickle; do
     check "report and flamegraph pages draw: $(basename $f)" sh -c "$M report --force -o $T/each.html $f >/dev/null 2>&1 && node tests/cli/check_page.js $T/each.html >/dev/null && $M flamegraph --force -o $T/each-f.html $f >/dev/null 2>&1 && node tests/cli/check_page.js $T/each-f.html >/dev/null"
 done
+for d in $D/patterns/*/; do # run directories: every rank's snapshot and capture on one page
+    check "report of the pattern run $(basename $d) draws" sh -c "$M report --force -o $T/pat.html $d >/dev/null 2>&1 && node tests/cli/check_page.js $T/pat.html >/dev/null"
+done
 check "pages and exports of every fuzz reproducer: exit 0 or 2, one line on failure, never a crash" sh -c "for f in $D/fuzz-regress/*; do for c in 'report --force -o $T/fz.html' 'export --format csv' 'export --format perfetto' 'export --format torch-snapshot --force -o $T/fz.pickle' 'flamegraph --folded' 'diff $G'; do $M \$c \$f >/dev/null 2>$T/fz.err; rc=\$?; test \$rc -eq 0 -o \$rc -eq 2 || { echo \"\$c \$f: exit \$rc\"; exit 1; }; test \$rc -eq 0 || test \$(wc -l < $T/fz.err) -eq 1 || { echo \"\$c \$f: \$(cat $T/fz.err)\"; exit 1; }; done; done"
 check "report refuses to replace a file, needs -o, reads what summary reads: one line, exit 2" sh -c "! $M report -o $T/r.html $G 2>$T/e && grep -q 'exists; pass --force' $T/e && $M report $G 2>$T/e; test \$? -eq 2 && test \$(wc -l < $T/e) -eq 1 && $M report -o $T/x.html $T/none.pickle 2>$T/e; test \$? -eq 2 && test ! -e $T/x.html && ls $T | grep -vq tmp"
 # export: the replayed history for other tools
