@@ -194,7 +194,7 @@ size from cached blocks rather than as whole fresh segments (snapshots show the
 state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
 
 - newarch: gemma3_text and olmo2, added after all of the above (session 10,
-  tests/gpu/predict_newarch.sh): small configs at 2x256 and 2x1024, SGD and AdamW,
+  tests/gpu/predict_more.sh newarch): small configs at 2x256 and 2x1024, SGD and AdamW,
   three precisions; read while they were modeled, with one allocator snapshot per
   precision (2x1024 AdamW). Gemma 3 is gemma2's layer with q/k norms over head_dim
   and no soft-capping; OLMo 2 norms each sublayer's output (the matmuls keep the
@@ -220,7 +220,7 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   per layer (the first and the last), where predict had assumed gemma2's pattern (the
   first slides, the last does not); gemma3-gqa's 7th layer of 7 slides. Worst after:
   6.36 % (eager attention with checkpointing, over), no other grid changed.
-- neox: gpt_neox (Pythia), added last (`bench/predict_grid.py --neox`, one allocator
+- neox: gpt_neox (Pythia), added next (`tests/gpu/predict_more.sh neox`: `--neox`, one allocator
   snapshot per precision, `bench/predict_snapshots.py --neox`): a small config at
   2x256 and 2x1024; its layer was read from those snapshots (docs/predict-model.md).
 - neox_final: measured in the same call, compared once after the model was written,
@@ -233,7 +233,7 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   reserved-envelope check.
 - optphi: opt and phi (phi-1/1.5/2), added after GPT-NeoX the same way
   (`bench/predict_grid.py --opt-phi`, snapshots `bench/predict_snapshots.py
-  --opt-phi`, tests/gpu/predict_optphi.sh): small configs at 2x256 and 2x1024.
+  --opt-phi`, tests/gpu/predict_more.sh opt-phi): small configs at 2x256 and 2x1024.
 - optphi_final: measured in the same call, compared once after the model was written,
   with no change after: OPT-125M's shape, a wide OPT without dropout, a Phi-1.5-like
   model. The held-out Phi with grouped key/value heads failed to build (its rotary

@@ -349,52 +349,42 @@ static md_act_cost gpt2_layer(const md_model *m, md_precision p, const md_layer_
     return c;
 }
 
-/* gpt_neox, from allocator snapshots of 2x1024 steps (bench/data/
- * step-snapshots/gpt_neox-*): the fused qkv output (v, a view, keeps it
- * whole), both LayerNorms' outputs and statistics, the rotated query and
- * key (fp32 under autocast, where SDPA keeps bf16 casts of them instead),
- * SDPA's output and logsumexp (bf16: its output's contiguous copy too),
- * the layer's output (the next LayerNorm's input), the MLP's two
- * intermediate-wide tensors; under autocast each matmul's bf16 input. A
- * serial residual (use_parallel_residual false) keeps the sum between
- * attention and MLP as the second LayerNorm's input. */
-static md_act_cost neox_layer(const md_model *m, md_precision p)
+/* The LayerNorm families read from allocator snapshots of 2x1024 steps
+ * (bench/data/step-snapshots/{gpt_neox,opt,phi}-*): saved bytes per token
+ * of a layer, h[p] * hidden + i[p] * intermediate + c + 4 * heads (the
+ * logsumexp), by precision (fp32, autocast, pure bf16).
+ *  gpt_neox: the fused qkv output (v, a view, keeps it whole), both
+ *   LayerNorms' outputs and statistics, the rotated query and key (fp32
+ *   under autocast, where SDPA keeps bf16 casts of them instead), SDPA's
+ *   output (bf16: its contiguous copy too), the layer's output (the next
+ *   LayerNorm's input), the MLP's two intermediate-wide tensors; under
+ *   autocast each matmul's bf16 input. A serial residual adds the sum
+ *   between attention and MLP, the second LayerNorm's input.
+ *  opt: q (scaled: a copy), k, v, SDPA's output, both LayerNorms' outputs
+ *   and statistics, the residual between the sublayers and the layer's
+ *   output, ReLU's output (fc1's is freed), a bool mask per dropout (two,
+ *   where dropout > 0); under autocast each projection's own bf16 cast.
+ *  phi: one LayerNorm for the parallel attention and MLP, the rotated query
+ *   and key, v, SDPA's output (bf16: its contiguous copy), the layer's
+ *   output, fc1's output and gelu_new's four pieces (some fp32 under
+ *   autocast, where pow runs in fp32), fc2's bf16 input. */
+typedef struct ln_layer_coef {
+    double h[3], i[3], c;
+} ln_layer_coef;
+
+static const ln_layer_coef NEOX_LAYER = {{36, 22, 20}, {8, 4, 4}, 16};
+static const ln_layer_coef OPT_LAYER = {{32, 24, 16}, {4, 2, 2}, 16};
+static const ln_layer_coef PHI_LAYER = {{24, 22, 14}, {20, 16, 10}, 8};
+
+static md_act_cost ln_layer(const md_model *m, md_precision p, const ln_layer_coef *k)
 {
     double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
-    md_act_cost c = {0, 0, 0};
-    c.tok = p == MD_FP32 ? 36 * h + 8 * i : is_autocast(p) ? 22 * h + 4 * i : 20 * h + 4 * i;
-    c.tok += 16 + 4 * H;
-    if (m->serial_residual)
+    int at = p == MD_FP32 ? 0 : is_autocast(p) ? 1 : 2;
+    md_act_cost c = {k->h[at] * h + k->i[at] * i + k->c + 4 * H, 0, 0};
+    if (md_arch_of(m) == MD_ARCH_NEOX && m->serial_residual)
         c.tok += p == MD_BF16_PURE ? 2 * h : 4 * h;
-    return c;
-}
-
-/* opt, from allocator snapshots of 2x1024 steps (bench/data/step-snapshots/
- * opt-*): q (scaled: a copy), k, v, SDPA's output and logsumexp, both
- * LayerNorms' outputs and statistics, the residual between the sublayers
- * and the layer's output, the ReLU's output (fc1's is not kept), a bool
- * mask per dropout (two, where dropout > 0); under autocast each
- * projection's own bf16 cast of its input. */
-static md_act_cost opt_layer(const md_model *m, md_precision p)
-{
-    double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
-    md_act_cost c = {0, 0, 0};
-    c.tok = p == MD_FP32 ? 32 * h + 4 * i : is_autocast(p) ? 24 * h + 2 * i : 16 * h + 2 * i;
-    c.tok += 16 + 4 * H + (m->dropout ? 2 * h : 0);
-    return c;
-}
-
-/* phi, likewise (bench/data/step-snapshots/phi-*): one LayerNorm for the
- * parallel attention and MLP, the rotated query and key, v, SDPA's output
- * and logsumexp (bf16: its contiguous copy), the layer's output, fc1's
- * output and gelu_new's four pieces (some in fp32 under autocast, where
- * pow runs in fp32), fc2's bf16 input. */
-static md_act_cost phi_layer(const md_model *m, md_precision p)
-{
-    double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
-    md_act_cost c = {0, 0, 0};
-    c.tok = p == MD_FP32 ? 24 * h + 20 * i : is_autocast(p) ? 22 * h + 16 * i : 14 * h + 10 * i;
-    c.tok += 8 + 4 * H;
+    if (md_arch_of(m) == MD_ARCH_OPT && m->dropout)
+        c.tok += 2 * h;
     return c;
 }
 
@@ -408,12 +398,9 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
         return seed_layer(m, p);
     if (k == MD_ARCH_GPT2)
         return gpt2_layer(m, p, o);
-    if (k == MD_ARCH_NEOX)
-        return neox_layer(m, p);
-    if (k == MD_ARCH_OPT)
-        return opt_layer(m, p);
-    if (k == MD_ARCH_PHI)
-        return phi_layer(m, p);
+    if (k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI)
+        return ln_layer(m, p, k == MD_ARCH_NEOX ? &NEOX_LAYER : k == MD_ARCH_OPT ? &OPT_LAYER
+                                                                             : &PHI_LAYER);
     md_act_cost at = o->eager ? eager_attention(m, p) : attention(m, p, o->masked);
     md_act_cost c = {0, at.quad, at.mask};
     if (o->lora) {
