@@ -38,7 +38,8 @@ SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.
         ("newarch_options", ["newarch_options.jsonl"]), ("neox", ["neox.jsonl"]),
         ("neox_final", ["neox_final.jsonl"]), ("optphi", ["optphi.jsonl"]),
         ("optphi_final", ["optphi_final.jsonl"]), ("llama_kin", ["llama_kin.jsonl"]),
-        ("layernorm_gc", ["layernorm_gc.jsonl"])]
+        ("layernorm_gc", ["layernorm_gc.jsonl"]), ("moe", ["moe.jsonl"]),
+        ("moe_final", ["moe_final.jsonl"])]
 
 
 def rows(path):
@@ -249,6 +250,11 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   again with its real 128256).
 - layernorm_gc: gradient checkpointing on Pythia-160M, OPT-125M and the Phi-1.5-like
   model (`--layernorm-gc`), measured once, none of it modeled for them.
+- moe: Mixtral (`tests/gpu/predict_more.sh moe`): 8 experts, 2 a token, at 2x256 and
+  2x1024, with one allocator snapshot per precision; its sparse MLP read from them
+  (transformers' grouped_mm experts run in fp32 under autocast).
+- moe_final: measured in the same call, compared once after the model was written, with
+  no change after: 4 wider experts, and 16 experts with one a token.
 
 """
 

@@ -26,6 +26,8 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --opt-phi-final > optphi_final.jsonl
     python3 bench/predict_grid.py --llama-kin > llama_kin.jsonl  # granite, smollm3
     python3 bench/predict_grid.py --layernorm-gc > layernorm_gc.jsonl
+    python3 bench/predict_grid.py --moe > moe.jsonl         # mixtral
+    python3 bench/predict_grid.py --moe-final > moe_final.jsonl
 """
 import gc
 import json
@@ -171,6 +173,24 @@ FINAL_SHAPES = [(3, 768), (1, 3072), (12, 128)]
 FINAL_OPTS = ["sgd", "sgd-momentum", "adam", "adamw"]
 FINAL_PRECISIONS = ["fp32", "bf16-autocast", "bf16-pure", "fp16-autocast"]
 
+
+# Mixtral (sparse mixture of experts), --moe with snapshots, then --moe-final.
+MOE = {
+    "mixtral": dict(cls="MixtralConfig", hidden_size=512, intermediate_size=1024,
+                    num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                    num_local_experts=8, num_experts_per_tok=2, vocab_size=32000,
+                    max_position_embeddings=4096, router_aux_loss_coef=0.0),
+}
+MOE_FINAL = {
+    "mixtral-wide": dict(cls="MixtralConfig", hidden_size=1024, intermediate_size=2816,
+                         num_hidden_layers=3, num_attention_heads=16, num_key_value_heads=8,
+                         num_local_experts=4, num_experts_per_tok=2, vocab_size=32000,
+                         max_position_embeddings=4096, router_aux_loss_coef=0.0),
+    "mixtral-top1-16": dict(cls="MixtralConfig", hidden_size=768, intermediate_size=1536,
+                            num_hidden_layers=4, num_attention_heads=12, num_key_value_heads=4,
+                            num_local_experts=16, num_experts_per_tok=1, vocab_size=32768,
+                            max_position_embeddings=4096, router_aux_loss_coef=0.0),
+}
 
 # Llama's layer under other names (--llama-kin), measured once after they were
 # mapped to it with no change to the model: Granite (scalar multipliers on the
@@ -458,6 +478,10 @@ def main():
         table, shapes, final = OPTPHI_FINAL, NEWARCH_FINAL_SHAPES, True
     if "--llama-kin" in sys.argv:
         table, shapes, final = LLAMA_KIN, NEWARCH_FINAL_SHAPES, True
+    if "--moe" in sys.argv:
+        table, shapes = MOE, NEOX_SHAPES
+    if "--moe-final" in sys.argv:
+        table, shapes, final = MOE_FINAL, NEWARCH_FINAL_SHAPES, True
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
     only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
     archs = [a for a in table if not only or a in only[0]]

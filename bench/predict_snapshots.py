@@ -4,7 +4,7 @@ so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
     python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc | --neox |
-                                             --opt-phi]
+                                             --opt-phi | --moe]
 """
 import os
 import sys
@@ -28,6 +28,8 @@ EAGER_GC = [(a, 1, 2048, "sgd", "bf16-autocast", {"attn": "eager", "gc": "defaul
 NEOX = [("gpt_neox", 2, 1024, "adamw", p) for p in g.PRECISIONS]
 # one small step of opt and phi in every precision (--opt-phi)
 OPTPHI = [(a, 2, 1024, "adamw", p) for a in g.OPTPHI for p in g.PRECISIONS]
+# one small step of mixtral in every precision (--moe)
+MOE = [("mixtral", 2, 1024, "adamw", p) for p in g.PRECISIONS]
 # the training options on llama (--options)
 OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
            for p in ("bf16-autocast", "fp32")]
@@ -45,6 +47,8 @@ def main():
         cases, table = NEOX, g.NEOX
     if "--opt-phi" in sys.argv:
         cases, table = OPTPHI, g.OPTPHI
+    if "--moe" in sys.argv:
+        cases, table = MOE, g.MOE
     if "--eager-gc" in sys.argv:
         cases, table = EAGER_GC, g.NEWARCH_FINAL
     for arch, b, s, opt, prec, *options in cases:

@@ -578,7 +578,7 @@ int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
 typedef struct md_model {
     char type[32];            /* model_type: gpt2, llama, mistral, qwen2, qwen3,
                                  gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox,
-                                 opt, phi, granite, smollm3, seed */
+                                 opt, phi, granite, smollm3, mixtral, seed */
     int64_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, positions;
     int tied;                 /* lm_head shares the embedding */
     int attention_bias;
@@ -590,6 +590,7 @@ typedef struct md_model {
                                         and of eager attention's scores */
     int serial_residual;      /* gpt_neox: use_parallel_residual false */
     int dropout;              /* opt: dropout > 0 (a mask kept per dropout) */
+    int64_t experts, experts_per_tok; /* mixtral: num_local_experts, num_experts_per_tok */
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;
 

@@ -28,7 +28,7 @@ md_arch_kind md_arch_of(const md_model *m)
         {"gpt2", MD_ARCH_GPT2}, {"seed", MD_ARCH_SEED}, {"phi3", MD_ARCH_PHI3},
         {"qwen3", MD_ARCH_QWEN3}, {"gemma", MD_ARCH_GEMMA}, {"gemma2", MD_ARCH_GEMMA2},
         {"gemma3_text", MD_ARCH_GEMMA3}, {"olmo2", MD_ARCH_OLMO2}, {"gpt_neox", MD_ARCH_NEOX},
-        {"opt", MD_ARCH_OPT}, {"phi", MD_ARCH_PHI}};
+        {"opt", MD_ARCH_OPT}, {"phi", MD_ARCH_PHI}, {"mixtral", MD_ARCH_MIXTRAL}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (is(m, kinds[i].type))
             return kinds[i].kind;
@@ -86,6 +86,12 @@ void md_arch_layer_tensors(const md_model *m, int64_t n,
     if (k == MD_ARCH_SEED) { /* no biases but the LayerNorms' */
         emit(ctx, L, 3 * h * h), emit(ctx, L, h * h), emit(ctx, L, h * i), emit(ctx, L, i * h);
         emit(ctx, 4 * L, h);
+        return;
+    }
+    if (k == MD_ARCH_MIXTRAL) { /* q, k, v, o, the router, two 3-D expert tensors, norms */
+        int64_t E = m->experts;
+        emit(ctx, L, h * q), emit(ctx, 2 * L, h * kv), emit(ctx, L, q * h), emit(ctx, L, h * E);
+        emit(ctx, L, E * 2 * i * h), emit(ctx, L, E * h * i), emit(ctx, 2 * L, h);
         return;
     }
     if (k == MD_ARCH_PHI3) {
@@ -177,6 +183,8 @@ static int64_t layer_linear_elems(const md_model *m)
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2 || k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI)
         return 4 * h * h + 4 * h + 2 * h * i + i + h;
+    if (k == MD_ARCH_MIXTRAL) /* the experts run outside autocast (grouped_mm): not copied */
+        return h * (q + 2 * kv) + q * h + h * m->experts;
     return h * (q + 2 * kv) + q * h + 3 * h * i + (m->attention_bias ? q + 2 * kv : 0);
 }
 
@@ -388,6 +396,18 @@ static md_act_cost ln_layer(const md_model *m, md_precision p, const ln_layer_co
     return c;
 }
 
+/* Mixtral's sparse MLP (transformers' grouped_mm experts, from allocator
+ * snapshots: bench/data/step-snapshots/mixtral-*): per token and chosen
+ * expert, the token's permuted copy, the gate_up output, SiLU's output,
+ * their product and the down projection's output, in fp32 under autocast
+ * too (grouped_mm is not autocast); the router's softmax and top-k. */
+static double moe_mlp(const md_model *m, md_precision p)
+{
+    double h = (double)m->hidden, i = (double)m->intermediate, e = p == MD_BF16_PURE ? 2 : 4;
+    double K = (double)m->experts_per_tok, E = (double)m->experts;
+    return K * (2 * h + 4 * i) * e + 4 * E + 12 * K;
+}
+
 md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts *o)
 {
     double h = (double)m->hidden, i = (double)m->intermediate, H = (double)m->heads;
@@ -411,9 +431,9 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
      * keep the residual itself, the norm an fp32 copy of the output and the
      * normalized value; in pure bf16 that is gemma's count */
     c.tok = at.tok + 2 * rmsnorm(h, p, gemma_norm(k) || k == MD_ARCH_OLMO2) +
-            4 * a * i; /* gate, act, up, product */
-    if (is_autocast(p))
-        c.tok += (k == MD_ARCH_PHI3 ? 2 : 5) * 2 * h; /* bf16 casts of the norm outputs */
+            (k == MD_ARCH_MIXTRAL ? moe_mlp(m, p) : 4 * a * i); /* gate, act, up, product */
+    if (is_autocast(p)) /* bf16 casts of the norm outputs (mixtral: q, k, v, the router) */
+        c.tok += (k == MD_ARCH_PHI3 ? 2 : k == MD_ARCH_MIXTRAL ? 4 : 5) * 2 * h;
     if (post_norms(k)) /* post-attention and post-feedforward norms: an fp32
                           input (a matmul's output or its copy), normalized
                           value, rstd; their outputs join the residual */
@@ -460,7 +480,8 @@ int64_t md_arch_layer_params(const md_model *m)
     int64_t norms = k == MD_ARCH_GPT2 || k == MD_ARCH_NEOX || k == MD_ARCH_OPT ||
                     post_norms(k) || k == MD_ARCH_SEED ? 4 * h : 2 * h;
     return layer_linear_elems(m) + norms + (qk_norms(k) ? 2 * m->head_dim : 0) +
-           (k == MD_ARCH_OLMO2 ? (m->heads + m->kv_heads) * m->head_dim : 0);
+           (k == MD_ARCH_OLMO2 ? (m->heads + m->kv_heads) * m->head_dim : 0) +
+           (k == MD_ARCH_MIXTRAL ? 3 * m->experts * h * m->intermediate : 0);
 }
 
 uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p)

@@ -5,7 +5,8 @@
 
 typedef enum md_arch_kind {
     MD_ARCH_LLAMA, MD_ARCH_QWEN3, MD_ARCH_PHI3, MD_ARCH_GEMMA, MD_ARCH_GEMMA2, MD_ARCH_GEMMA3,
-    MD_ARCH_OLMO2, MD_ARCH_GPT2, MD_ARCH_NEOX, MD_ARCH_OPT, MD_ARCH_PHI, MD_ARCH_SEED
+    MD_ARCH_OLMO2, MD_ARCH_GPT2, MD_ARCH_NEOX, MD_ARCH_OPT, MD_ARCH_PHI, MD_ARCH_MIXTRAL,
+    MD_ARCH_SEED
 } md_arch_kind;
 
 /* Saved bytes of one layer: per token; attention scores per token x key

@@ -90,7 +90,7 @@ static int phi_supported(json_t *root, const md_model *m, md_err *err)
 
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
                                     "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox",
-                                    "opt", "phi", "granite", "smollm3"};
+                                    "opt", "phi", "granite", "smollm3", "mixtral"};
 
 static int seed_preset(const char *name, md_model *m)
 {
@@ -161,7 +161,7 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!ok || k == sizeof known / sizeof known[0])
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
-                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox, opt, phi, granite, smollm3)", ok ? json_string_value(mt) : "(missing)");
+                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox, opt, phi, granite, smollm3, mixtral)", ok ? json_string_value(mt) : "(missing)");
     snprintf(m->type, sizeof m->type, "%s", known[k]);
     int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5), rc;
     m->vocab = geti(root, "vocab_size", 0);
@@ -187,6 +187,15 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     }
     if (!strcmp(m->type, "phi") && (rc = phi_supported(root, m, err)))
         return rc;
+    if (!strcmp(m->type, "mixtral")) {
+        m->experts = geti(root, "num_local_experts", 8);
+        m->experts_per_tok = geti(root, "num_experts_per_tok", 2);
+        if (m->experts < 1 || m->experts > 4096 || m->experts_per_tok < 1 ||
+            m->experts_per_tok > m->experts)
+            return md_err_set(err, MD_E_SCHEMA, -1, "num_local_experts %lld or num_experts_per_tok "
+                              "%lld is out of range", (long long)m->experts,
+                              (long long)m->experts_per_tok);
+    }
     /* gemma2 alternates sliding and full layers; the sliding ones decide */
     int qwen = !strncmp(m->type, "qwen", 4);
     if (!qwen || getb(root, "use_sliding_window", 0))
@@ -319,6 +328,9 @@ int64_t md_model_params(const md_model *m)
     if (!strcmp(m->type, "olmo2"))
         attn += q + kv; /* q_norm, k_norm over the whole projection */
     int64_t norms = gemma23 ? 4 * h : 2 * h; /* gemma2/3: pre/post FFN norms */
+    if (!strcmp(m->type, "mixtral")) /* the router and every expert's three matrices */
+        return m->vocab * h + m->layers * (attn + h * m->experts + 3 * m->experts * h * i + norms) +
+               h + (m->tied ? 0 : m->vocab * h);
     int64_t block = attn + 3 * h * i + norms; /* gate, up, down (phi3: fused, same count) */
     return m->vocab * h + m->layers * block + h + (m->tied ? 0 : m->vocab * h);
 }
