@@ -589,7 +589,8 @@ typedef struct md_model {
     int final_softcap, attn_softcap; /* gemma2's tanh soft-capping of the logits
                                         and of eager attention's scores */
     int serial_residual;      /* gpt_neox: use_parallel_residual false */
-    int dropout;              /* opt: dropout > 0 (a mask kept per dropout) */
+    int dropout;              /* opt: dropout, phi: resid_pdrop > 0 (a mask a dropout) */
+    int embd_dropout;         /* phi: embd_pdrop > 0 */
     int64_t experts, experts_per_tok; /* mixtral: num_local_experts, num_experts_per_tok */
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;

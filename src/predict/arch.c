@@ -391,8 +391,8 @@ static md_act_cost ln_layer(const md_model *m, md_precision p, const ln_layer_co
     md_act_cost c = {k->h[at] * h + k->i[at] * i + k->c + 4 * H, 0, 0};
     if (md_arch_of(m) == MD_ARCH_NEOX && m->serial_residual)
         c.tok += p == MD_BF16_PURE ? 2 * h : 4 * h;
-    if (md_arch_of(m) == MD_ARCH_OPT && m->dropout)
-        c.tok += 2 * h;
+    if ((md_arch_of(m) == MD_ARCH_OPT || md_arch_of(m) == MD_ARCH_PHI) && m->dropout)
+        c.tok += 2 * h; /* a bool mask for each of the two dropouts (OPT's measured) */
     return c;
 }
 
@@ -465,8 +465,10 @@ double md_arch_extra(const md_model *m, md_precision p, unsigned lora)
     if (k == MD_ARCH_GPT2) /* dropout output and mask, ln_f */
         return p == MD_FP32 ? 9 * h + 8 : autocast ? 7 * h + 8 : 5 * h + 8;
     if (k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI)
-        /* the embedding (fp32 under autocast), the final LayerNorm */
-        return p == MD_FP32 ? 8 * h + 8 : autocast ? 6 * h + 8 : 4 * h + 8;
+        /* the embedding (fp32 under autocast), the final LayerNorm; the
+         * embedding's dropout mask */
+        return (p == MD_FP32 ? 8 * h + 8 : autocast ? 6 * h + 8 : 4 * h + 8) +
+               (m->embd_dropout ? h : 0);
     double norm = rmsnorm(h, p, gemma_norm(k));
     if (p == MD_FP32)
         return norm;

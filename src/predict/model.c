@@ -75,16 +75,18 @@ static int opt_supported(json_t *root, const md_model *m, md_err *err)
     return MD_OK;
 }
 
-/* Phi (phi-1, phi-1.5, phi-2) as released: no q/k LayerNorms, no dropout,
- * gelu_new, as many key/value heads as query heads. */
-static int phi_supported(json_t *root, const md_model *m, md_err *err)
+/* Phi (phi-1, phi-1.5, phi-2) as released: no q/k LayerNorms, gelu_new, as
+ * many key/value heads as query heads; resid_pdrop (phi-2: 0.1) keeps a mask
+ * per dropout as OPT's does. */
+static int phi_supported(json_t *root, md_model *m, md_err *err)
 {
     json_t *act = json_object_get(root, "hidden_act");
-    if (getb(root, "qk_layernorm", 0) || getf(root, "resid_pdrop", 0) > 0 ||
-        getf(root, "embd_pdrop", 0) > 0 || m->kv_heads != m->heads ||
+    if (getb(root, "qk_layernorm", 0) || m->kv_heads != m->heads ||
         (json_is_string(act) && strcmp(json_string_value(act), "gelu_new")))
         return md_err_set(err, MD_E_SCHEMA, -1, "this Phi layout is not modeled (qk_layernorm, "
-                          "dropout, grouped key/value heads or an activation other than gelu_new)");
+                          "grouped key/value heads or an activation other than gelu_new)");
+    m->dropout = getf(root, "resid_pdrop", 0) > 0;
+    m->embd_dropout = getf(root, "embd_pdrop", 0) > 0;
     return MD_OK;
 }
 

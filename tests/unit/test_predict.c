@@ -407,6 +407,9 @@ static void test_refusals(void **st)
         "{\"model_type\":\"llama\",\"vocab_size\":10,\"hidden_size\":8,\"intermediate_size\":8,"
         "\"num_hidden_layers\":1,\"num_attention_heads\":16384,\"head_dim\":65536}",
         "{\"model_type\":\"gpt2\",\"vocab_size\":10,\"n_head\":0}",
+        "{\"model_type\":\"mixtral\",\"vocab_size\":100,\"hidden_size\":64,"
+        "\"intermediate_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+        "\"num_local_experts\":4,\"num_experts_per_tok\":5}",
         "[\"llama\"]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -432,6 +435,20 @@ static void test_refusals(void **st)
                          MD_E_SCHEMA);
         assert_non_null(strstr(e.msg, "is not modeled"));
     }
+    /* phi-2's resid_pdrop 0.1: a bool mask per dropout, two a layer, as OPT's */
+    const char *phi0 = "{\"model_type\":\"phi\",\"vocab_size\":51200,\"hidden_size\":1024,"
+                       "\"intermediate_size\":4096,\"num_hidden_layers\":4,"
+                       "\"num_attention_heads\":16,\"resid_pdrop\":0.0}";
+    const char *phi2 = "{\"model_type\":\"phi\",\"vocab_size\":51200,\"hidden_size\":1024,"
+                       "\"intermediate_size\":4096,\"num_hidden_layers\":4,"
+                       "\"num_attention_heads\":16,\"resid_pdrop\":0.1}";
+    md_step_config st1 = {.batch = 2, .seq = 1024, .optimizer = MD_OPT_SGD, .precision = MD_FP32};
+    md_prediction p0, p2;
+    assert_int_equal(md_model_load_mem(phi0, strlen(phi0), "x", &m, &e), MD_OK);
+    assert_int_equal(md_predict(&m, &st1, &p0, &e), MD_OK);
+    assert_int_equal(md_model_load_mem(phi2, strlen(phi2), "x", &m, &e), MD_OK);
+    assert_int_equal(md_predict(&m, &st1, &p2, &e), MD_OK);
+    assert_true(p2.activations == p0.activations + 2ULL * 1024 * 2048 * 4); /* 2h x T x L */
     /* eager attention and LoRA are not modeled for the LayerNorm families */
     char optcfg[1024];
     assert_int_equal(md_model_load(data_path("predict/opt.json", optcfg, sizeof optcfg), &m, &e),
