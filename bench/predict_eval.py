@@ -39,7 +39,7 @@ SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.
         ("neox_final", ["neox_final.jsonl"]), ("optphi", ["optphi.jsonl"]),
         ("optphi_final", ["optphi_final.jsonl"]), ("llama_kin", ["llama_kin.jsonl"]),
         ("layernorm_gc", ["layernorm_gc.jsonl"]), ("moe", ["moe.jsonl"]),
-        ("moe_final", ["moe_final.jsonl"])]
+        ("moe_final", ["moe_final.jsonl"]), ("phi_dropout", ["phi_dropout.jsonl"])]
 
 
 def rows(path):
@@ -255,6 +255,8 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   (transformers' grouped_mm experts run in fp32 under autocast).
 - moe_final: measured in the same call, compared once after the model was written, with
   no change after: 4 wider experts, and 16 experts with one a token.
+- phi_dropout: Phi-2's residual dropout (resid_pdrop 0.1, its 80-wide heads and 0.4
+  rotary) after it was modeled as OPT's masks, measured once (`--phi-dropout`).
 
 """
 

@@ -28,6 +28,7 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --layernorm-gc > layernorm_gc.jsonl
     python3 bench/predict_grid.py --moe > moe.jsonl         # mixtral
     python3 bench/predict_grid.py --moe-final > moe_final.jsonl
+    python3 bench/predict_grid.py --phi-dropout > phi_dropout.jsonl
 """
 import gc
 import json
@@ -190,6 +191,15 @@ MOE_FINAL = {
                             num_hidden_layers=4, num_attention_heads=12, num_key_value_heads=4,
                             num_local_experts=16, num_experts_per_tok=1, vocab_size=32768,
                             max_position_embeddings=4096, router_aux_loss_coef=0.0),
+}
+
+# Phi-2's residual dropout (resid_pdrop 0.1), modeled as OPT's masks, measured
+# once after (--phi-dropout): phi-2's head layout (80 wide, 0.4 rotary).
+PHI_DROPOUT = {
+    "phi-2-like": dict(cls="PhiConfig", hidden_size=1280, intermediate_size=5120,
+                       num_hidden_layers=6, num_attention_heads=16, vocab_size=51200,
+                       max_position_embeddings=2048, partial_rotary_factor=0.4,
+                       resid_pdrop=0.1),
 }
 
 # Llama's layer under other names (--llama-kin), measured once after they were
@@ -480,6 +490,8 @@ def main():
         table, shapes, final = LLAMA_KIN, NEWARCH_FINAL_SHAPES, True
     if "--moe" in sys.argv:
         table, shapes = MOE, NEOX_SHAPES
+    if "--phi-dropout" in sys.argv:
+        table, shapes, final = PHI_DROPOUT, NEWARCH_FINAL_SHAPES, True
     if "--moe-final" in sys.argv:
         table, shapes, final = MOE_FINAL, NEWARCH_FINAL_SHAPES, True
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])

@@ -124,7 +124,8 @@ static double check_row(json_t *r, const char *file, double tolerance)
  * newarch, newarch_final: gemma3_text and olmo2; newarch_options, their
  * options held out: 7 %; neox, neox_final: gpt_neox, held out 2.5 %; optphi,
  * optphi_final: opt and phi, held out 3.5 %; llama_kin: granite, smollm3;
- * layernorm_gc: checkpointing on gpt_neox, opt, phi; moe, moe_final: mixtral)
+ * layernorm_gc: checkpointing on gpt_neox, opt, phi; moe, moe_final: mixtral;
+ * phi_dropout: phi-2's resid_pdrop)
  * (docs/predict-validation.md has the table). */
 static void test_measured_grids(void **st)
 {
@@ -134,10 +135,10 @@ static void test_measured_grids(void **st)
                                         "dist_more", "stream", "newarch", "newarch_final",
                                         "newarch_options", "neox", "neox_final", "optphi",
                                         "optphi_final", "llama_kin", "layernorm_gc", "moe",
-                                        "moe_final"};
+                                        "moe_final", "phi_dropout"};
     static const double tolerance[] = {0.02, 0.02, 0.02, 0.02, 0.02, 0.025, 0.06, 0.02, 0.02,
                                        0.02, 0.02, 0.02, 0.02, 0.07, 0.02, 0.025, 0.02, 0.035,
-                                       0.02, 0.02, 0.02, 0.02};
+                                       0.02, 0.02, 0.02, 0.02, 0.02};
     int total = 0;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         char rel[128], p[1024], line[16384];
@@ -161,7 +162,7 @@ static void test_measured_grids(void **st)
             fail_msg("%s: median |pred/real - 1| %.4f", files[k], err[n / 2]);
         total += n;
     }
-    assert_true(total >= 1290);
+    assert_true(total >= 1300);
 }
 
 /* Every architecture, including gemma and phi3 that the grid lacks. */
