@@ -192,10 +192,13 @@ static int from_json(json_t *root, md_model *m, md_err *err)
     if (!strcmp(m->type, "mixtral")) {
         m->experts = geti(root, "num_local_experts", 8);
         m->experts_per_tok = geti(root, "num_experts_per_tok", 2);
+        /* every expert's weights, bounded in double before any int64 product */
+        double all = 3.0 * (double)m->experts * (double)m->hidden * (double)m->intermediate *
+                     (double)m->layers;
         if (m->experts < 1 || m->experts > 4096 || m->experts_per_tok < 1 ||
-            m->experts_per_tok > m->experts)
+            m->experts_per_tok > m->experts || all > 0x1p50)
             return md_err_set(err, MD_E_SCHEMA, -1, "num_local_experts %lld or num_experts_per_tok "
-                              "%lld is out of range", (long long)m->experts,
+                              "%lld is out of range for this model", (long long)m->experts,
                               (long long)m->experts_per_tok);
     }
     /* gemma2 alternates sliding and full layers; the sliding ones decide */

@@ -321,8 +321,9 @@ static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
         return md_err_set(err, MD_E_ARG, -1, "batch, sequence or LoRA rank out of range");
     /* a generous bound on every byte count below, so none can overflow */
     double T = (double)batch * (double)seq, L = (double)m->layers + 1;
-    double per_token = (double)m->vocab * 20 + L * (200.0 * (double)m->hidden +
-                       20.0 * (double)m->intermediate + 8.0 * (double)m->heads * (double)seq);
+    double K = m->experts_per_tok > 0 ? (double)m->experts_per_tok : 1; /* mixtral's experts */
+    double per_token = (double)m->vocab * 20 + L * (200.0 * K * (double)m->hidden +
+                       20.0 * K * (double)m->intermediate + 8.0 * (double)m->heads * (double)seq);
     if (T * per_token > 0x1p60)
         return md_err_set(err, MD_E_ARG, -1, "batch x sequence too large for this model "
                                              "(more than an exabyte)");

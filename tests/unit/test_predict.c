@@ -411,6 +411,9 @@ static void test_refusals(void **st)
         "{\"model_type\":\"mixtral\",\"vocab_size\":100,\"hidden_size\":64,"
         "\"intermediate_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
         "\"num_local_experts\":4,\"num_experts_per_tok\":5}",
+        "{\"model_type\":\"mixtral\",\"vocab_size\":100,\"hidden_size\":1048576,"
+        "\"intermediate_size\":4194304,\"num_hidden_layers\":4096,\"num_attention_heads\":4,"
+        "\"num_local_experts\":4096,\"num_experts_per_tok\":2}",
         "[\"llama\"]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
