@@ -361,6 +361,8 @@ static void brief_rank(FILE *o, md_rank *rk, int devices)
                 md_analysis_steps(rk->a, &(size_t){0})[0].number,
                 in->first_step_persistent_change_mib, in->between_step_growth_mib,
                 in->largest_forward_increase_mib);
+    if (in->valid)
+        replay_growth_note(o, rk, in->between_step_growth_mib);
     for (size_t i = 0; i < rk->nfindings; i++)
         finding(o, &rk->findings[i], 0);
 }
