@@ -2,6 +2,7 @@
  * memory per phase per step, the indicators, who holds memory at the peak,
  * notable allocator settings; then a cross-rank comparison. Plain text that
  * survives a Slurm log. */
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #include "report.h"
@@ -111,33 +112,38 @@ static void growth_note(FILE *o, const double *zero, const int *number, size_t n
                 "not a leak\n", number[at - 1], number[at], big);
 }
 
-/* growth_note over a snapshot's steps (up to the first 4096) */
+/* growth_note over a snapshot's steps; nothing said without memory */
 static void replay_growth_note(FILE *o, const md_rank *rk, double growth_mib)
 {
     size_t n;
     const md_step *st = md_analysis_steps(rk->a, &n);
-    double zero[4096];
-    int number[4096];
-    n = n < 4096 ? n : 4096;
-    for (size_t k = 0; k < n; k++) {
+    double *zero = malloc((n ? n : 1) * sizeof *zero);
+    int *number = malloc((n ? n : 1) * sizeof *number);
+    for (size_t k = 0; zero && number && k < n; k++) {
         zero[k] = md_mib(md_replay_at(rk->r, st[k].after_zero).allocated);
         number[k] = st[k].number;
     }
-    growth_note(o, zero, number, n, growth_mib);
+    if (zero && number)
+        growth_note(o, zero, number, n, growth_mib);
+    free(zero);
+    free(number);
 }
 
 /* growth_note over a rank's after_clear_gradients samples */
 static void sample_growth_note(FILE *o, const md_sample_rank *r, double growth_mib)
 {
-    double zero[4096];
-    int number[4096];
+    double *zero = malloc((r->nsamples ? r->nsamples : 1) * sizeof *zero);
+    int *number = malloc((r->nsamples ? r->nsamples : 1) * sizeof *number);
     size_t n = 0;
-    for (size_t i = 0; i < r->nsamples && n < 4096; i++)
+    for (size_t i = 0; zero && number && i < r->nsamples; i++)
         if (r->samples[i].phase == MD_SP_AFTER_CLEAR_GRADIENTS && r->samples[i].step >= 0) {
             zero[n] = r->samples[i].allocated_mib;
             number[n++] = r->samples[i].step;
         }
-    growth_note(o, zero, number, n, growth_mib);
+    if (zero && number)
+        growth_note(o, zero, number, n, growth_mib);
+    free(zero);
+    free(number);
 }
 
 static void indicators(FILE *o, const md_rank *rk)
