@@ -847,8 +847,16 @@ int md_lone_growth(const md_rank_growth *g, size_t ng, md_finding **out, size_t 
     if (!f)
         return MD_E_NOMEM;
     f->rank = g[hi].rank;
-    MD_SUMMARY(f, "rank %d grows by %.1f MiB over the steps, rank %d by %.1f: a leak on rank %d's "
-               "side only", g[hi].rank, gh, g[lo].rank, gl, g[hi].rank);
+    char who[96] = "";
+    size_t growing = 0, len = 0;
+    for (size_t i = 0; i < ng; i++) /* the ranks that grow as the most growing one does */
+        if (g[i].growth_mib > LONE_GROWTH_OTHERS * gh && len < sizeof who - 16) {
+            int w = snprintf(who + len, sizeof who - len, "%s%d", growing ? ", " : "", g[i].rank);
+            len += w > 0 ? (size_t)w : 0;
+            growing++;
+        }
+    MD_SUMMARY(f, "rank %d grows by %.1f MiB over the steps, rank %d by %.1f: a leak on rank%s %s's "
+               "side only", g[hi].rank, gh, g[lo].rank, gl, growing > 1 ? "s" : "", who);
     for (size_t i = 0; i < ng; i++)
         MD_EVIDENCE(f, "rank %d: allocated after zero_grad grows %.1f MiB from step 0 to the last",
                     g[i].rank, g[i].growth_mib);

@@ -2,6 +2,7 @@
  * the right cause for each anonymous workload, and no false findings. */
 #include <math.h>
 #include "testutil.h"
+#include "analyze/analyze.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -228,6 +229,43 @@ static void test_captured_ring_buffer(void **st)
     done(&d);
 }
 
+/* md_lone_growth's rule on its own: a leak on some ranks and none on others
+ * is named for the most growing rank; small growth, growth alike on every
+ * rank, or one rank alone say nothing. */
+static void test_lone_growth(void **st)
+{
+    (void)st;
+    static const struct {
+        md_rank_growth g[3];
+        size_t n;
+        int want; /* rank named, -1 for none */
+    } cases[] = {
+        {{{0, 0.0}, {1, 56.0}}, 2, 1},            /* tests/data/patterns/rankleak */
+        {{{0, 112.0}, {1, 112.0}}, 2, -1},        /* fsdpleak: both ranks */
+        {{{0, 10.0}, {1, 0.0}}, 2, -1},           /* under 16 MiB */
+        {{{0, 40.0}, {1, 11.0}}, 2, -1},          /* the other grows over a quarter */
+        {{{0, 40.0}, {1, 9.9}, {2, 30.0}}, 3, 0}, /* the least growing decides */
+        {{{3, -5.0}, {7, 64.0}}, 2, 7},           /* one fell; rank numbers kept */
+        {{{0, 99.0}}, 1, -1},                     /* one rank compares with nothing */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        md_finding *f = NULL;
+        size_t n = 0, cap = 0;
+        assert_int_equal(md_lone_growth(cases[i].g, cases[i].n, &f, &n, &cap), MD_OK);
+        if (cases[i].want < 0) {
+            assert_int_equal(n, 0);
+        } else {
+            assert_int_equal(n, 1);
+            assert_string_equal(f[0].kind, "rank_imbalance");
+            assert_int_equal(f[0].rank, cases[i].want);
+            assert_int_equal(f[0].severity, MD_SEV_WARNING);
+            if (i == 4) /* ranks 0 and 2 grow, rank 1 does not */
+                assert_non_null(strstr(f[0].summary, "a leak on ranks 0, 2's side only"));
+        }
+        free(f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_beta),
         cmocka_unit_test(test_gamma),
         cmocka_unit_test(test_rank_imbalance),
+        cmocka_unit_test(test_lone_growth),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_captured_python_stacks),
         cmocka_unit_test(test_captured_logits_fragmentation_oom),
