@@ -140,72 +140,62 @@ static int check_ranges(const md_model *m, md_err *err)
     return MD_OK;
 }
 
-/* Fields as transformers names them per architecture; defaults are those of
- * the architecture's config class. */
-static int from_json(json_t *root, md_model *m, md_err *err)
+/* The index in known[] of the config's model_type, or an error naming
+ * what is supported (a multimodal wrapper: pointed at its text_config). */
+static int model_type_of(json_t *root, size_t *k, md_err *err)
 {
-    memset(m, 0, sizeof *m);
     json_t *mt = json_object_get(root, "model_type");
-    int ok = json_is_string(mt);
-    size_t k = 0;
-    for (; ok && k < sizeof known / sizeof known[0]; k++)
-        if (!strcmp(json_string_value(mt), known[k]))
-            break;
+    const char *type = json_is_string(mt) ? json_string_value(mt) : NULL;
+    size_t n = sizeof known / sizeof known[0];
+    for (*k = 0; type && *k < n; ++*k)
+        if (!strcmp(type, known[*k]))
+            return MD_OK;
     json_t *text = json_object_get(root, "text_config");
-    if (ok && k == sizeof known / sizeof known[0] && json_is_object(text) &&
-        json_is_string(json_object_get(text, "model_type")))
+    json_t *text_type = json_is_object(text) ? json_object_get(text, "model_type") : NULL;
+    if (type && json_is_string(text_type))
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "model_type '%s' is a multimodal model: predict models its language "
                           "model only; its text_config (model_type '%s') as a config.json of its "
                           "own predicts that part (a vision tower's weights are not in it)",
-                          json_string_value(mt),
-                          json_string_value(json_object_get(text, "model_type")));
-    if (!ok || k == sizeof known / sizeof known[0])
-        return md_err_set(err, MD_E_SCHEMA, -1,
-                          "model_type '%s' is not supported (gpt2, llama, mistral, qwen2, qwen3, "
-                          "gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox, opt, phi, granite, smollm3, mixtral)", ok ? json_string_value(mt) : "(missing)");
-    snprintf(m->type, sizeof m->type, "%s", known[k]);
-    int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5), rc;
-    m->vocab = geti(root, "vocab_size", 0);
-    m->hidden = gpt2 ? geti(root, "n_embd", 768) : geti(root, "hidden_size", 0);
-    m->layers = gpt2 ? geti(root, "n_layer", 12) : geti(root, "num_hidden_layers", 0);
-    m->heads = gpt2 ? geti(root, "n_head", 12) : geti(root, "num_attention_heads", 0);
-    m->kv_heads = geti(root, "num_key_value_heads", m->heads);
-    m->head_dim = geti(root, "head_dim", 0);
-    m->intermediate = gpt2 ? geti(root, "n_inner", 0) : geti(root, "intermediate_size", 0);
-    m->positions = gpt2 ? geti(root, "n_positions", 1024) : geti(root, "max_position_embeddings", 0);
-    m->tied = getb(root, "tie_word_embeddings", gpt2 || gemma);
-    m->attention_bias = !strcmp(m->type, "qwen2") || getb(root, "attention_bias", 0);
+                          type, json_string_value(text_type));
+    char list[256] = "";
+    for (size_t i = 0, len = 0; i < n && len < sizeof list; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", known[i]);
+    return md_err_set(err, MD_E_SCHEMA, -1, "model_type '%s' is not supported (%s)",
+                      type ? type : "(missing)", list);
+}
+
+static int mixtral_fields(json_t *root, md_model *m, md_err *err)
+{
+    m->experts = geti(root, "num_local_experts", 8);
+    m->experts_per_tok = geti(root, "num_experts_per_tok", 2);
+    /* every expert's weights, bounded in double before any int64 product */
+    double all = 3.0 * (double)m->experts * (double)m->hidden * (double)m->intermediate *
+                 (double)m->layers;
+    if (m->experts < 1 || m->experts > 4096 || m->experts_per_tok < 1 ||
+        m->experts_per_tok > m->experts || all > 0x1p50)
+        return md_err_set(err, MD_E_SCHEMA, -1, "num_local_experts %lld or num_experts_per_tok "
+                          "%lld is out of range for this model", (long long)m->experts,
+                          (long long)m->experts_per_tok);
+    return MD_OK;
+}
+
+/* Fields only some families have (their defaults are their config classes'). */
+static int family_fields(json_t *root, md_model *m, md_err *err)
+{
     if (!strcmp(m->type, "gpt_neox")) {
         m->kv_heads = m->heads; /* no grouped keys and values */
         m->serial_residual = !getb(root, "use_parallel_residual", 1);
-    }
-    if (!strcmp(m->type, "opt")) {
+    } else if (!strcmp(m->type, "opt")) {
         m->intermediate = geti(root, "ffn_dim", 3072);
         m->tied = getb(root, "tie_word_embeddings", 1);
         m->dropout = getf(root, "dropout", 0.1) > 0;
-        if ((rc = opt_supported(root, m, err)))
-            return rc;
-    }
-    if (!strcmp(m->type, "phi") && (rc = phi_supported(root, m, err)))
-        return rc;
-    if (!strcmp(m->type, "mixtral")) {
-        m->experts = geti(root, "num_local_experts", 8);
-        m->experts_per_tok = geti(root, "num_experts_per_tok", 2);
-        /* every expert's weights, bounded in double before any int64 product */
-        double all = 3.0 * (double)m->experts * (double)m->hidden * (double)m->intermediate *
-                     (double)m->layers;
-        if (m->experts < 1 || m->experts > 4096 || m->experts_per_tok < 1 ||
-            m->experts_per_tok > m->experts || all > 0x1p50)
-            return md_err_set(err, MD_E_SCHEMA, -1, "num_local_experts %lld or num_experts_per_tok "
-                              "%lld is out of range for this model", (long long)m->experts,
-                              (long long)m->experts_per_tok);
-    }
-    /* gemma2 alternates sliding and full layers; the sliding ones decide */
-    int qwen = !strncmp(m->type, "qwen", 4);
-    if (!qwen || getb(root, "use_sliding_window", 0))
-        m->sliding_window = geti(root, "sliding_window", 0);
-    if (!strcmp(m->type, "gemma2")) {
+        return opt_supported(root, m, err);
+    } else if (!strcmp(m->type, "phi")) {
+        return phi_supported(root, m, err);
+    } else if (!strcmp(m->type, "mixtral")) {
+        return mixtral_fields(root, m, err);
+    } else if (!strcmp(m->type, "gemma2")) {
         sliding_layers(root, m, 0);
         /* on unless the config sets them null (defaults 30 and 50) */
         m->final_softcap = !json_is_null(json_object_get(root, "final_logit_softcapping"));
@@ -216,8 +206,35 @@ static int from_json(json_t *root, md_model *m, md_err *err)
         m->final_softcap = json_is_number(json_object_get(root, "final_logit_softcapping"));
         m->attn_softcap = json_is_number(json_object_get(root, "attn_logit_softcapping"));
     }
-    if ((rc = check_ranges(m, err))) /* before the defaults below multiply */
+    return MD_OK;
+}
+
+/* Fields as transformers names them per architecture; defaults are those of
+ * the architecture's config class. */
+static int from_json(json_t *root, md_model *m, md_err *err)
+{
+    memset(m, 0, sizeof *m);
+    size_t k;
+    int rc = model_type_of(root, &k, err);
+    if (rc)
         return rc;
+    snprintf(m->type, sizeof m->type, "%s", known[k]);
+    int gpt2 = !strcmp(m->type, "gpt2"), gemma = !strncmp(m->type, "gemma", 5);
+    m->vocab = geti(root, "vocab_size", 0);
+    m->hidden = gpt2 ? geti(root, "n_embd", 768) : geti(root, "hidden_size", 0);
+    m->layers = gpt2 ? geti(root, "n_layer", 12) : geti(root, "num_hidden_layers", 0);
+    m->heads = gpt2 ? geti(root, "n_head", 12) : geti(root, "num_attention_heads", 0);
+    m->kv_heads = geti(root, "num_key_value_heads", m->heads);
+    m->head_dim = geti(root, "head_dim", 0);
+    m->intermediate = gpt2 ? geti(root, "n_inner", 0) : geti(root, "intermediate_size", 0);
+    m->positions = gpt2 ? geti(root, "n_positions", 1024) : geti(root, "max_position_embeddings", 0);
+    m->tied = getb(root, "tie_word_embeddings", gpt2 || gemma);
+    m->attention_bias = !strcmp(m->type, "qwen2") || getb(root, "attention_bias", 0);
+    /* gemma2 alternates sliding and full layers; the sliding ones decide */
+    if (strncmp(m->type, "qwen", 4) || getb(root, "use_sliding_window", 0))
+        m->sliding_window = geti(root, "sliding_window", 0);
+    if ((rc = family_fields(root, m, err)) || (rc = check_ranges(m, err)))
+        return rc; /* ranges before the defaults below multiply */
     if (gpt2 && m->intermediate == 0)
         m->intermediate = 4 * m->hidden; /* n_inner: null */
     if (m->head_dim == 0 && m->heads > 0)
