@@ -191,6 +191,8 @@ static int cmp_u32(const void *a, const void *b)
 /* How many different call stacks made the kept forward allocations. */
 static size_t distinct_stacks(uint32_t *ids, size_t n)
 {
+    if (n == 0)
+        return 0; /* ids may be NULL: none kept */
     qsort(ids, n, sizeof *ids, cmp_u32);
     size_t d = 0;
     for (size_t i = 0; i < n; i++)
