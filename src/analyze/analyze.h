@@ -14,6 +14,7 @@ enum {
     MD_TAG_GRAD_ACCUM = 0x40,
     MD_TAG_MATMUL = 0x80,     /* a matmul-like frame (cuBLAS workspace sites) */
     MD_TAG_SHARDED = 0x100,   /* parameters FSDP sharded (fully_shard, FSDP's __init__) */
+    MD_TAG_ATTENTION = 0x200, /* attention code: "Attention"/"attn" in a frame's file or name */
     MD_TAG_KNOWN = 0x8000
 };
 

@@ -455,12 +455,6 @@ static void find_workspace(fctx *c)
 
 /* ---- activations ----------------------------------------------------------------- */
 
-/* "Attention"/"attention" in a class or file name, attn in a module's */
-static int mentions_attention(const char *s)
-{
-    return strstr(s, "ttention") || strstr(s, "attn") || strstr(s, "scaled_dot_product");
-}
-
 /* Were any of the forward allocations (lo, index] live at index made
  * inside attention code? Only then is the sequence length and the attention
  * kernel part of the advice (not for a convolutional network). */
@@ -469,16 +463,9 @@ static int attention_in(fctx *c, long index, long lo)
     const md_live_set *ls = live_at(c, index);
     for (size_t i = 0; ls && i < ls->n; i++) {
         const md_live *l = &ls->live[i];
-        if (l->category != MD_CAT_ACTIVATION || l->alloc_index <= lo)
-            continue;
-        size_t n;
-        const uint32_t *ids = md_snapshot_stack(c->s, l->stack, &n);
-        for (size_t k = 0; ids && k < n; k++) {
-            const md_frame *fr = md_snapshot_frame(c->s, ids[k]);
-            if (fr && (mentions_attention(md_snapshot_string(c->s, fr->name)) ||
-                       mentions_attention(md_snapshot_string(c->s, fr->filename))))
-                return 1;
-        }
+        if (l->category == MD_CAT_ACTIVATION && l->alloc_index > lo &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_ATTENTION))
+            return 1;
     }
     return 0;
 }

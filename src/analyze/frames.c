@@ -128,10 +128,18 @@ static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
 #define FT_INTERNAL (FT_PYTHON | FT_FUNCTION_APPLY)
 
 /* What one frame says about the phase (see classify). */
+/* "Attention"/"attention" in a class or file name, attn in a module's */
+static int mentions_attention(const char *s)
+{
+    return strstr(s, "ttention") || strstr(s, "attn") || strstr(s, "scaled_dot_product");
+}
+
 static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
 {
     const char *nm = md_strtab_get(&s->strs, f->name);
     unsigned tags = 0;
+    if (mentions_attention(nm) || mentions_attention(md_strtab_get(&s->strs, f->filename)))
+        tags |= MD_TAG_ATTENTION;
     if (!strcmp(nm, "linear") || strstr(nm, "matmul") || !strcmp(nm, "mm") ||
         strstr(nm, "addmm") || strstr(nm, "bmm") || strstr(nm, "attention") ||
         strstr(nm, "in_projection"))

@@ -333,8 +333,9 @@ static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
     if (is_sharded(cfg->parallel) && (cfg->rank < -1 || cfg->rank >= cfg->world))
         return md_err_set(err, MD_E_ARG, -1, "rank %d is not one of the %d ranks", cfg->rank,
                           cfg->world);
-    if ((!strcmp(m->type, "gpt_neox") || !strcmp(m->type, "opt") || !strcmp(m->type, "phi") ||
-         !strcmp(m->type, "mixtral")) && (cfg->eager || cfg->lora_rank > 0))
+    md_arch_kind k = md_arch_of(m);
+    if ((k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI || k == MD_ARCH_MIXTRAL) &&
+        (cfg->eager || cfg->lora_rank > 0))
         return md_err_set(err, MD_E_ARG, -1, "eager attention and LoRA are not modeled for %s",
                           m->type);
     if (m->positions > 0 && seq > m->positions && strcmp(m->type, "seed"))
