@@ -73,7 +73,17 @@ $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(filter-out -flto%,$(CFLAGS)) -fno-lto -Iinclude -Isrc -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
+	$(CC) $(WARN) $(filter-out -flto%,$(CFLAGS)) -fno-lto -Iinclude -Isrc $(CUDA_FLAGS) -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
+
+# The driver tracer's test drives it through a stand-in libcupti.
+$(BUILD)/tests/libfake_cupti.so: tests/unit/fake/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -O1 -g -fPIC -shared -o $@ $<
+$(BUILD)/tests/test_driver: $(BUILD)/tests/libfake_cupti.so
+# CUPTI's header, where the toolkit is installed: the test checks the
+# tracer's copies of its structs against it.
+CUDA_INC ?= $(firstword $(wildcard /usr/local/cuda/include /usr/local/cuda-*/include))
+$(BUILD)/tests/test_driver: CUDA_FLAGS = $(if $(CUDA_INC),-idirafter $(CUDA_INC) -DMD_HAVE_CUPTI_H)
 
 # Checks the Debian packages the build needs; installs them when run as root.
 deps:

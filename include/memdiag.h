@@ -487,6 +487,41 @@ typedef struct md_capture_info {
     int world_size;          /* from META, 0 if absent */
 } md_capture_info;
 
+/* Device memory as the CUDA driver handed it out: each successful
+ * allocation call of the process, seen by `memdiag run`'s CUPTI tracer
+ * (driver-pid{pid}.mdcap). cuMemCreate is physical memory (expandable
+ * segments, NCCL's buffers); the stream-ordered calls are sub-allocations
+ * of the driver's pools. */
+typedef enum md_drv_op {
+    MD_DRV_ALLOC = 1,      /* cuMemAlloc */
+    MD_DRV_ALLOC_PITCH,    /* cuMemAllocPitch */
+    MD_DRV_FREE,           /* cuMemFree */
+    MD_DRV_ALLOC_MANAGED,  /* cuMemAllocManaged */
+    MD_DRV_CREATE,         /* cuMemCreate */
+    MD_DRV_RELEASE,        /* cuMemRelease */
+    MD_DRV_ALLOC_ASYNC,    /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+    MD_DRV_FREE_ASYNC      /* cuMemFreeAsync */
+} md_drv_op;
+
+typedef struct md_driver_event {
+    int64_t time_ns;
+    uint64_t id;           /* address, or the cuMemCreate handle */
+    uint64_t bytes;        /* 0 on a free or release */
+    int32_t device;        /* -1 when not known */
+    uint8_t op;            /* md_drv_op */
+    uint32_t caller;       /* index into callers; 0 = "" (frees) */
+} md_driver_event;
+
+#define MD_DRIVER_NAME_LEN 64
+typedef struct md_driver_log {
+    int present;           /* a driver file was read for this process */
+    char status[96];       /* the tracer's: "on", or why it was off */
+    md_driver_event *ev;
+    size_t n;
+    char (*callers)[MD_DRIVER_NAME_LEN]; /* library file names; [0] = "" */
+    size_t ncallers;
+} md_driver_log;
+
 typedef struct md_sample_rank {
     int rank;
     int local_rank;
@@ -502,6 +537,9 @@ typedef struct md_sample_rank {
     md_indicators indicators;  /* computed from the samples, seed-script rules */
     int has_capture;           /* read from a memdiag capture file */
     md_capture_info capture;
+    int pid;                   /* the process's, from its capture file; 0 unknown */
+    int driver_file;           /* this capture is a driver file (kind=driver) */
+    md_driver_log driver;      /* the process's driver-level allocations */
 } md_sample_rank;
 
 /* Reads a seed-script JSON report (one or several ranks). The array and
@@ -510,6 +548,37 @@ int md_seedjson_load(const char *path, md_sample_rank **ranks, size_t *n, md_err
 int md_seedjson_load_mem(const void *data, size_t len, const char *name,
                          md_sample_rank **ranks, size_t *n, md_err *err);
 void md_sample_ranks_free(md_sample_rank *ranks, size_t n);
+void md_driver_log_free(md_driver_log *d);
+
+/* What each library held through the driver (md_driver_analyze). */
+typedef struct md_driver_use {
+    const char *caller;       /* library file name ("libnccl.so.2"); in the log */
+    const char *what;         /* "NCCL (communicator buffers)", or NULL if unknown */
+    uint64_t at_peak;         /* bytes live at the process's driver-level peak */
+    uint64_t max_live;        /* its own largest */
+    uint64_t at_end;          /* still allocated when the trace ended */
+    size_t allocs;
+    int physical;             /* through cuMemCreate (virtual memory management) */
+    int async;                /* stream-ordered pool allocations */
+} md_driver_use;
+
+typedef struct md_driver_stats {
+    uint64_t peak;            /* most bytes live at once, all libraries */
+    int64_t peak_ns, start_ns, end_ns;
+    uint64_t at_end;
+    uint64_t outside_peak;    /* most live at once outside PyTorch's caching allocator */
+    int64_t outside_peak_ns;
+    md_driver_use *use;       /* libraries that allocated, largest at the peak first */
+    size_t nuse;
+    size_t unmatched;         /* frees of memory allocated before the trace began */
+} md_driver_stats;
+
+/* Replays a driver log; device -1 for all the process's devices. */
+int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md_err *err);
+void md_driver_stats_free(md_driver_stats *s);
+/* "NCCL (communicator buffers)" for "libnccl.so.2"; NULL when not known. */
+const char *md_driver_caller_what(const char *caller);
+int md_driver_is_torch_allocator(const char *caller);
 /* Fills r->indicators from the samples (the seed script's rules). */
 void md_samples_indicators(md_sample_rank *r);
 /* Findings from samples alone: non_framework, leak; and across ranks,

@@ -27,10 +27,13 @@ enum md_cap_record {
     MD_CAP_SNAPSHOT = 4, /* i64 time_ns | path \0 reason \0 */
     MD_CAP_OOM = 5,      /* i64 time_ns | u64 requested | u64 device_free | u64 limit */
     MD_CAP_END = 6,      /* i64 time_ns | i32 status: the process closed the file */
-    MD_CAP_DEVICE_SAMPLE = 7 /* i32 device | a sample's payload: the same phase point
+    MD_CAP_DEVICE_SAMPLE = 7, /* i32 device | a sample's payload: the same phase point
                                 on a further device the process uses (DataParallel,
                                 a model split); readers before it skip it */
+    MD_CAP_DRIVER = 8    /* i64 time_ns | u8 op | i32 device | u64 id | u64 bytes |
+                            caller \0: one CUDA driver allocation call (driver.c) */
 };
+#define MD_CAP_DRIVER_FIXED (8 + 1 + 4 + 8 + 8)
 
 /* MD_CAP_SAMPLE payload, field by field (61 bytes):
  *   i64 time_ns, i32 step, u8 phase (md_sample_phase),

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "../util/util.h"
+#include "driver.h"
 #include "format.h"
 
 struct md_cap {
@@ -157,6 +158,18 @@ int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t lim
     unsigned char b[32];
     put_u64(put_u64(put_u64(put_u64(b, (uint64_t)now_ns()), requested), device_free), limit);
     return record(c, MD_CAP_OOM, b, sizeof b);
+}
+
+int md_cap_driver(md_cap *c, const md_cap_driver_rec *r)
+{
+    unsigned char b[MD_CAP_DRIVER_FIXED + MD_DRV_CALLER_MAX];
+    size_t n = strnlen(r->caller, MD_DRV_CALLER_MAX - 1);
+    unsigned char *p = put_u64(b, (uint64_t)r->time_ns);
+    *p++ = r->op;
+    p = put_u64(put_u64(put_u32(p, (uint32_t)r->device), r->id), r->bytes);
+    memcpy(p, r->caller, n);
+    p[n] = 0;
+    return record(c, MD_CAP_DRIVER, b, MD_CAP_DRIVER_FIXED + n + 1);
 }
 
 int md_cap_close(md_cap *c, int status)

@@ -44,6 +44,59 @@ static void meta(md_sample_rank *r, md_capture_info *info, const unsigned char *
         snprintf(r->gpu, sizeof r->gpu, "%s", v);
     else if (!strcmp(k, "device_total_mib"))
         r->device_total_mib = atof(v);
+    else if (!strcmp(k, "pid"))
+        r->pid = atoi(v);
+    else if (!strcmp(k, "kind"))
+        r->driver_file = !strcmp(v, "driver");
+    else if (!strcmp(k, "driver")) {
+        r->driver.present = 1;
+        snprintf(r->driver.status, sizeof r->driver.status, "%s", v);
+    }
+}
+
+/* A caller's index in the log's list of library names (a few dozen at
+ * most: the libraries that call the driver). */
+static int64_t caller_index(md_driver_log *d, size_t *cap, const char *name, size_t n)
+{
+    if (n >= MD_DRIVER_NAME_LEN)
+        n = MD_DRIVER_NAME_LEN - 1;
+    for (size_t i = 0; i < d->ncallers; i++)
+        if (strlen(d->callers[i]) == n && !memcmp(d->callers[i], name, n))
+            return (int64_t)i;
+    if (d->ncallers >= UINT32_MAX ||
+        md_grow((void **)&d->callers, cap, d->ncallers + 1, sizeof *d->callers))
+        return -1;
+    memcpy(d->callers[d->ncallers], name, n);
+    d->callers[d->ncallers][n] = 0;
+    return (int64_t)d->ncallers++;
+}
+
+typedef struct driver_caps { size_t ev, callers; } driver_caps;
+
+/* One MD_CAP_DRIVER record; one that is too short or names no known
+ * operation is skipped, as an unknown record is. */
+static int driver_event(md_driver_log *d, driver_caps *caps, const unsigned char *p, uint32_t len)
+{
+    if (len <= MD_CAP_DRIVER_FIXED || p[8] < MD_DRV_ALLOC || p[8] > MD_DRV_FREE_ASYNC)
+        return 0;
+    const char *name = (const char *)p + MD_CAP_DRIVER_FIXED;
+    size_t room = len - MD_CAP_DRIVER_FIXED, n = strnlen(name, room);
+    if (n == room)
+        return 0; /* caller not terminated */
+    if (!d->ncallers && caller_index(d, &caps->callers, "", 0) < 0)
+        return -1;
+    int64_t who = caller_index(d, &caps->callers, name, n);
+    if (who < 0 || md_grow((void **)&d->ev, &caps->ev, d->n + 1, sizeof *d->ev))
+        return -1;
+    md_driver_event *e = &d->ev[d->n++];
+    e->time_ns = (int64_t)get_u64(p);
+    e->op = p[8];
+    e->device = (int32_t)get_u32(p + 9);
+    e->id = get_u64(p + 13);
+    e->bytes = get_u64(p + 21);
+    e->caller = (uint32_t)who;
+    d->present = 1;
+    return 0;
 }
 
 static void snapshot(md_capture_info *info, const unsigned char *p, uint32_t len)
@@ -119,6 +172,7 @@ static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture
                  further *f, md_err *err)
 {
     size_t pos = MD_CAP_HEADER_LEN, cap = 0;
+    driver_caps dcaps = {0, 0};
     while (pos < n) {
         if (n - pos < 9) {
             info->truncated = 1;
@@ -146,6 +200,7 @@ static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture
             if (len == MD_CAP_DEVICE_SAMPLE_LEN && f)
                 rc = device_sample(f, p);
             break;
+        case MD_CAP_DRIVER: rc = driver_event(&r->driver, &dcaps, p, len); break;
         case MD_CAP_STEP: info->steps++; break;
         case MD_CAP_SNAPSHOT: snapshot(info, p, len); break;
         case MD_CAP_OOM:
@@ -277,6 +332,7 @@ static int load_mem(const void *data, size_t n, const char *name, md_sample_rank
     r->capture = *info;
     if (rc) {
         free(r->samples);
+        md_driver_log_free(&r->driver);
         r->samples = NULL;
         r->nsamples = 0;
     }
@@ -300,6 +356,7 @@ int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
     int rc = load_mem(data, len, name, &own, info, &f, err);
     if (rc == MD_OK && assemble(&own, &f, ranks, n)) {
         free(own.samples);
+        md_driver_log_free(&own.driver);
         rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
     further_free(&f);

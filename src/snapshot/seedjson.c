@@ -129,7 +129,18 @@ static int load_root(json_t *root, const json_error_t *je, const char *path,
 
 void md_sample_ranks_free(md_sample_rank *r, size_t n)
 {
-    for (size_t i = 0; r && i < n; i++)
+    for (size_t i = 0; r && i < n; i++) {
         free(r[i].samples);
+        md_driver_log_free(&r[i].driver);
+    }
     free(r);
+}
+
+void md_driver_log_free(md_driver_log *d)
+{
+    free(d->ev);
+    free(d->callers);
+    d->ev = NULL;
+    d->callers = NULL;
+    d->n = d->ncallers = 0;
 }

@@ -1,0 +1,175 @@
+/* driver.c - device memory by the library that asked the CUDA driver for
+ * it, from memdiag run's driver-level trace: a replay of each process's
+ * allocation calls (allocs matched to frees by address, cuMemCreate to
+ * cuMemRelease by handle) giving the live total over time, its peak, and
+ * what each library held at that peak and at the end. What PyTorch's
+ * caching allocator holds there is its reserved memory; what the others
+ * hold is what snapshots cannot see. */
+#include <stdlib.h>
+#include <string.h>
+#include "../util/util.h"
+#include "memdiag.h"
+
+static const struct { const char *prefix, *what; } known[] = {
+    {"libc10_cuda.", "PyTorch's caching allocator"},
+    {"libnccl.", "NCCL (communicator buffers)"},
+    {"libnvshmem", "NVSHMEM (symmetric memory)"},
+    {"libtorch_cuda.", "PyTorch, outside its caching allocator"},
+    {"libcublasLt.", "cuBLASLt"},
+    {"libcublas.", "cuBLAS"},
+    {"libcudnn", "cuDNN"},
+    {"libcufft", "cuFFT"},
+    {"libcusparse", "cuSPARSE"},
+    {"libcusolver", "cuSOLVER"},
+    {"libtriton", "Triton"},
+    {"libnvrtc", "NVRTC"},
+    {"python", "Python code (ctypes, CuPy, Numba)"},
+};
+
+const char *md_driver_caller_what(const char *caller)
+{
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strncmp(caller, known[i].prefix, strlen(known[i].prefix)))
+            return known[i].what;
+    return NULL;
+}
+
+int md_driver_is_torch_allocator(const char *caller)
+{
+    return !strncmp(caller, "libc10_cuda.", 12);
+}
+
+static int is_alloc(int op)
+{
+    return op == MD_DRV_ALLOC || op == MD_DRV_ALLOC_PITCH || op == MD_DRV_ALLOC_MANAGED ||
+           op == MD_DRV_ALLOC_ASYNC || op == MD_DRV_CREATE;
+}
+
+/* Value kept per live allocation: its event index. */
+typedef struct replay {
+    const md_driver_log *d;
+    int device;
+    md_map addr, handle;
+    uint64_t *live;      /* per caller */
+    uint64_t total, outside;
+} replay;
+
+static void take(replay *r, md_driver_stats *s, const md_driver_event *e, int64_t sign)
+{
+    uint64_t b = e->bytes;
+    r->live[e->caller] += (uint64_t)sign * b;
+    r->total += (uint64_t)sign * b;
+    if (!md_driver_is_torch_allocator(r->d->callers[e->caller]))
+        r->outside += (uint64_t)sign * b;
+    if (r->outside > s->outside_peak)
+        s->outside_peak = r->outside, s->outside_peak_ns = e->time_ns;
+}
+
+static void new_peak(replay *r, md_driver_stats *s, int64_t t)
+{
+    s->peak = r->total;
+    s->peak_ns = t;
+    for (size_t i = 0; i < s->nuse; i++)
+        s->use[i].at_peak = r->live[i];
+}
+
+/* One event; frees of memory the trace never saw allocated (before the
+ * tracer started) are counted, not applied. */
+static int step(replay *r, md_driver_stats *s, size_t i)
+{
+    const md_driver_event *e = &r->d->ev[i];
+    md_map *m = e->op == MD_DRV_CREATE || e->op == MD_DRV_RELEASE ? &r->handle : &r->addr;
+    if (is_alloc(e->op)) {
+        if (r->device >= 0 && e->device != r->device)
+            return 0;
+        uint64_t old;
+        if (md_map_get(m, e->id, &old)) /* its free was not seen: gone now */
+            take(r, s, &r->d->ev[old], -1);
+        if (md_map_put(m, e->id, i))
+            return -1;
+        take(r, s, e, 1);
+        s->use[e->caller].allocs++;
+        s->use[e->caller].physical |= e->op == MD_DRV_CREATE;
+        s->use[e->caller].async |= e->op == MD_DRV_ALLOC_ASYNC;
+        if (r->live[e->caller] > s->use[e->caller].max_live)
+            s->use[e->caller].max_live = r->live[e->caller];
+        if (r->total > s->peak)
+            new_peak(r, s, e->time_ns);
+        return 0;
+    }
+    uint64_t at;
+    if (!md_map_get(m, e->id, &at)) {
+        s->unmatched += r->device < 0 || e->device == r->device;
+        return 0;
+    }
+    md_map_del(m, e->id);
+    take(r, s, &r->d->ev[at], -1);
+    return 0;
+}
+
+static int by_peak(const void *a, const void *b)
+{
+    const md_driver_use *x = a, *y = b;
+    if (x->at_peak != y->at_peak)
+        return x->at_peak < y->at_peak ? 1 : -1;
+    if (x->max_live != y->max_live)
+        return x->max_live < y->max_live ? 1 : -1;
+    return strcmp(x->caller, y->caller);
+}
+
+static int run(replay *r, md_driver_stats *s)
+{
+    for (size_t i = 0; i < r->d->n; i++)
+        if (r->d->ev[i].caller >= s->nuse || step(r, s, i))
+            return -1;
+    s->at_end = r->total;
+    for (size_t i = 0; i < s->nuse; i++)
+        s->use[i].at_end = r->live[i];
+    if (r->d->n) {
+        s->start_ns = r->d->ev[0].time_ns;
+        s->end_ns = r->d->ev[r->d->n - 1].time_ns;
+    }
+    return 0;
+}
+
+/* Keeps the libraries that allocated anything, largest at the peak first. */
+static void order(md_driver_stats *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->nuse; i++)
+        if (s->use[i].allocs)
+            s->use[k++] = s->use[i];
+    s->nuse = k;
+    qsort(s->use, s->nuse, sizeof *s->use, by_peak);
+}
+
+int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md_err *err)
+{
+    memset(s, 0, sizeof *s);
+    replay r = {.d = d, .device = device};
+    s->nuse = d->ncallers;
+    s->use = calloc(d->ncallers ? d->ncallers : 1, sizeof *s->use);
+    r.live = calloc(d->ncallers ? d->ncallers : 1, sizeof *r.live);
+    int rc = !s->use || !r.live || md_map_init(&r.addr, 64) || md_map_init(&r.handle, 64);
+    for (size_t i = 0; !rc && i < s->nuse; i++) {
+        s->use[i].caller = d->callers[i];
+        s->use[i].what = md_driver_caller_what(d->callers[i]);
+    }
+    rc = rc || run(&r, s);
+    free(r.live);
+    md_map_free(&r.addr);
+    md_map_free(&r.handle);
+    if (rc) {
+        md_driver_stats_free(s);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory replaying driver calls");
+    }
+    order(s);
+    return MD_OK;
+}
+
+void md_driver_stats_free(md_driver_stats *s)
+{
+    free(s->use);
+    s->use = NULL;
+    s->nuse = 0;
+}
