@@ -553,7 +553,7 @@ void md_driver_log_free(md_driver_log *d);
 /* What each library held through the driver (md_driver_analyze). */
 typedef struct md_driver_use {
     const char *caller;       /* library file name ("libnccl.so.2"); in the log */
-    const char *what;         /* "NCCL (communicator buffers)", or NULL if unknown */
+    const char *what;         /* "NCCL communicator buffers", or NULL if unknown */
     uint64_t at_peak;         /* bytes live at the process's driver-level peak */
     uint64_t max_live;        /* its own largest */
     uint64_t at_end;          /* still allocated when the trace ended */
@@ -570,13 +570,15 @@ typedef struct md_driver_stats {
     int64_t outside_peak_ns;
     md_driver_use *use;       /* libraries that allocated, largest at the peak first */
     size_t nuse;
-    size_t unmatched;         /* frees of memory allocated before the trace began */
+    size_t unmatched;         /* frees of memory allocated before the trace began (a
+                                 release of a handle this process did not create,
+                                 imported from a peer, is not one) */
 } md_driver_stats;
 
 /* Replays a driver log; device -1 for all the process's devices. */
 int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md_err *err);
 void md_driver_stats_free(md_driver_stats *s);
-/* "NCCL (communicator buffers)" for "libnccl.so.2"; NULL when not known. */
+/* "NCCL communicator buffers" for "libnccl.so.2"; NULL when not known. */
 const char *md_driver_caller_what(const char *caller);
 int md_driver_is_torch_allocator(const char *caller);
 /* Fills r->indicators from the samples (the seed script's rules). */
@@ -617,6 +619,13 @@ int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t lim
 /* Writes the END record and closes; status is the process's view
  * (0 normal, 3 out of memory). */
 int md_cap_close(md_cap *c, int status);
+
+/* The driver-level tracer (memdiag run loads it into each CUDA process
+ * through CUDA_INJECTION64_PATH; driver-pid{pid}.mdcap): gives CUPTI up,
+ * so that a profiler started later in the process (torch.profiler, which
+ * CUPTI 13.0 allows one subscriber) gets it; why goes into the file. A
+ * no-op where the tracer is not running. */
+void md_driver_trace_stop(const char *why);
 
 /* Device memory from NVML (libnvidia-ml.so.1 through dlopen; no CUDA
  * call, no context created). pci_bus_id as "0000:19:00.0"; returns 0 and

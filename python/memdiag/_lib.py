@@ -69,6 +69,8 @@ def load() -> ctypes.CDLL:
     lib.md_cap_close.argtypes = [vp, ctypes.c_int]
     u64p = ctypes.POINTER(ctypes.c_uint64)
     lib.md_nvml_memory.argtypes = [ctypes.c_char_p, u64p, u64p, u64p]
+    lib.md_driver_trace_stop.argtypes = [ctypes.c_char_p]
+    lib.md_driver_trace_stop.restype = None
     for f in ("md_cap_open", "md_cap_meta", "md_cap_write_sample", "md_cap_write_device_sample",
               "md_cap_step",
               "md_cap_snapshot", "md_cap_oom", "md_cap_close", "md_nvml_memory"):

@@ -494,6 +494,37 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
         cls.zero_grad = zero_grad
     wrap(torch.optim.Optimizer)
     wrap(torch.nn.Module)
+    yield_cupti_to_profiler(rec, torch)
+
+
+def yield_cupti_to_profiler(rec: Recorder, torch) -> None:
+    """CUPTI (CUDA 13.0) takes one subscriber: memdiag's driver-level tracer
+    has it from cuInit, and torch.profiler would get no CUDA events. The
+    tracer gives it up when a profiler is about to start (the rest of the
+    run is then traced by torch's recorder and the samples alone)."""
+    autograd = getattr(torch, "autograd", None)
+    mods = [m for m in (getattr(autograd, "profiler", None), autograd) if m is not None]
+    done = []
+
+    def stop():
+        if not done:
+            done.append(1)
+            rec.lib.md_driver_trace_stop(b"torch.profiler started")
+
+    for mod in mods:
+        for name in ("_prepare_profiler", "_enable_profiler"):
+            orig = getattr(mod, name, None)
+            if orig is None:
+                continue
+
+            def call(*a, _orig=orig, **k):
+                try:  # even when the capture itself stopped: the tracer is apart
+                    stop()
+                except Exception:
+                    pass
+                return _orig(*a, **k)
+            call.__wrapped__ = orig
+            setattr(mod, name, call)
 
 
 def pci_of(props):

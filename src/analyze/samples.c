@@ -73,6 +73,74 @@ static double used_mib(const md_sample_rank *r, const md_sample *s)
     return r->further_device && s->process_used_mib >= 0 ? s->process_used_mib : s->device_used_mib;
 }
 
+/* What the driver-level trace adds: the libraries that allocated device
+ * memory outside PyTorch's caching allocator, as sites; the advice names
+ * NCCL's settings when NCCL holds the most. Returns the bytes it explains. */
+static uint64_t driver_evidence(const md_sample_rank *r, md_finding *f)
+{
+    md_driver_stats s;
+    md_err err;
+    if (!r->driver.n || md_driver_analyze(&r->driver, -1, &s, &err))
+        return 0;
+    const md_driver_use *top = NULL;
+    for (size_t i = 0; i < s.nuse; i++) {
+        const md_driver_use *u = &s.use[i];
+        if (md_driver_is_torch_allocator(u->caller) || !u->max_live)
+            continue;
+        if (!top || u->max_live > top->max_live)
+            top = u;
+        if (f->nsites < MD_FINDING_MAX_SITES) {
+            md_finding_site *x = &f->sites[f->nsites++];
+            md_fsay(x->site, sizeof x->site, "%s%s%s%s", u->caller, u->what ? " (" : "",
+                    u->what ? u->what : "", u->what ? ")" : "");
+            x->bytes = u->max_live;
+            x->count = (uint32_t)u->allocs;
+        }
+    }
+    if (top)
+        MD_EVIDENCE(f, "driver-level trace: at most %.1f MiB allocated through the CUDA driver "
+                       "outside PyTorch's caching allocator; the most by %s (%.1f MiB)",
+                    (double)s.outside_peak / 1048576.0, top->caller, (double)top->max_live / 1048576.0);
+    if (top && !strncmp(top->caller, "libnccl", 7))
+        md_fsay(f->advice, sizeof f->advice,
+            "NCCL holds the most: its buffers grow with communicators, channels and peers "
+            "(NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS; NCCL_NVLS_ENABLE=0 drops NVLink SHARP's). "
+            "Fewer process groups, or destroying unused ones, frees them. The rest of the gap "
+            "is the CUDA context and loaded kernels, which no allocation call shows.");
+    uint64_t b = s.outside_peak;
+    md_driver_stats_free(&s);
+    return b;
+}
+
+/* No device-wide figure (NVML unavailable: some containers), or a gap
+ * below the threshold: the driver-level trace alone can still show a
+ * library's memory outside the allocator (a torch process only: a CUDA
+ * program's memory is all its own). */
+static void driver_only(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
+{
+    md_finding probe;
+    memset(&probe, 0, sizeof probe);
+    uint64_t b = r->nsamples && !r->driver_file ? driver_evidence(r, &probe) : 0;
+    if ((double)b / 1048576.0 < NONFW_MIN_MIB)
+        return;
+    md_finding *f = add(out, n, cap, "non_framework", MD_SEV_INFO, (double)b / 1048576.0);
+    if (!f)
+        return;
+    int rank = r->rank;
+    memcpy(f->sites, probe.sites, sizeof probe.sites);
+    f->nsites = probe.nsites;
+    memcpy(f->evidence, probe.evidence, sizeof probe.evidence);
+    f->nevidence = probe.nevidence;
+    f->rank = rank;
+    md_fsay(f->summary, sizeof f->summary, "%.1f MiB of device memory was allocated through the "
+            "CUDA driver outside PyTorch's allocator (libraries: see sites)", (double)b / 1048576.0);
+    if (probe.advice[0])
+        memcpy(f->advice, probe.advice, sizeof f->advice);
+    else
+        md_fsay(f->advice, sizeof f->advice, "Snapshots cannot see this memory: keep it out of "
+                "any batch-size budget, and look at the libraries listed for their own settings.");
+}
+
 static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
     const md_sample *first = NULL, *worst = NULL;
@@ -85,13 +153,17 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
         if (!worst || used_mib(r, s) - s->reserved_mib > used_mib(r, worst) - worst->reserved_mib)
             worst = s;
     }
-    if (!worst)
+    if (!worst) {
+        driver_only(r, out, n, cap);
         return;
+    }
     int own_use = r->further_device && worst->process_used_mib >= 0;
     const char *what = own_use ? "this process uses" : "device used";
     double gap = used_mib(r, worst) - worst->reserved_mib;
-    if (gap < NONFW_MIN_MIB)
+    if (gap < NONFW_MIN_MIB) {
+        driver_only(r, out, n, cap);
         return;
+    }
     /* judged against the device: a context that is large next to a small
      * job is still normal; a tenth of the card is worth a warning */
     int sev = (r->device_total_mib > 0 ? gap >= 0.10 * r->device_total_mib : gap >= 4096)
@@ -121,6 +193,11 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
         "module loading (CUDA >= 12.2); NCCL adds buffers per communicator and channel "
         "(NCCL_BUFFSIZE); cuDNN/cuBLAS load kernels. Check nvidia-smi for other processes "
         "on the GPU, and keep this %.0f MiB out of any batch-size budget.", gap);
+    uint64_t explained = driver_evidence(r, f);
+    if (explained && gap > (double)explained / 1048576.0)
+        MD_EVIDENCE(f, "the other %.1f MiB of the gap: the CUDA context, loaded kernels and the "
+                       "driver's own memory, which no allocation call shows",
+                    gap - (double)explained / 1048576.0);
 }
 
 static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)

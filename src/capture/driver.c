@@ -44,14 +44,24 @@ static const struct { uint32_t cbid; uint8_t op; } traced[] = {
     {612, MD_DRV_ALLOC_ASYNC}, /* cuMemAllocFromPoolAsync_ptsz */
 };
 
+#define BUF_BYTES (64 * 1024)
+#define FLUSH_NS 250000000LL   /* records reach the file within a quarter second */
+#define ASYNC_SAMPLE 64        /* a stream-ordered call in 64 walks the stack */
+
 static struct {
     pthread_mutex_t mu;
     md_cap *cap;
     pid_t pid;                 /* the process that opened cap: a fork child writes nothing */
     cupti_subscriber sub;
+    int (*unsubscribe)(cupti_subscriber);
     int (*ctx_get_device)(int *);
     struct { void *ctx; int device; } ctxs[64];
     size_t nctxs;
+    unsigned char buf[BUF_BYTES]; /* whole records not yet written */
+    size_t nbuf;
+    int64_t buf_since;         /* when the oldest of them was made */
+    uint64_t async_calls;
+    char async_caller[MD_DRV_CALLER_MAX];
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t now_ns(void)
@@ -110,16 +120,69 @@ static void caller_of(char *out, size_t n)
     }
 }
 
+/* Under T.mu. */
+static void flush_locked(void)
+{
+    if (T.nbuf && T.cap && T.pid == getpid())
+        md_cap_write_records(T.cap, T.buf, T.nbuf);
+    T.nbuf = 0;
+}
+
+/* Stream-ordered pool calls come once per tensor (cudaMallocAsync): their
+ * caller is looked up on one call in ASYNC_SAMPLE, the same library in
+ * between (a stack walk costs more than the call itself). */
+static void async_caller(char *out, size_t n)
+{
+    pthread_mutex_lock(&T.mu);
+    int walk = T.async_calls++ % ASYNC_SAMPLE == 0;
+    pthread_mutex_unlock(&T.mu);
+    if (walk) {
+        caller_of(out, n);
+        pthread_mutex_lock(&T.mu);
+        snprintf(T.async_caller, sizeof T.async_caller, "%s", out);
+        pthread_mutex_unlock(&T.mu);
+        return;
+    }
+    pthread_mutex_lock(&T.mu);
+    snprintf(out, n, "%s", T.async_caller);
+    pthread_mutex_unlock(&T.mu);
+}
+
 static void emit(uint8_t op, int device, uint64_t id, uint64_t bytes, int want_caller)
 {
     char caller[MD_DRV_CALLER_MAX] = "";
-    if (want_caller)
+    if (want_caller && op == MD_DRV_ALLOC_ASYNC)
+        async_caller(caller, sizeof caller);
+    else if (want_caller)
         caller_of(caller, sizeof caller);
-    md_cap_driver_rec r = {now_ns(), op, device, id, bytes, caller};
+    int64_t t = now_ns();
+    md_cap_driver_rec r = {t, op, device, id, bytes, caller};
     pthread_mutex_lock(&T.mu);
-    if (T.cap && T.pid == getpid())
-        md_cap_driver(T.cap, &r);
+    if (T.nbuf + MD_CAP_DRIVER_RECORD_MAX > sizeof T.buf)
+        flush_locked();
+    if (!T.nbuf)
+        T.buf_since = t;
+    T.nbuf += md_cap_driver_encode(T.buf + T.nbuf, &r);
+    if (t - T.buf_since >= FLUSH_NS)
+        flush_locked();
     pthread_mutex_unlock(&T.mu);
+}
+
+/* Writes what a quiet process left in the buffer: nothing waits longer
+ * than about a second for the file. */
+static void *flusher(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec d = {0, 500000000};
+        nanosleep(&d, NULL);
+        pthread_mutex_lock(&T.mu);
+        int done = !T.cap;
+        flush_locked();
+        pthread_mutex_unlock(&T.mu);
+        if (done)
+            return NULL;
+    }
 }
 
 static int op_of(uint32_t cbid)
@@ -145,7 +208,8 @@ static void on_exit_of(int op, const cupti_cb_data *d)
         break;
     }
     case MD_DRV_FREE: case MD_DRV_FREE_ASYNC:
-        emit((uint8_t)op, context_device(d->context), ((const p_free *)p)->dptr, 0, 0);
+        if (((const p_free *)p)->dptr) /* cudaFree(0): the idiom that makes a context */
+            emit((uint8_t)op, context_device(d->context), ((const p_free *)p)->dptr, 0, 0);
         break;
     case MD_DRV_CREATE: {
         const p_create *c = p;
@@ -220,6 +284,7 @@ static void write_meta(md_cap *c, const char *status)
 static void at_exit(void)
 {
     pthread_mutex_lock(&T.mu);
+    flush_locked();
     if (T.cap && T.pid == getpid())
         md_cap_close(T.cap, 0);
     T.cap = NULL;
@@ -231,7 +296,23 @@ static void at_exit(void)
 static void in_child(void)
 {
     T.cap = NULL;
+    T.nbuf = 0;
     pthread_mutex_init(&T.mu, NULL);
+}
+
+void md_driver_trace_stop(const char *why)
+{
+    pthread_mutex_lock(&T.mu);
+    if (T.sub && T.unsubscribe)
+        T.unsubscribe(T.sub);
+    T.sub = NULL;
+    flush_locked();
+    if (T.cap && T.pid == getpid()) {
+        char status[128];
+        snprintf(status, sizeof status, "stopped: %s", why && *why ? why : "asked to");
+        md_cap_meta(T.cap, "driver", status);
+    }
+    pthread_mutex_unlock(&T.mu);
 }
 
 static md_cap *open_file(void)
@@ -250,6 +331,7 @@ static const char *start(void *cupti)
 {
     int (*subscribe)(cupti_subscriber *, cupti_cb_fn, void *) = cupti ? dlsym(cupti, "cuptiSubscribe") : NULL;
     int (*enable)(uint32_t, cupti_subscriber, int, uint32_t) = cupti ? dlsym(cupti, "cuptiEnableCallback") : NULL;
+    T.unsubscribe = cupti ? (int (*)(cupti_subscriber))dlsym(cupti, "cuptiUnsubscribe") : NULL;
     if (!subscribe || !enable)
         return "off: no CUPTI library found (set MEMDIAG_CUPTI to libcupti.so)";
     int rc = subscribe(&T.sub, on_callback, NULL);
@@ -288,4 +370,7 @@ void md_driver_trace_start(void)
     write_meta(c, start(open_cupti()));
     pthread_atfork(NULL, NULL, in_child);
     atexit(at_exit);
+    pthread_t th;
+    if (pthread_create(&th, NULL, flusher, NULL) == 0)
+        pthread_detach(th);
 }

@@ -45,6 +45,13 @@ typedef struct md_cap_driver_rec {
     const char *caller;  /* the library that called the driver; "" on frees */
 } md_cap_driver_rec;
 
+/* A whole record (length, type, payload, CRC) into out, which holds
+ * MD_CAP_DRIVER_RECORD_MAX bytes; returns its length. The tracer buffers
+ * records and writes them with md_cap_write_records (whole records per
+ * write(2): a crash loses only what was not yet written). */
+#define MD_CAP_DRIVER_RECORD_MAX (9 + 29 + MD_DRV_CALLER_MAX)
+size_t md_cap_driver_encode(unsigned char *out, const md_cap_driver_rec *r);
+int md_cap_write_records(md_cap *c, const unsigned char *b, size_t n);
 int md_cap_driver(md_cap *c, const md_cap_driver_rec *r);
 /* What InitializeInjection runs once: opens driver-pid{pid}.mdcap in
  * MEMDIAG_OUT and subscribes to CUPTI's memory callbacks. */

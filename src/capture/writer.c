@@ -160,16 +160,33 @@ int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t lim
     return record(c, MD_CAP_OOM, b, sizeof b);
 }
 
-int md_cap_driver(md_cap *c, const md_cap_driver_rec *r)
+_Static_assert(MD_CAP_DRIVER_RECORD_MAX == 9 + MD_CAP_DRIVER_FIXED + MD_DRV_CALLER_MAX, "room");
+
+size_t md_cap_driver_encode(unsigned char *out, const md_cap_driver_rec *r)
 {
-    unsigned char b[MD_CAP_DRIVER_FIXED + MD_DRV_CALLER_MAX];
-    size_t n = strnlen(r->caller, MD_DRV_CALLER_MAX - 1);
-    unsigned char *p = put_u64(b, (uint64_t)r->time_ns);
+    size_t n = strnlen(r->caller, MD_DRV_CALLER_MAX - 1), len = MD_CAP_DRIVER_FIXED + n + 1;
+    unsigned char *p = put_u32(out, (uint32_t)len);
+    *p++ = MD_CAP_DRIVER;
+    p = put_u64(p, (uint64_t)r->time_ns);
     *p++ = r->op;
     p = put_u64(put_u64(put_u32(p, (uint32_t)r->device), r->id), r->bytes);
     memcpy(p, r->caller, n);
     p[n] = 0;
-    return record(c, MD_CAP_DRIVER, b, MD_CAP_DRIVER_FIXED + n + 1);
+    put_u32(p + n + 1, (uint32_t)crc32(0L, out + 4, (uInt)(len + 1)));
+    return len + 9;
+}
+
+int md_cap_write_records(md_cap *c, const unsigned char *b, size_t n)
+{
+    if (!c || c->fd < 0)
+        return MD_E_ARG;
+    return write_all(c->fd, b, n) ? MD_E_IO : MD_OK;
+}
+
+int md_cap_driver(md_cap *c, const md_cap_driver_rec *r)
+{
+    unsigned char b[MD_CAP_DRIVER_RECORD_MAX];
+    return md_cap_write_records(c, b, md_cap_driver_encode(b, r));
 }
 
 int md_cap_close(md_cap *c, int status)

@@ -22,7 +22,7 @@
 
 typedef struct run_opts {
     const char *out;
-    int force, quiet;
+    int force, quiet, driver;
     const char *stacks, *context, *max_entries, *skip, *record, *name;
     char **cmd;
 } run_opts;
@@ -41,6 +41,8 @@ static void help(void)
            "  --record-steps M     record M steps, then dump the snapshot (default: to the end)\n"
            "  --name TEMPLATE      file names, from {run} {rank} {local_rank} {step} {host} {pid}\n"
            "                       (default rank{rank})\n"
+           "  --driver on|off      driver-level tracing (CUPTI): every device allocation of\n"
+           "                       every CUDA process, by library (default on)\n"
            "  --quiet              no line from the job when recording starts\n\n"
            "Exit status: the command's, or 3 when it ran out of GPU memory (the evidence is\n"
            "written), 2 for unusable arguments. Snapshots are also written on SIGUSR1.\n");
@@ -83,6 +85,7 @@ static int parse(int argc, char **argv, run_opts *o)
     o->skip = "0";
     o->record = "0";
     o->name = "rank{rank}";
+    o->driver = 1;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -99,6 +102,13 @@ static int parse(int argc, char **argv, run_opts *o)
             o->force = 1;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+        } else if (!strcmp(a, "--driver") && more) {
+            const char *v = argv[++i];
+            if (strcmp(v, "on") && strcmp(v, "off")) {
+                cli_fail("--driver wants on or off, got '%s'", v);
+                return -1;
+            }
+            o->driver = !strcmp(v, "on");
         } else if (!strcmp(a, "--stacks") && more) {
             o->stacks = argv[++i];
             if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none")) {
@@ -225,6 +235,39 @@ static int set_env(const run_opts *o, const char *dir, const char *py, const cha
            setenv("MEMDIAG_QUIET", o->quiet ? "1" : "", 1);
 }
 
+/* A libcupti for processes that have not loaded one (torch's wheel
+ * brings its own, which the tracer prefers): the toolkit's. */
+static void find_cupti(char out[PATH_MAX])
+{
+    static const char *const dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/extras/CUPTI/lib64",
+                                       "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu"};
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !out[0]; i++) {
+        snprintf(out, PATH_MAX, "%s/libcupti.so", dirs[i]);
+        if (access(out, R_OK))
+            out[0] = 0;
+    }
+}
+
+/* Driver-level tracing: the CUDA driver loads the capture library in each
+ * process that calls cuInit. A tool already injected (Nsight) keeps its
+ * place, and the trace is off. */
+static int set_driver_env(const run_opts *o, const char *lib)
+{
+    const char *held = getenv("CUDA_INJECTION64_PATH");
+    if (!o->driver)
+        return 0;
+    if (held && *held) {
+        fprintf(stderr, "memdiag: CUDA_INJECTION64_PATH is set (%s): driver-level tracing "
+                "is off\n", held);
+        return 0;
+    }
+    char cupti[PATH_MAX];
+    find_cupti(cupti);
+    return setenv("CUDA_INJECTION64_PATH", lib, 1) ||
+           (cupti[0] && !getenv("MEMDIAG_CUPTI") && setenv("MEMDIAG_CUPTI", cupti, 1));
+}
+
 static pid_t child_pid;
 
 static void forward(int sig)
@@ -280,6 +323,7 @@ static int any_oom(const char *dir)
         if (md_capture_load(path, &r, &info, &err) == MD_OK) {
             oom |= info.ooms > 0 || info.status == 3;
             free(r.samples);
+            md_driver_log_free(&r.driver);
         }
     }
     if (d)
@@ -318,7 +362,7 @@ int cmd_run(int argc, char **argv)
                  "(run 'make', or install memdiag)");
         return EXIT_USAGE;
     }
-    if (set_env(&o, dir, py, lib)) {
+    if (set_env(&o, dir, py, lib) || set_driver_env(&o, lib)) {
         cli_fail("cannot set the environment: %s", strerror(errno));
         return EXIT_USAGE;
     }

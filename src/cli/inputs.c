@@ -35,15 +35,50 @@ static int push_sample_rank(cli_inputs *L, const md_sample_rank *r)
         L->nsfind = nf;
     if (!all || !f || !nf)
         return -1;
-    md_err err = {0};
     md_sample_rank *x = &L->sranks[L->nsranks];
     *x = *r;
     md_samples_indicators(x);
     L->sfind[L->nsranks] = NULL;
     L->nsfind[L->nsranks] = 0;
-    md_diagnose_samples(x, &L->sfind[L->nsranks], &L->nsfind[L->nsranks], &err);
     L->nsranks++;
     return 0;
+}
+
+/* A driver file (driver-pid*.mdcap) joins the capture of the same process;
+ * a process with none (a CUDA program without torch) stands as its own
+ * rank, unless it allocated nothing (a helper that only initialised CUDA). */
+static void attach_drivers(cli_inputs *L)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < L->nsranks; i++) {
+        md_sample_rank *d = &L->sranks[i];
+        md_sample_rank *to = NULL;
+        for (size_t j = 0; d->driver_file && d->pid && j < L->nsranks && !to; j++) {
+            md_sample_rank *x = &L->sranks[j];
+            if (j != i && x->has_capture && !x->driver_file && !x->further_device && x->pid == d->pid)
+                to = x;
+        }
+        if (to || (d->driver_file && d->driver.n == 0)) {
+            if (to) {
+                md_driver_log_free(&to->driver);
+                to->driver = d->driver;
+                memset(&d->driver, 0, sizeof d->driver);
+            }
+            free(d->samples);
+            md_driver_log_free(&d->driver);
+            continue;
+        }
+        L->sranks[k++] = *d;
+    }
+    L->nsranks = k;
+}
+
+static void diagnose_sample_ranks(cli_inputs *L)
+{
+    for (size_t i = 0; i < L->nsranks; i++) {
+        md_err err = {0};
+        md_diagnose_samples(&L->sranks[i], &L->sfind[i], &L->nsfind[i], &err);
+    }
 }
 
 /* Moves the ranks' samples into L and frees the array. */
@@ -53,8 +88,10 @@ static int push_sample_ranks(cli_inputs *L, md_sample_rank *r, size_t n)
     for (; i < n; i++)
         if (push_sample_rank(L, &r[i]))
             break;
-    for (size_t k = i; k < n; k++) /* out of memory: free what was not moved */
+    for (size_t k = i; k < n; k++) { /* out of memory: free what was not moved */
         free(r[k].samples);
+        md_driver_log_free(&r[k].driver);
+    }
     free(r);
     return i < n ? -1 : 0;
 }
@@ -202,6 +239,10 @@ int cli_inputs_load(char **args, int nargs, cli_inputs *L)
     if (rc)
         return rc;
     rc = load_all(L->paths, L->npaths, L);
+    if (!rc) {
+        attach_drivers(L);
+        diagnose_sample_ranks(L);
+    }
     md_finding *scross = NULL;
     size_t nscross = 0;
     if (!rc) {

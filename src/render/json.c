@@ -170,6 +170,42 @@ static void rank(md_jw *w, const md_rank *rk)
     md_jw_close(w, '}');
 }
 
+static void driver_use(md_jw *w, const md_driver_use *u)
+{
+    md_jw_open(w, '{');
+    KV(w, "library", md_jw_str(w, u->caller));
+    KV(w, "what", md_jw_str(w, u->what ? u->what : ""));
+    KV(w, "at_peak_mib", md_jw_mib(w, (double)u->at_peak / 1048576.0));
+    KV(w, "max_mib", md_jw_mib(w, (double)u->max_live / 1048576.0));
+    KV(w, "at_end_mib", md_jw_mib(w, (double)u->at_end / 1048576.0));
+    KV(w, "calls", md_jw_int(w, (long long)u->allocs));
+    KV(w, "physical", md_jw_int(w, u->physical));
+    md_jw_close(w, '}');
+}
+
+/* The process's driver-level trace: its peak and each library's part. */
+static void driver(md_jw *w, const md_sample_rank *r)
+{
+    md_driver_stats s;
+    md_err err;
+    if (!r->driver.present || md_driver_analyze(&r->driver, -1, &s, &err))
+        return;
+    md_jw_key(w, "driver");
+    md_jw_open(w, '{');
+    KV(w, "status", md_jw_str(w, r->driver.status));
+    KV(w, "calls", md_jw_int(w, (long long)r->driver.n));
+    KV(w, "peak_mib", md_jw_mib(w, (double)s.peak / 1048576.0));
+    KV(w, "outside_torch_peak_mib", md_jw_mib(w, (double)s.outside_peak / 1048576.0));
+    KV(w, "at_end_mib", md_jw_mib(w, (double)s.at_end / 1048576.0));
+    md_jw_key(w, "libraries");
+    md_jw_open(w, '[');
+    for (size_t i = 0; i < s.nuse; i++)
+        driver_use(w, &s.use[i]);
+    md_jw_close(w, ']');
+    md_jw_close(w, '}');
+    md_driver_stats_free(&s);
+}
+
 static void sample_rank(md_jw *w, const md_sample_rank *r, const md_finding *f, size_t nf)
 {
     const md_indicators *in = &r->indicators;
@@ -177,7 +213,7 @@ static void sample_rank(md_jw *w, const md_sample_rank *r, const md_finding *f, 
     KV(w, "rank", md_jw_int(w, r->rank));
     KV(w, "device", md_jw_int(w, r->device >= 0 ? r->device : r->local_rank));
     KV(w, "source", md_jw_str(w, r->source));
-    KV(w, "kind", md_jw_str(w, r->has_capture ? "capture" : "samples"));
+    KV(w, "kind", md_jw_str(w, r->driver_file ? "driver" : r->has_capture ? "capture" : "samples"));
     if (r->has_capture) {
         KV(w, "complete", md_jw_int(w, r->capture.complete));
         KV(w, "status", md_jw_int(w, r->capture.status));
@@ -193,6 +229,7 @@ static void sample_rank(md_jw *w, const md_sample_rank *r, const md_finding *f, 
     }
     KV(w, "maximum_peak_allocated_mib", md_jw_mib(w, in->maximum_peak_allocated_mib));
     md_jw_close(w, '}');
+    driver(w, r);
     findings(w, f, nf);
     md_jw_close(w, '}');
 }

@@ -63,6 +63,9 @@ typedef struct md_report {
 } md_report;
 
 void md_render_text(FILE *out, const md_report *rep, const md_out_opts *o);
+/* A process's driver-level allocations by library (nothing without a
+ * driver trace); brief: one line. */
+void md_render_driver(FILE *out, const md_sample_rank *r, int brief);
 void md_render_json(FILE *out, const md_report *rep, const md_out_opts *o);
 /* One self-contained HTML page (report_html.c); -1 when writing failed or
  * memory ran out. */

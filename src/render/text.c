@@ -301,10 +301,13 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
     if (r->further_device)
         fprintf(o, "== rank %d cuda:%d  %s  [phase samples of a further device of the process]\n",
                 r->rank, r->device, r->source);
+    else if (r->driver_file)
+        fprintf(o, "== rank %d pid %d  %s  [driver-level allocations only: no phase samples "
+                   "from this process]\n", r->rank, r->pid, r->source);
     else
         fprintf(o, "== rank %d (local %d)  %s  [phase samples, no allocator history]\n", r->rank,
                 r->local_rank, r->source);
-    if (r->has_capture) {
+    if (r->has_capture && !r->driver_file) {
         const md_capture_info *ci = &r->capture;
         fprintf(o, "  capture     %s", ci->complete ? "complete" : "INCOMPLETE: the process "
                                                                 "never closed it (killed or crashed)");
@@ -319,10 +322,17 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
     }
     if (r->gpu[0])
         fprintf(o, "  device      %s, %.0f MiB\n", r->gpu, r->device_total_mib);
-    fprintf(o, "  peak        %.1f MiB allocated (max of the samples' peaks)\n",
-            in->maximum_peak_allocated_mib);
+    if (r->nsamples)
+        fprintf(o, "  peak        %.1f MiB allocated (max of the samples' peaks)\n",
+                in->maximum_peak_allocated_mib);
     if (opt->detail)
         findings(o, f, nf, 1, "findings");
+    md_render_driver(o, r, 0);
+    if (!r->nsamples) {
+        if (!opt->detail)
+            findings(o, f, nf, 0, "findings (memdiag diagnose for evidence)");
+        return;
+    }
     fprintf(o, "\n  MiB allocated   after-fwd  after-bwd  after-opt  after-zero   reserved  device-used\n");
     for (int k = 0; k < 100000; k++) {
         double v[6] = {-1, -1, -1, -1, -1, -1};
@@ -378,11 +388,13 @@ static void brief_samples(FILE *o, const md_sample_rank *r, const md_finding *f,
     char dev[32] = "";
     if (r->further_device)
         snprintf(dev, sizeof dev, " (cuda:%d)", r->device);
-    fprintf(o, "== rank %d capture %s%s: %s", r->rank, r->source, dev,
+    fprintf(o, "== rank %d %s %s%s: %s", r->rank, r->driver_file ? "driver trace" : "capture",
+            r->source, dev,
             !r->has_capture ? "samples" : r->capture.complete ? "complete" : "INCOMPLETE (killed?)");
-    if (r->has_capture)
+    if (r->has_capture && !r->driver_file)
         fprintf(o, ", %zu steps", r->capture.steps);
     fprintf(o, "\n");
+    md_render_driver(o, r, 1);
     for (size_t i = 0; i < nf; i++)
         finding(o, &f[i], 0);
 }

@@ -131,7 +131,7 @@ for run in want:  # each rank's snapshot and capture give the same indicators
           f"{r.stdout.strip()}")
 for run in ("compiled", "cudagraphs"):  # compile workers leave no files, no hook warning
     if os.path.isdir(f"{W}/{run}"):
-        files = sorted(os.listdir(f"{W}/{run}"))
+        files = sorted(f for f in os.listdir(f"{W}/{run}") if not f.startswith("driver-pid"))
         out = open(f"{W}/{run}.out").read()
         ok = files == ["manifest.json", "rank0.mdcap", "rank0.pickle"] and "global hooks" not in out
         bad += not ok

@@ -215,7 +215,47 @@ class FurtherDevices(unittest.TestCase):
         self.assertEqual([d for _, d, _, _ in rec.cap.further], [2, 2, 2, 2])
 
 
+class ProfilerYield(unittest.TestCase):
+    def test_tracer_gives_cupti_up_once_when_a_profiler_starts(self):
+        """torch.profiler's kineto needs CUPTI's one subscriber slot: the
+        driver-level tracer is stopped before its first call, once, even
+        when the capture itself has stopped, and the call goes through."""
+        calls = []
+
+        class Profiler:
+            @staticmethod
+            def _prepare_profiler(config, acts):
+                calls.append(("prepare", config))
+                return "prepared"
+
+            @staticmethod
+            def _enable_profiler(config, acts):
+                calls.append(("enable", config))
+
+        class Autograd:
+            profiler = Profiler
+
+        class Torch:
+            autograd = Autograd
+
+        class Lib:
+            def md_driver_trace_stop(self, why):
+                calls.append(("stop", why))
+        rec = runtime.Recorder(runtime.Options({}), torch=None, counters=None)
+        rec._lib_handle = Lib()
+        rec.disabled = True
+        runtime.yield_cupti_to_profiler(rec, Torch)
+        self.assertEqual(Profiler._prepare_profiler("c", []), "prepared")
+        Profiler._enable_profiler("c", [])
+        Profiler._prepare_profiler("d", [])
+        self.assertEqual(calls, [("stop", b"torch.profiler started"), ("prepare", "c"),
+                                 ("enable", "c"), ("prepare", "d")])
+
+
 class Binding(unittest.TestCase):
+    def test_driver_stop_without_a_tracer_is_harmless(self):
+        _lib.load().md_driver_trace_stop(b"nothing to stop")
+
     def test_capture_round_trip(self):
         lib = _lib.load()
         with tempfile.TemporaryDirectory() as d:

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
+#include <time.h>
 #include <unistd.h>
 #include "testutil.h"
 #include "capture/driver.h"
@@ -103,11 +104,22 @@ static void test_tracer_records_successful_calls(void **state)
     call(550, 1, 0, &rel);
 
     md_sample_rank r;
+    /* records wait in the tracer's buffer; its thread writes them within
+     * a second (what a SIGKILL can lose) */
+    struct timespec wait = {1, 200000000};
+    nanosleep(&wait, NULL);
+    load(&r);
+    assert_string_equal(r.driver.status, "on");
+    assert_int_equal(r.driver.n, 4);
+    md_driver_log_free(&r.driver);
+    /* stopping (a profiler wants CUPTI) unsubscribes: later calls are not seen */
+    md_driver_trace_stop("the test");
+    call(243, 1, 0, &alloc);
     load(&r);
     assert_true(r.driver_file);
     assert_int_equal(r.rank, 3);
     assert_int_equal(r.pid, getpid());
-    assert_string_equal(r.driver.status, "on");
+    assert_string_equal(r.driver.status, "stopped: the test");
     assert_int_equal(r.driver.n, 4);
     const md_driver_event *e = r.driver.ev;
     assert_int_equal(e[0].op, MD_DRV_ALLOC);
@@ -171,7 +183,7 @@ static void test_replay_attributes_to_libraries(void **state)
     assert_int_equal(s.nuse, 3);
     assert_string_equal(s.use[0].caller, "libnccl.so.2");
     assert_true(s.use[0].physical && s.use[0].at_peak == 512 * MiB);
-    assert_string_equal(s.use[0].what, "NCCL (communicator buffers)");
+    assert_string_equal(s.use[0].what, "NCCL communicator buffers");
     assert_string_equal(s.use[1].caller, "libc10_cuda.so");
     assert_true(s.use[1].at_peak == 120 * MiB && s.use[1].at_end == 30 * MiB);
     assert_true(s.use[1].max_live == 120 * MiB && s.use[1].allocs == 3);

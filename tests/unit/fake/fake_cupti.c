@@ -13,6 +13,7 @@ static unsigned char enabled[1024];
 
 int cuptiSubscribe(void **sub, cb_fn fn, void *user);
 int cuptiEnableCallback(uint32_t on, void *sub, int domain, uint32_t cbid);
+int cuptiUnsubscribe(void *sub);
 void fake_cupti_fire(uint32_t cbid, const void *data);
 int fake_cupti_enabled(uint32_t cbid);
 
@@ -32,6 +33,14 @@ int cuptiEnableCallback(uint32_t on, void *sub, int domain, uint32_t cbid)
     if (sub != &cb || domain != 1 || cbid >= sizeof enabled)
         return 1;
     enabled[cbid] = (unsigned char)on;
+    return 0;
+}
+
+int cuptiUnsubscribe(void *sub)
+{
+    if (sub != &cb)
+        return 1;
+    cb = NULL;
     return 0;
 }
 

@@ -1,0 +1,67 @@
+/* driver_text.c - the driver-level lines of a process in the terminal
+ * summary: which library holds how much device memory through the CUDA
+ * driver, at the process's peak and at the end. */
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+#define MIB(b) ((double)(b) / 1048576.0)
+#define SHOWN 8 /* libraries listed; the rest summed */
+
+static void use_line(FILE *o, const md_driver_use *u)
+{
+    fprintf(o, "    %10.1f %10.1f %10.1f %6zu  %-22s %s%s%s\n", MIB(u->at_peak), MIB(u->max_live),
+            MIB(u->at_end), u->allocs, u->caller[0] ? u->caller : "?", u->what ? u->what : "",
+            u->physical ? " [cuMemCreate]" : "", u->async ? " [stream-ordered pool]" : "");
+}
+
+static void table(FILE *o, const md_driver_stats *s)
+{
+    fprintf(o, "    MiB at peak    largest     at end  calls  library\n");
+    size_t shown = s->nuse < SHOWN ? s->nuse : SHOWN;
+    for (size_t i = 0; i < shown; i++)
+        use_line(o, &s->use[i]);
+    if (s->nuse > shown) {
+        md_driver_use rest = {.caller = "(others)"};
+        for (size_t i = shown; i < s->nuse; i++) {
+            rest.at_peak += s->use[i].at_peak, rest.max_live += s->use[i].max_live;
+            rest.at_end += s->use[i].at_end, rest.allocs += s->use[i].allocs;
+        }
+        use_line(o, &rest);
+    }
+}
+
+void md_render_driver(FILE *o, const md_sample_rank *r, int brief)
+{
+    const md_driver_log *d = &r->driver;
+    if (!d->present)
+        return;
+    md_driver_stats s;
+    md_err err;
+    if (d->status[0] && strncmp(d->status, "on", 2) && !d->n) {
+        fprintf(o, "  driver      %s\n", d->status);
+        return;
+    }
+    if (md_driver_analyze(d, -1, &s, &err)) {
+        fprintf(o, "  driver      %s\n", err.msg);
+        return;
+    }
+    double at = s.peak_ns > s.start_ns ? (double)(s.peak_ns - s.start_ns) / 1e9 : 0;
+    if (brief) {
+        fprintf(o, "  driver      peak %.1f MiB through the CUDA driver", MIB(s.peak));
+        if (s.outside_peak != s.peak)
+            fprintf(o, "; outside PyTorch's allocator at most %.1f MiB", MIB(s.outside_peak));
+        fprintf(o, "\n");
+    } else {
+        fprintf(o, "\n  driver-level allocations (CUPTI): %zu calls, peak %.1f MiB %.1f s after "
+                   "the first, %.1f MiB at the end\n", d->n, MIB(s.peak), at, MIB(s.at_end));
+        table(o, &s);
+        if (s.outside_peak != s.peak)
+            fprintf(o, "    outside PyTorch's caching allocator: %.1f MiB at most\n",
+                    MIB(s.outside_peak));
+        if (s.unmatched)
+            fprintf(o, "    %zu frees of memory allocated before the trace began (not counted)\n",
+                    s.unmatched);
+    }
+    md_driver_stats_free(&s);
+}
