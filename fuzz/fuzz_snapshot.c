@@ -15,6 +15,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A capture's driver-level trace: the replay by library, all devices and one. */
+static void driver(const md_sample_rank *r)
+{
+    md_driver_stats s;
+    md_err e;
+    for (int dev = -1; dev <= 0; dev++)
+        if (md_driver_analyze(&r->driver, dev, &s, &e) == MD_OK)
+            md_driver_stats_free(&s);
+}
+
 static void samples(md_sample_rank *r, size_t n)
 {
     md_finding *f;
@@ -24,6 +34,7 @@ static void samples(md_sample_rank *r, size_t n)
     md_validation v;
     p.peak = 1 << 30, p.peak_known = 1, p.floor = 1 << 28;
     for (size_t i = 0; i < n; i++) {
+        driver(&r[i]);
         md_samples_indicators(&r[i]);
         if (md_diagnose_samples(&r[i], &f, &nf, &e) == MD_OK)
             free(f);

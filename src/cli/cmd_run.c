@@ -212,6 +212,7 @@ static void manifest(const char *dir, const run_opts *o, time_t start, time_t en
                "  \"record_steps\": %s,\n  \"name\": ", o->stacks, o->context, o->max_entries,
             o->skip, o->record);
     cli_json_string(f, o->name);
+    fprintf(f, ",\n  \"driver\": \"%s\"", o->driver ? "on" : "off");
     fprintf(f, ",\n  \"PYTORCH_CUDA_ALLOC_CONF\": ");
     cli_json_string(f, conf ? conf : "");
     fprintf(f, "\n}\n");

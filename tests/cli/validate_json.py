@@ -32,6 +32,24 @@ def finding(f, where):
              f"{where}.device")
 
 
+def driver(dv, w):
+    """A process's driver-level trace (capture and driver ranks)."""
+    need(isinstance(dv, dict) and isinstance(dv.get("status"), str), f"{w}.status")
+    need(isinstance(dv.get("calls"), int), f"{w}.calls")
+    for k in ("peak_mib", "outside_torch_peak_mib", "at_end_mib"):
+        need(isinstance(dv.get(k), (int, float)) and dv[k] >= 0, f"{w}.{k}")
+    need(dv["outside_torch_peak_mib"] <= dv["peak_mib"] + 1e-3, f"{w}: outside <= peak")
+    need(isinstance(dv.get("libraries"), list), f"{w}.libraries")
+    for j, l in enumerate(dv["libraries"]):
+        need(isinstance(l.get("library"), str) and isinstance(l.get("what"), str),
+             f"{w}.libraries[{j}] names")
+        need(all(isinstance(l.get(k), (int, float)) for k in ("at_peak_mib", "max_mib", "at_end_mib")),
+             f"{w}.libraries[{j}] bytes")
+        need(l["at_peak_mib"] <= l["max_mib"] + 1e-3 and l["at_end_mib"] <= l["max_mib"] + 1e-3,
+             f"{w}.libraries[{j}]: at peak and at end <= its largest")
+        need(isinstance(l.get("calls"), int) and l.get("physical") in (0, 1), f"{w}.libraries[{j}]")
+
+
 def main():
     d = json.load(sys.stdin)
     need(d.get("schema") == 1, "schema == 1")
@@ -41,6 +59,9 @@ def main():
         for k in ("rank", "device", "events"):
             need(isinstance(r.get(k), int), f"{w}.{k}")
         need(isinstance(r.get("source"), str), f"{w}.source")
+        need(r.get("kind") in ("snapshot", "capture", "samples", "driver"), f"{w}.kind")
+        if "driver" in r or r.get("kind") == "driver":
+            driver(r.get("driver"), f"{w}.driver")
         ind = r.get("indicators")
         need(isinstance(ind, dict) and set(ind) <= INDICATORS and
              "maximum_peak_allocated_mib" in ind, f"{w}.indicators")

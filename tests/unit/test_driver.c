@@ -192,6 +192,38 @@ static void test_replay_attributes_to_libraries(void **state)
     md_driver_log_free(&r.driver);
 }
 
+/* No NVML figure (some containers): the driver trace alone makes the
+ * non_framework finding of a torch process, NCCL named; a CUDA program's
+ * own memory (a driver file alone) is no such finding. */
+static void test_non_framework_from_the_trace_alone(void **state)
+{
+    (void)state;
+    md_driver_event ev[] = {
+        {1, 0x1000, 100 * MiB, 0, MD_DRV_ALLOC, 1},
+        {2, 7, 512 * MiB, 0, MD_DRV_CREATE, 2},
+    };
+    char callers[3][MD_DRIVER_NAME_LEN] = {"", "libc10_cuda.so", "libnccl.so.2"};
+    md_sample s = {0, MD_SP_AFTER_FORWARD, 100, 120, 110, -1, -1};
+    md_sample_rank r;
+    memset(&r, 0, sizeof r);
+    r.samples = &s, r.nsamples = 1;
+    r.driver = (md_driver_log){1, "on", ev, 2, callers, 3};
+    md_finding *f;
+    size_t n;
+    md_err err;
+    assert_int_equal(md_diagnose_samples(&r, &f, &n, &err), MD_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(f[0].kind, "non_framework");
+    assert_true(f[0].bytes == 512 * MiB);
+    assert_string_equal(f[0].sites[0].site, "libnccl.so.2 (NCCL communicator buffers)");
+    assert_non_null(strstr(f[0].advice, "NCCL_BUFFSIZE"));
+    free(f);
+    r.driver_file = 1;
+    assert_int_equal(md_diagnose_samples(&r, &f, &n, &err), MD_OK);
+    assert_int_equal(n, 0);
+    free(f);
+}
+
 /* A truncated or malformed driver record is skipped, never read past. */
 static void test_reader_skips_bad_records(void **state)
 {
@@ -226,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_tracer_records_successful_calls),
         cmocka_unit_test(test_replay_attributes_to_libraries),
         cmocka_unit_test(test_reader_skips_bad_records),
+        cmocka_unit_test(test_non_framework_from_the_trace_alone),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""check_driver.py MEMDIAG: driver-level tracing on real runs (tests/data/driver,
+2 x H200, `OUT=... sh tests/gpu/driver.sh`) and memdiag run's side of it.
+
+Each run directory holds the capture files memdiag run wrote, a driver file
+per CUDA process among them. What must hold: a driver file joins its
+process's capture (by pid) and the libraries that asked the driver for
+memory are named with their bytes; NCCL's buffers under DDP are found and
+explain part of non_framework; a CUDA program without torch stands as a
+rank of its own; a SIGKILLed job's file still holds its allocation; the
+tracer stood aside for torch.profiler."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+M = sys.argv[1]
+D = "tests/data/driver"
+bad = 0
+
+
+def diagnose(run):
+    """The run's ranks, after its JSON passed validate_json.py (schema 1)."""
+    out = subprocess.run([M, "diagnose", "--json", f"{D}/{run}"], capture_output=True, text=True,
+                         check=True).stdout
+    subprocess.run([sys.executable, "tests/cli/validate_json.py"], input=out, text=True, check=True)
+    return json.loads(out)["ranks"]
+
+
+def libs(rank):
+    return {l["library"]: l for l in rank["driver"]["libraries"]}
+
+
+def expect(what, cond):
+    global bad
+    if not cond:
+        bad += 1
+        print(f"FAIL {what}", file=sys.stderr)
+
+
+ranks = diagnose("beta")
+expect("beta: snapshot and capture, the driver file joined the capture",
+       sorted(r["kind"] for r in ranks) == ["capture", "snapshot"])
+cap = [r for r in ranks if r["kind"] == "capture"][0]
+lib = libs(cap)
+expect("beta: PyTorch's allocator and cuBLAS's own memory", set(lib) == {"libc10_cuda.so",
+       "libcublas.so.13"} and lib["libc10_cuda.so"]["at_peak_mib"] == 282.0
+       and abs(lib["libcublas.so.13"]["at_peak_mib"] - 128.252) < 0.001
+       and abs(cap["driver"]["outside_torch_peak_mib"] - 128.252) < 0.001)
+
+lib = libs([r for r in diagnose("expandable") if r["kind"] == "capture"][0])
+expect("expandable segments: PyTorch's memory through cuMemCreate",
+       lib["libc10_cuda.so"]["physical"] == 1 and lib["libc10_cuda.so"]["at_peak_mib"] == 272.0)
+
+ranks = diagnose("ddp")
+expect("ddp: an empty driver file (the launcher) is dropped",
+       sorted(r["kind"] for r in ranks) == ["capture", "capture", "snapshot", "snapshot"])
+for r in (x for x in ranks if x["kind"] == "capture"):
+    lib = libs(r)
+    nccl = lib.get("libnccl.so.2", {})
+    expect(f"ddp rank {r['rank']}: NCCL's 484 MiB of cuMemCreate, freed at the end",
+           nccl.get("at_peak_mib") == 484.0 and nccl.get("physical") == 1
+           and nccl.get("at_end_mib") == 0.0 and nccl.get("calls") == 147)
+    nf = [f for f in r["findings"] if f["kind"] == "non_framework"]
+    expect(f"ddp rank {r['rank']}: non_framework names NCCL as a site, its settings as advice",
+           nf and nf[0]["sites"][0]["site"].startswith("libnccl.so.2")
+           and "NCCL_BUFFSIZE" in nf[0]["advice"]
+           and any(e.startswith("the other ") for e in nf[0]["evidence"]))
+
+ranks = diagnose("cuda")
+drv = [r for r in ranks if r["kind"] == "driver"]
+expect("a CUDA program: its driver file is a rank of its own, the program the caller",
+       len(drv) == 1 and list(libs(drv[0])) == ["cuda_phases"]
+       and drv[0]["driver"]["peak_mib"] == 1216.0 and drv[0]["driver"]["at_end_mib"] == 0.0)
+
+ranks = diagnose("async")
+lib = libs(ranks[0])
+expect("cudaMallocAsync (the runtime's capture stopped): the driver trace alone, pool calls",
+       [r["kind"] for r in ranks] == ["driver"] and lib["libc10_cuda.so"]["calls"] == 1439)
+
+ranks = diagnose("killed")
+expect("SIGKILL 1.5 s after a 1 GiB allocation: it is in the file",
+       libs(ranks[0])["libc10_cuda.so"]["at_peak_mib"] == 1024.0 and ranks[0]["complete"] == 0)
+
+cap = [r for r in diagnose("profiler") if r["kind"] == "capture"][0]
+expect("torch.profiler started: the tracer gave CUPTI up",
+       cap["driver"]["status"] == "stopped: torch.profiler started")
+
+text = subprocess.run([M, "summary", f"{D}/ddp"], capture_output=True, text=True).stdout
+expect("summary: the driver table", "libnccl.so.2           NCCL communicator buffers [cuMemCreate]"
+       in text and "outside PyTorch's caching allocator: 612.3 MiB at most" in text)
+expect("summary: NCCL's releases of its peers' imported handles are not frees of lost memory",
+       "frees of memory allocated before" not in text)
+
+# memdiag run's side: the injection variable reaches the job, or not
+with tempfile.TemporaryDirectory() as t:
+    def run(*args, env=None):
+        e = dict(os.environ)
+        e.pop("CUDA_INJECTION64_PATH", None)
+        e.update(env or {})
+        return subprocess.run([M, "run", "--quiet", "-o", f"{t}/{len(os.listdir(t))}", *args, "--",
+                               "sh", "-c", "echo inject=$CUDA_INJECTION64_PATH"],
+                              capture_output=True, text=True, env=e)
+    r = run()
+    expect("run: CUDA_INJECTION64_PATH is the capture library",
+           "libmemdiag_capture.so" in r.stdout.split("inject=")[1].split()[0])
+    expect("run --driver off: no injection", "inject=\n" in run("--driver", "off").stdout)
+    r = run(env={"CUDA_INJECTION64_PATH": "/opt/nsight/inject.so"})
+    expect("run under another injected tool: it keeps its place, said once",
+           "inject=/opt/nsight/inject.so" in r.stdout and "driver-level tracing is off" in r.stderr)
+    expect("run --driver maybe: refused", run("--driver", "maybe").returncode == 2)
+sys.exit(1 if bad else 0)
