@@ -62,7 +62,12 @@ static struct {
     int64_t buf_since;         /* when the oldest of them was made */
     uint64_t async_calls;
     char async_caller[MD_DRV_CALLER_MAX];
+    char status[128];          /* the file's META driver: "on", or why not */
+    int failed, closed;        /* the file could not be made; the process ended */
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static md_cap *open_file(void);
+static void write_meta(md_cap *c, const char *status);
 
 static int64_t now_ns(void)
 {
@@ -120,10 +125,22 @@ static void caller_of(char *out, size_t n)
     }
 }
 
-/* Under T.mu. */
+/* Under T.mu. The file is made with the first record: a process that
+ * initialises CUDA and allocates nothing (a compile worker) leaves none. */
+static int have_file_locked(void)
+{
+    if (!T.cap && !T.failed && !T.closed && T.pid == getpid()) {
+        T.cap = open_file();
+        T.failed = !T.cap;
+        if (T.cap)
+            write_meta(T.cap, T.status);
+    }
+    return T.cap && T.pid == getpid();
+}
+
 static void flush_locked(void)
 {
-    if (T.nbuf && T.cap && T.pid == getpid())
+    if (T.nbuf && have_file_locked())
         md_cap_write_records(T.cap, T.buf, T.nbuf);
     T.nbuf = 0;
 }
@@ -177,7 +194,7 @@ static void *flusher(void *arg)
         struct timespec d = {0, 500000000};
         nanosleep(&d, NULL);
         pthread_mutex_lock(&T.mu);
-        int done = !T.cap;
+        int done = T.closed;
         flush_locked();
         pthread_mutex_unlock(&T.mu);
         if (done)
@@ -288,6 +305,7 @@ static void at_exit(void)
     if (T.cap && T.pid == getpid())
         md_cap_close(T.cap, 0);
     T.cap = NULL;
+    T.closed = 1;
     pthread_mutex_unlock(&T.mu);
 }
 
@@ -297,6 +315,7 @@ static void in_child(void)
 {
     T.cap = NULL;
     T.nbuf = 0;
+    T.closed = 1;
     pthread_mutex_init(&T.mu, NULL);
 }
 
@@ -307,11 +326,9 @@ void md_driver_trace_stop(const char *why)
         T.unsubscribe(T.sub);
     T.sub = NULL;
     flush_locked();
-    if (T.cap && T.pid == getpid()) {
-        char status[128];
-        snprintf(status, sizeof status, "stopped: %s", why && *why ? why : "asked to");
-        md_cap_meta(T.cap, "driver", status);
-    }
+    snprintf(T.status, sizeof T.status, "stopped: %s", why && *why ? why : "asked to");
+    if (T.cap && T.pid == getpid())
+        md_cap_meta(T.cap, "driver", T.status);
     pthread_mutex_unlock(&T.mu);
 }
 
@@ -356,18 +373,22 @@ int InitializeInjection(void)
 
 void md_driver_trace_start(void)
 {
-    md_cap *c = open_file();
-    if (!c)
-        return;
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     T.ctx_get_device = cuda ? (int (*)(int *))dlsym(cuda, "cuCtxGetDevice") : NULL;
     char warm[8];
     caller_of(warm, sizeof warm); /* backtrace loads libgcc_s once: not inside a callback */
     pthread_mutex_lock(&T.mu);
-    T.cap = c;
     T.pid = getpid();
+    snprintf(T.status, sizeof T.status, "on"); /* what the first record's file says */
     pthread_mutex_unlock(&T.mu);
-    write_meta(c, start(open_cupti()));
+    const char *status = start(open_cupti()); /* callbacks may begin here */
+    if (strcmp(status, "on")) {
+        pthread_mutex_lock(&T.mu);
+        snprintf(T.status, sizeof T.status, "%s", status);
+        if (have_file_locked()) /* why there is no trace, said at once */
+            md_cap_meta(T.cap, "driver", T.status);
+        pthread_mutex_unlock(&T.mu);
+    }
     pthread_atfork(NULL, NULL, in_child);
     atexit(at_exit);
     pthread_t th;

@@ -37,6 +37,8 @@ run async env PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$M" run -o "$W/as
     $WL --case alpha --plain
 run ddp "$M" run -o "$W/ddp" -- python3 -m torch.distributed.run --nproc-per-node 2 \
     examples/workloads.py --case beta --plain
+# torch.compile's workers initialise CUDA and allocate nothing: no driver file of theirs
+run compiled "$M" run -o "$W/compiled" -- $WL --case beta --compile default --plain
 # torch.profiler inside the job: CUPTI has one subscriber (CUDA 13.0)
 cat >"$W/prof.py" <<'PY'
 import torch

@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -60,6 +62,48 @@ static int setup(void **state)
     setenv("MEMDIAG_CUPTI", lib, 1);
     setenv("RANK", "3", 1);
     return 0;
+}
+
+/* A child process's tracer (each process starts its own once); returns
+ * its pid after it exited, with exit() (atexit runs) or _exit(). */
+static pid_t child_tracer(const char *sub, int busy, int clean_exit)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char out[PATH_MAX + 16];
+        snprintf(out, sizeof out, "%s/%s", dir, sub);
+        mkdir(out, 0755);
+        setenv("MEMDIAG_OUT", out, 1);
+        if (busy)
+            setenv("FAKE_CUPTI_BUSY", "1", 1);
+        InitializeInjection();
+        if (clean_exit)
+            exit(0);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return pid;
+}
+
+/* CUPTI held by another tool: the file says so at once. A process that
+ * allocated nothing through the driver (a compile worker) leaves no file. */
+static void test_tracer_off_says_why_and_idle_leaves_nothing(void **state)
+{
+    (void)state;
+    char path[PATH_MAX + 64];
+    pid_t pid = child_tracer("busy", 1, 0);
+    snprintf(path, sizeof path, "%s/busy/driver-pid%ld.mdcap", dir, (long)pid);
+    md_sample_rank r;
+    md_capture_info info;
+    md_err err;
+    assert_int_equal(md_capture_load(path, &r, &info, &err), MD_OK);
+    assert_non_null(strstr(r.driver.status, "off: another tool holds CUPTI"));
+    assert_int_equal(r.driver.n, 0);
+    md_driver_log_free(&r.driver);
+    pid = child_tracer("idle", 0, 1);
+    snprintf(path, sizeof path, "%s/idle/driver-pid%ld.mdcap", dir, (long)pid);
+    assert_int_not_equal(access(path, F_OK), 0);
 }
 
 static void call(uint32_t cbid, int site, int result, const void *params)
@@ -255,6 +299,7 @@ static void test_reader_skips_bad_records(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tracer_off_says_why_and_idle_leaves_nothing), /* before this process's own */
         cmocka_unit_test(test_tracer_records_successful_calls),
         cmocka_unit_test(test_replay_attributes_to_libraries),
         cmocka_unit_test(test_reader_skips_bad_records),
