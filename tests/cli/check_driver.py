@@ -87,6 +87,12 @@ cap = [r for r in diagnose("profiler") if r["kind"] == "capture"][0]
 expect("torch.profiler started: the tracer gave CUPTI up",
        cap["driver"]["status"] == "stopped: torch.profiler started")
 
+files = sorted(os.listdir(f"{D}/compiled"))
+expect("torch.compile: its workers initialised CUDA and allocated nothing, and left no file",
+       [f for f in files if f.startswith("driver-pid")] == ["driver-pid1036.mdcap"]
+       and libs([r for r in diagnose("compiled") if r["kind"] == "capture"][0])["libc10_cuda.so"]
+       ["at_peak_mib"] == 304.0)
+
 text = subprocess.run([M, "summary", f"{D}/ddp"], capture_output=True, text=True).stdout
 expect("summary: the driver table", "libnccl.so.2           NCCL communicator buffers [cuMemCreate]"
        in text and "outside PyTorch's caching allocator: 612.3 MiB at most" in text)
