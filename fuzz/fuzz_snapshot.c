@@ -23,6 +23,10 @@ static void driver(const md_sample_rank *r)
     for (int dev = -1; dev <= 0; dev++)
         if (md_driver_analyze(&r->driver, dev, &s, &e) == MD_OK)
             md_driver_stats_free(&s);
+    md_driver_col *c;
+    size_t n;
+    if (md_driver_timeline(&r->driver, -1, 7, &c, &n, &e) == MD_OK)
+        free(c);
 }
 
 static void samples(md_sample_rank *r, size_t n)

@@ -578,6 +578,17 @@ typedef struct md_driver_stats {
 /* Replays a driver log; device -1 for all the process's devices. */
 int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md_err *err);
 void md_driver_stats_free(md_driver_stats *s);
+
+/* The live total over time in at most ncols columns of equal time (empty
+ * ones left out): *out is malloc'd. */
+typedef struct md_driver_col {
+    double seconds;           /* the column's first event, after the trace's first */
+    uint64_t lo, hi;          /* lowest and highest total live, all libraries */
+    uint64_t torch;           /* highest held by PyTorch's caching allocator */
+    size_t events;
+} md_driver_col;
+int md_driver_timeline(const md_driver_log *d, int device, size_t ncols, md_driver_col **out,
+                       size_t *n, md_err *err);
 /* "NCCL communicator buffers" for "libnccl.so.2"; NULL when not known. */
 const char *md_driver_caller_what(const char *caller);
 int md_driver_is_torch_allocator(const char *caller);

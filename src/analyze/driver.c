@@ -52,6 +52,8 @@ typedef struct replay {
     md_map addr, handle;
     uint64_t *live;      /* per caller */
     uint64_t total, outside;
+    md_driver_col *cols; /* md_driver_timeline's buckets, or NULL */
+    size_t ncols;
 } replay;
 
 static void take(replay *r, md_driver_stats *s, const md_driver_event *e, int64_t sign)
@@ -119,11 +121,35 @@ static int by_peak(const void *a, const void *b)
     return strcmp(x->caller, y->caller);
 }
 
+/* The state after event i into its time bucket: lowest and highest
+ * total, highest of PyTorch's allocator's part. */
+static void bucket(replay *r, size_t i)
+{
+    const md_driver_event *e = &r->d->ev[i];
+    int64_t t0 = r->d->ev[0].time_ns, span = r->d->ev[r->d->n - 1].time_ns - t0 + 1;
+    int64_t dt = e->time_ns > t0 ? e->time_ns - t0 : 0;
+    size_t k = (size_t)((double)dt / (double)span * (double)r->ncols);
+    md_driver_col *c = &r->cols[k < r->ncols ? k : r->ncols - 1];
+    uint64_t torch = r->total - r->outside;
+    if (!c->events) {
+        c->seconds = (double)dt / 1e9;
+        c->lo = c->hi = r->total;
+        c->torch = torch;
+    }
+    c->events++;
+    c->lo = r->total < c->lo ? r->total : c->lo;
+    c->hi = r->total > c->hi ? r->total : c->hi;
+    c->torch = torch > c->torch ? torch : c->torch;
+}
+
 static int run(replay *r, md_driver_stats *s)
 {
-    for (size_t i = 0; i < r->d->n; i++)
+    for (size_t i = 0; i < r->d->n; i++) {
         if (r->d->ev[i].caller >= s->nuse || step(r, s, i))
             return -1;
+        if (r->cols)
+            bucket(r, i);
+    }
     s->at_end = r->total;
     for (size_t i = 0; i < s->nuse; i++)
         s->use[i].at_end = r->live[i];
@@ -145,10 +171,11 @@ static void order(md_driver_stats *s)
     qsort(s->use, s->nuse, sizeof *s->use, by_peak);
 }
 
-int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md_err *err)
+static int analyze(const md_driver_log *d, int device, md_driver_stats *s, md_driver_col *cols,
+                   size_t ncols, md_err *err)
 {
     memset(s, 0, sizeof *s);
-    replay r = {.d = d, .device = device};
+    replay r = {.d = d, .device = device, .cols = cols, .ncols = ncols};
     s->nuse = d->ncallers;
     s->use = calloc(d->ncallers ? d->ncallers : 1, sizeof *s->use);
     r.live = calloc(d->ncallers ? d->ncallers : 1, sizeof *r.live);
@@ -166,6 +193,36 @@ int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory replaying driver calls");
     }
     order(s);
+    return MD_OK;
+}
+
+int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md_err *err)
+{
+    return analyze(d, device, s, NULL, 0, err);
+}
+
+int md_driver_timeline(const md_driver_log *d, int device, size_t ncols, md_driver_col **out,
+                       size_t *n, md_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!d->n || !ncols)
+        return MD_OK;
+    md_driver_col *c = calloc(ncols, sizeof *c);
+    md_driver_stats s;
+    if (!c)
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    if (analyze(d, device, &s, c, ncols, err)) {
+        free(c);
+        return MD_E_NOMEM;
+    }
+    md_driver_stats_free(&s);
+    size_t k = 0;
+    for (size_t i = 0; i < ncols; i++) /* the buckets no event fell in: gone */
+        if (c[i].events)
+            c[k++] = c[i];
+    *out = c;
+    *n = k;
     return MD_OK;
 }
 

@@ -46,7 +46,7 @@ static const struct { uint32_t cbid; uint8_t op; } traced[] = {
 
 #define BUF_BYTES (64 * 1024)
 #define FLUSH_NS 250000000LL   /* records reach the file within a quarter second */
-#define ASYNC_SAMPLE 64        /* a stream-ordered call in 64 walks the stack */
+#define ASYNC_SAMPLE 256       /* a stream-ordered call in 256 walks the stack */
 
 static struct {
     pthread_mutex_t mu;
@@ -60,8 +60,6 @@ static struct {
     unsigned char buf[BUF_BYTES]; /* whole records not yet written */
     size_t nbuf;
     int64_t buf_since;         /* when the oldest of them was made */
-    uint64_t async_calls;
-    char async_caller[MD_DRV_CALLER_MAX];
     char status[128];          /* the file's META driver: "on", or why not */
     int failed, closed;        /* the file could not be made; the process ended */
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -76,21 +74,27 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* The device of the context current to this thread (a cuMemAlloc's). */
+/* The device of the context current to this thread (a cuMemAlloc's): the
+ * last answer per thread, then the process's table, then the driver. */
 static int context_device(void *ctx)
 {
+    static _Thread_local void *last_ctx;
+    static _Thread_local int last_dev = -1;
+    if (ctx && ctx == last_ctx)
+        return last_dev;
     int dev = -1;
     pthread_mutex_lock(&T.mu);
     for (size_t i = 0; i < T.nctxs; i++)
         if (T.ctxs[i].ctx == ctx)
             dev = T.ctxs[i].device;
     pthread_mutex_unlock(&T.mu);
-    if (dev >= 0 || !T.ctx_get_device || T.ctx_get_device(&dev) != 0)
-        return dev;
-    pthread_mutex_lock(&T.mu);
-    if (T.nctxs < sizeof T.ctxs / sizeof T.ctxs[0])
-        T.ctxs[T.nctxs].ctx = ctx, T.ctxs[T.nctxs++].device = dev;
-    pthread_mutex_unlock(&T.mu);
+    if (dev < 0 && T.ctx_get_device && T.ctx_get_device(&dev) == 0) {
+        pthread_mutex_lock(&T.mu);
+        if (T.nctxs < sizeof T.ctxs / sizeof T.ctxs[0])
+            T.ctxs[T.nctxs].ctx = ctx, T.ctxs[T.nctxs++].device = dev;
+        pthread_mutex_unlock(&T.mu);
+    }
+    last_ctx = ctx, last_dev = dev;
     return dev;
 }
 
@@ -145,24 +149,18 @@ static void flush_locked(void)
     T.nbuf = 0;
 }
 
-/* Stream-ordered pool calls come once per tensor (cudaMallocAsync): their
- * caller is looked up on one call in ASYNC_SAMPLE, the same library in
- * between (a stack walk costs more than the call itself). */
+/* Stream-ordered pool calls come once per tensor (cudaMallocAsync): each
+ * thread looks their caller up on its first call and one in ASYNC_SAMPLE
+ * after, the same library in between (a stack walk costs more than the
+ * call itself), without a lock. */
 static void async_caller(char *out, size_t n)
 {
-    pthread_mutex_lock(&T.mu);
-    int walk = T.async_calls++ % ASYNC_SAMPLE == 0;
-    pthread_mutex_unlock(&T.mu);
-    if (walk) {
-        caller_of(out, n);
-        pthread_mutex_lock(&T.mu);
-        snprintf(T.async_caller, sizeof T.async_caller, "%s", out);
-        pthread_mutex_unlock(&T.mu);
-        return;
-    }
-    pthread_mutex_lock(&T.mu);
-    snprintf(out, n, "%s", T.async_caller);
-    pthread_mutex_unlock(&T.mu);
+    static _Thread_local uint32_t calls;
+    static _Thread_local char last[MD_DRV_CALLER_MAX];
+    if (calls++ % ASYNC_SAMPLE == 0)
+        caller_of(last, sizeof last);
+    memcpy(out, last, n < sizeof last ? n : sizeof last);
+    out[n - 1] = 0;
 }
 
 static void emit(uint8_t op, int device, uint64_t id, uint64_t bytes, int want_caller)

@@ -384,24 +384,93 @@ static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int t
     return rc;
 }
 
+/* The driver-level trace over time, in mdTimeline's form. */
+static void driver_timeline(FILE *o, FILE *calls, const md_sample_rank *r, const md_driver_stats *s,
+                            size_t k)
+{
+    md_driver_col *c;
+    size_t n;
+    md_err err;
+    if (md_driver_timeline(&r->driver, -1, 1000, &c, &n, &err) || !n)
+        return;
+    fprintf(o, "<div class=\"md-sub\">all libraries: blue (each column's lowest to highest); "
+               "PyTorch's caching allocator (its reserved memory): orange</div>\n"
+               "<div id=\"d%zu\"></div>\n<script>\nconst D%zu = {unit:\"s\",xs:[", k, k);
+    for (size_t i = 0; i < n; i++)
+        fprintf(o, i ? ",%.6g" : "%.6g", c[i].seconds);
+    const char *keys[] = {"],amin:[", "],amax:[", "],rmax:["};
+    for (int j = 0; j < 3; j++) {
+        fputs(keys[j], o);
+        for (size_t i = 0; i < n; i++)
+            fprintf(o, i ? ",%.2f" : "%.2f", md_mib(j == 0 ? c[i].lo : j == 1 ? c[i].hi : c[i].torch));
+    }
+    fprintf(o, "],steps:[],peak:[%.6g,%.2f]};\n</script>\n",
+            (double)(s->peak_ns - s->start_ns) / 1e9, md_mib(s->peak));
+    fprintf(calls, "mdTimeline(document.getElementById('d%zu'), D%zu),\n", k, k);
+    free(c);
+}
+
+/* The process's driver-level trace: each library's device memory. */
+static void driver_html(FILE *o, FILE *calls, const md_sample_rank *r, size_t k)
+{
+    md_driver_stats s;
+    md_err err;
+    if (!r->driver.present)
+        return;
+    fputs("<h3>Device memory through the CUDA driver</h3>\n<div class=\"md-sub\">", o);
+    if (md_driver_analyze(&r->driver, -1, &s, &err)) {
+        md_html_text(o, err.msg);
+        fputs("</div>\n", o);
+        return;
+    }
+    fprintf(o, "tracer %s; %zu calls; peak %.1f MiB, %.1f MiB outside PyTorch's caching "
+               "allocator at most, %.1f MiB at the end</div>\n<table><tr><th>library</th>"
+               "<th></th><th>MiB at the peak</th><th>largest</th><th>at the end</th>"
+               "<th>calls</th></tr>", r->driver.status[0] ? r->driver.status : "on", r->driver.n,
+            md_mib(s.peak), md_mib(s.outside_peak), md_mib(s.at_end));
+    for (size_t i = 0; i < s.nuse; i++) {
+        const md_driver_use *u = &s.use[i];
+        fputs("<tr><td>", o);
+        md_html_text(o, u->caller[0] ? u->caller : "?");
+        fputs("</td><td>", o);
+        md_html_text(o, u->what ? u->what : "");
+        fprintf(o, "%s</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td>"
+                   "<td class=\"n\">%.1f</td><td class=\"n\">%zu</td></tr>",
+                u->physical ? " (cuMemCreate)" : u->async ? " (stream-ordered pool)" : "",
+                md_mib(u->at_peak), md_mib(u->max_live), md_mib(u->at_end), u->allocs);
+    }
+    fputs("</table>\n", o);
+    driver_timeline(o, calls, r, &s, k);
+    md_driver_stats_free(&s);
+}
+
 static void sample_section(FILE *o, FILE *calls, const md_sample_rank *r, const md_finding *f,
                            size_t nf, size_t k)
 {
     fprintf(o, "<h2>rank %d (cuda:%d%s): ", r->rank, r->device >= 0 ? r->device : r->local_rank,
             r->further_device ? ", a further GPU of the process" : "");
     md_html_text(o, r->source);
-    fprintf(o, "</h2>\n<div class=\"md-sub\">%s, %zu phase samples, peak %.1f MiB allocated",
-            r->has_capture ? "memdiag capture" : "seed-script report", r->nsamples,
-            r->indicators.maximum_peak_allocated_mib);
-    if (r->has_capture)
+    if (r->driver_file)
+        fprintf(o, "</h2>\n<div class=\"md-sub\">driver-level trace of pid %d (no phase samples "
+                   "from this process)", r->pid);
+    else
+        fprintf(o, "</h2>\n<div class=\"md-sub\">%s, %zu phase samples, peak %.1f MiB allocated",
+                r->has_capture ? "memdiag capture" : "seed-script report", r->nsamples,
+                r->indicators.maximum_peak_allocated_mib);
+    if (r->has_capture && !r->driver_file)
         fprintf(o, "; %s, %zu steps", r->capture.complete ? "complete" : "incomplete",
                 r->capture.steps);
-    fprintf(o, "</div>\n<h3>Memory at each phase sample</h3>\n" TIMELINE_KEY
-               "<div id=\"t%zu\"></div>\n<script>\nconst T%zu = ", k, k);
-    sample_timeline(o, r);
-    fputs(";\n</script>\n<h3>Findings</h3>\n", o);
+    fputs("</div>\n", o);
+    if (r->nsamples) {
+        fprintf(o, "<h3>Memory at each phase sample</h3>\n" TIMELINE_KEY
+                   "<div id=\"t%zu\"></div>\n<script>\nconst T%zu = ", k, k);
+        sample_timeline(o, r);
+        fputs(";\n</script>\n", o);
+        fprintf(calls, "mdTimeline(document.getElementById('t%zu'), T%zu),\n", k, k);
+    }
+    fputs("<h3>Findings</h3>\n", o);
     findings_html(o, f, nf);
-    fprintf(calls, "mdTimeline(document.getElementById('t%zu'), T%zu),\n", k, k);
+    driver_html(o, calls, r, k);
 }
 
 int md_render_report_html(FILE *o, const md_report *rep, const md_out_opts *opt,

@@ -99,6 +99,18 @@ expect("summary: the driver table", "libnccl.so.2           NCCL communicator bu
 expect("summary: NCCL's releases of its peers' imported handles are not frees of lost memory",
        "frees of memory allocated before" not in text)
 
+def check_report(t):
+    """The HTML report: the libraries' table and the trace over time, drawn."""
+    page = f"{t}/async.html"
+    subprocess.run([M, "report", "-o", page, f"{D}/async"], check=True, capture_output=True)
+    html = open(page).read()
+    drawn = subprocess.run(["node", "tests/cli/check_page.js", page], capture_output=True,
+                           text=True)
+    expect("report: a driver-only process gets its table and its timeline",
+           "Device memory through the CUDA driver" in html and "<td>libc10_cuda.so</td>" in html
+           and drawn.returncode == 0 and "peak 282.8" in drawn.stdout)
+
+
 def check_run(t):
     """memdiag run's side: the injection variable reaches the job, or not."""
     def run(*args, env=None):
@@ -118,6 +130,8 @@ def check_run(t):
     expect("run --driver maybe: refused", run("--driver", "maybe").returncode == 2)
 
 
+with tempfile.TemporaryDirectory() as tmp:
+    check_report(tmp)
 # where the capture library was built beside the binary (not the ThreadSanitizer
 # CLI's build, which is the binary alone)
 if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(M)), "libmemdiag_capture.so")):

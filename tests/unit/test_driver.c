@@ -146,6 +146,13 @@ static void test_tracer_records_successful_calls(void **state)
     call(245, 1, 0, &fr);
     p_release rel = {handle};
     call(550, 1, 0, &rel);
+    uint64_t b = 0x7f1000000000, z = 0;
+    p_alloc pool = {&b, MiB};
+    call(598, 1, 0, &pool);           /* stream-ordered: the caller walked once ... */
+    call(612, 1, 0, &pool);           /* ... and reused (cuMemAllocFromPoolAsync_ptsz) */
+    p_free pf = {b}, none = {z};
+    call(600, 1, 0, &pf);
+    call(245, 1, 0, &none);           /* cudaFree(0), the context idiom: not recorded */
 
     md_sample_rank r;
     /* records wait in the tracer's buffer; its thread writes them within
@@ -154,7 +161,7 @@ static void test_tracer_records_successful_calls(void **state)
     nanosleep(&wait, NULL);
     load(&r);
     assert_string_equal(r.driver.status, "on");
-    assert_int_equal(r.driver.n, 4);
+    assert_int_equal(r.driver.n, 7);
     md_driver_log_free(&r.driver);
     /* stopping (a profiler wants CUPTI) unsubscribes: later calls are not seen */
     md_driver_trace_stop("the test");
@@ -164,8 +171,11 @@ static void test_tracer_records_successful_calls(void **state)
     assert_int_equal(r.rank, 3);
     assert_int_equal(r.pid, getpid());
     assert_string_equal(r.driver.status, "stopped: the test");
-    assert_int_equal(r.driver.n, 4);
+    assert_int_equal(r.driver.n, 7);
     const md_driver_event *e = r.driver.ev;
+    assert_true(e[4].op == MD_DRV_ALLOC_ASYNC && e[5].op == MD_DRV_ALLOC_ASYNC);
+    assert_true(e[4].caller == e[0].caller && e[5].caller == e[0].caller);
+    assert_true(e[6].op == MD_DRV_FREE_ASYNC && e[6].id == b);
     assert_int_equal(e[0].op, MD_DRV_ALLOC);
     assert_true(e[0].id == a && e[0].bytes == 2 * MiB);
     assert_int_equal(e[1].op, MD_DRV_CREATE);
