@@ -59,12 +59,66 @@ static void sample_figs(const md_sample_rank *r, md_figs *f)
     if (r->nsamples)
         f->end_allocated = r->samples[r->nsamples - 1].allocated_mib;
     f->steps = r->has_capture ? (long)r->capture.steps : last_step + 1;
+    md_driver_stats d;
+    md_err err;
+    if (r->driver.n && md_driver_analyze(&r->driver, -1, &d, &err) == MD_OK) {
+        f->driver_peak = md_mib(d.peak);
+        f->driver_outside = md_mib(d.outside_peak);
+        md_driver_stats_free(&d);
+    }
+}
+
+/* One side's libraries into v (by name), their largest into before or after. */
+static int driver_side(const md_sample_rank *r, int after, md_site_diff **v, size_t *n, size_t *cap)
+{
+    md_driver_stats d;
+    md_err err;
+    if (!r || !r->driver.n)
+        return 0;
+    if (md_driver_analyze(&r->driver, -1, &d, &err))
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < d.nuse && !rc; i++) {
+        size_t k = 0;
+        while (k < *n && strcmp((*v)[k].site, d.use[i].caller))
+            k++;
+        if (k == *n) {
+            rc = md_grow((void **)v, cap, *n + 1, sizeof **v);
+            if (rc)
+                break;
+            memset(&(*v)[k], 0, sizeof **v);
+            snprintf((*v)[k].site, sizeof (*v)[k].site, "%s", d.use[i].caller);
+            (*n)++;
+        }
+        *(after ? &(*v)[k].after : &(*v)[k].before) = d.use[i].max_live;
+    }
+    md_driver_stats_free(&d);
+    return rc ? -1 : 0;
+}
+
+static int by_change(const void *x, const void *y);
+
+int md_diff_driver(const md_sample_rank *before, const md_sample_rank *after, md_site_diff **out,
+                   size_t *n)
+{
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    if (driver_side(before, 0, out, n, &cap) || driver_side(after, 1, out, n, &cap)) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    if (*n)
+        qsort(*out, *n, sizeof **out, by_change);
+    return 0;
 }
 
 void md_side_figs(const md_side *s, md_figs *f)
 {
     memset(f, 0, sizeof *f);
     f->peak = f->peak_reserved = f->end_allocated = f->process_used_peak = NAN;
+    f->driver_peak = f->driver_outside = NAN;
     f->steps = -1;
     if (s->rk)
         rank_figs(s->rk, f);

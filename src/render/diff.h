@@ -22,6 +22,8 @@ typedef struct md_diff_pair {
 typedef struct md_figs {
     double peak, peak_reserved, end_allocated;
     double process_used_peak; /* NVML: the process's use of its GPU */
+    double driver_peak;       /* the driver-level trace: all libraries */
+    double driver_outside;    /* its most outside PyTorch's caching allocator */
     md_indicators ind;
     long steps;               /* -1 unknown */
 } md_figs;
@@ -57,6 +59,10 @@ void md_side_figs(const md_side *s, md_figs *out);
 /* Every site live at either peak, the largest change first; -1 when out
  * of memory. */
 int md_diff_sites(const md_rank *before, const md_rank *after, md_site_diff **out, size_t *n);
+/* Every library of either driver-level trace, its largest on each side in
+ * site form, the largest change first; -1 when out of memory. */
+int md_diff_driver(const md_sample_rank *before, const md_sample_rank *after, md_site_diff **out,
+                   size_t *n);
 /* Findings matched by kind and GPU (and rank, for a job's findings): gone,
  * then new, then kept; -1 when out of memory. */
 int md_diff_findings(const md_finding *b, size_t nb, const md_finding *a, size_t na,

@@ -52,6 +52,8 @@ static void figures(FILE *o, const md_figs *b, const md_figs *a)
     row(o, "peak reserved", b->peak_reserved, a->peak_reserved, 1);
     row(o, "allocated at the end", b->end_allocated, a->end_allocated, 0);
     row(o, "process's GPU use, peak (NVML)", b->process_used_peak, a->process_used_peak, 1);
+    row(o, "through the driver, peak", b->driver_peak, a->driver_peak, 1);
+    row(o, "  outside PyTorch's allocator", b->driver_outside, a->driver_outside, 1);
     const md_indicators *ib = &b->ind, *ia = &a->ind;
     row(o, "persistent after step 0",
         ind_or_none(ib, ib->first_step_persistent_change_mib, 1),
@@ -92,6 +94,24 @@ static int sites(FILE *o, const md_rank *b, const md_rank *a, int top)
         if (!shown++)
             fprintf(o, "  sites at peak, largest change first, MiB\n");
         fprintf(o, "    %+10.1f  %9.1f -> %9.1f  %s\n", ca - cb, cb, ca, v[i].site);
+    }
+    free(v);
+    return 0;
+}
+
+/* Each library's largest through the driver, where either side traced it. */
+static int driver_libraries(FILE *o, const md_sample_rank *b, const md_sample_rank *a)
+{
+    md_site_diff *v;
+    size_t n;
+    if (md_diff_driver(b, a, &v, &n))
+        return -1;
+    if (n)
+        fprintf(o, "  through the driver by library, largest held, MiB\n");
+    for (size_t i = 0; i < n; i++) {
+        char what[64]; /* a library's file name: MD_DRIVER_NAME_LEN */
+        snprintf(what, sizeof what, "  %.*s", (int)sizeof what - 3, v[i].site);
+        row(o, what, md_mib(v[i].before), md_mib(v[i].after), 0);
     }
     free(v);
     return 0;
@@ -183,6 +203,8 @@ static int pair_text(FILE *o, const md_diff_pair *p, const md_out_opts *opt)
     if (p->before.rk && p->after.rk) {
         categories(o, p->before.rk, p->after.rk);
         rc = sites(o, p->before.rk, p->after.rk, opt->top);
+    } else if (p->before.sr && p->after.sr) {
+        rc = driver_libraries(o, p->before.sr, p->after.sr);
     }
     if (!rc)
         finding_lines(o, v, n, "findings");
@@ -234,6 +256,8 @@ static void side_json(md_jw *w, const md_side *s)
     jw_fig(w, "peak_reserved_mib", f.peak_reserved);
     jw_fig(w, "end_allocated_mib", f.end_allocated);
     jw_fig(w, "process_used_peak_mib", f.process_used_peak);
+    jw_fig(w, "driver_peak_mib", f.driver_peak);
+    jw_fig(w, "driver_outside_torch_peak_mib", f.driver_outside);
     MD_KV(w, "steps", md_jw_int(w, f.steps));
     md_jw_key(w, "indicators");
     md_jw_open(w, '{');

@@ -99,6 +99,15 @@ expect("summary: the driver table", "libnccl.so.2           NCCL communicator bu
 expect("summary: NCCL's releases of its peers' imported handles are not frees of lost memory",
        "frees of memory allocated before" not in text)
 
+diff = subprocess.run([M, "diff", f"{D}/beta", f"{D}/ddp"], capture_output=True, text=True).stdout
+expect("diff: the driver's peak and each library's largest, before and after",
+       "through the driver, peak            410.3      888.3     +478.0" in diff
+       and "    libnccl.so.2                        0.0      484.0     +484.0" in diff)
+out = subprocess.run([M, "diff", "--json", f"{D}/beta", f"{D}/ddp"], capture_output=True,
+                     text=True).stdout
+expect("diff --json: the driver figures of a capture", '"driver_peak_mib":888.2520' in out)
+
+
 def check_report(t):
     """The HTML report: the libraries' table and the trace over time, drawn."""
     page = f"{t}/async.html"
