@@ -489,7 +489,7 @@ typedef struct md_capture_info {
 
 /* Device memory as the CUDA driver handed it out: each successful
  * allocation call of the process, seen by `memdiag run`'s CUPTI tracer
- * (driver-pid{pid}.mdcap). cuMemCreate is physical memory (expandable
+ * (driver-{host}-pid{pid}.mdcap). cuMemCreate is physical memory (expandable
  * segments, NCCL's buffers); the stream-ordered calls are sub-allocations
  * of the driver's pools. */
 typedef enum md_drv_op {
@@ -632,7 +632,7 @@ int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t lim
 int md_cap_close(md_cap *c, int status);
 
 /* The driver-level tracer (memdiag run loads it into each CUDA process
- * through CUDA_INJECTION64_PATH; driver-pid{pid}.mdcap): gives CUPTI up,
+ * through CUDA_INJECTION64_PATH; driver-{host}-pid{pid}.mdcap): gives CUPTI up,
  * so that a profiler started later in the process (torch.profiler, which
  * CUPTI 13.0 allows one subscriber) gets it; why goes into the file. A
  * no-op where the tracer is not running. */

@@ -5,7 +5,7 @@
  * cuMemAlloc/cuMemFree, cuMemCreate/cuMemRelease (the physical memory of
  * expandable segments and NCCL's buffers), managed and stream-ordered
  * allocations, and writes one record per call (format.h, MD_CAP_DRIVER)
- * into driver-pid{pid}.mdcap, naming the library that made the call.
+ * into driver-{host}-pid{pid}.mdcap, naming the library that made the call.
  *
  * CUPTI is found at run time (the copy the process already loaded, as
  * torch's wheel does, else MEMDIAG_CUPTI, else the loader's search), so
@@ -330,11 +330,16 @@ void md_driver_trace_stop(const char *why)
     pthread_mutex_unlock(&T.mu);
 }
 
+/* driver-{host}-pid{pid}.mdcap: a pid alone can repeat on another node
+ * writing into the same shared directory. */
 static md_cap *open_file(void)
 {
     const char *dir = getenv("MEMDIAG_OUT");
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/driver-pid%ld.mdcap", dir && *dir ? dir : ".", (long)getpid());
+    char path[PATH_MAX], host[128] = "";
+    if (gethostname(host, sizeof host - 1) || strchr(host, '/'))
+        snprintf(host, sizeof host, "host");
+    snprintf(path, sizeof path, "%s/driver-%s-pid%ld.mdcap", dir && *dir ? dir : ".", host,
+             (long)getpid());
     md_cap *c = NULL;
     md_err err;
     return md_cap_open(path, 1, &c, &err) == MD_OK ? c : NULL;

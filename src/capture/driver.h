@@ -53,7 +53,7 @@ typedef struct md_cap_driver_rec {
 size_t md_cap_driver_encode(unsigned char *out, const md_cap_driver_rec *r);
 int md_cap_write_records(md_cap *c, const unsigned char *b, size_t n);
 int md_cap_driver(md_cap *c, const md_cap_driver_rec *r);
-/* What InitializeInjection runs once: opens driver-pid{pid}.mdcap in
+/* What InitializeInjection runs once: opens driver-{host}-pid{pid}.mdcap in
  * MEMDIAG_OUT and subscribes to CUPTI's memory callbacks. */
 void md_driver_trace_start(void);
 int InitializeInjection(void);

@@ -3,6 +3,7 @@
  * SIGKILL or an OOM kill loses at most the record being written. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -88,6 +89,9 @@ int md_cap_open(const char *path, int overwrite, md_cap **out, md_err *err)
     }
     c->fd = fd;
     *out = c;
+    char pid[24]; /* the process that writes it: its driver-level trace joins it by this */
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    md_cap_meta(c, "pid", pid);
     return MD_OK;
 }
 

@@ -156,15 +156,31 @@ static int parse(int argc, char **argv, run_opts *o)
     return 0;
 }
 
-/* The directory must be new, or empty, or --force. */
+/* A driver file is named by host and pid, which the next run does not
+ * repeat: a reused directory's old ones would read as processes of this
+ * run. */
+static int is_driver_file(const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(name, "driver-", 7) && n > 13 && !strcmp(name + n - 6, ".mdcap");
+}
+
+/* The directory must be new, or empty, or --force (which removes the
+ * previous run's driver files). */
 static int prepare_dir(const char *dir, int force)
 {
     DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         int used = 0;
-        while ((e = readdir(d)) != NULL)
+        while ((e = readdir(d)) != NULL) {
             used |= strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+            if (force && is_driver_file(e->d_name)) {
+                char path[PATH_MAX + 256];
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                unlink(path);
+            }
+        }
         closedir(d);
         if (used && !force) {
             cli_fail("%s: output directory is not empty; use --force to reuse it, or -o NEW", dir);

@@ -44,7 +44,7 @@ static int push_sample_rank(cli_inputs *L, const md_sample_rank *r)
     return 0;
 }
 
-/* A driver file (driver-pid*.mdcap) joins the capture of the same process;
+/* A driver file (driver-*.mdcap) joins the capture of the same process;
  * a process with none (a CUDA program without torch) stands as its own
  * rank, unless it allocated nothing (a helper that only initialised CUDA). */
 static void attach_drivers(cli_inputs *L)

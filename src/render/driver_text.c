@@ -53,8 +53,9 @@ void md_render_driver(FILE *o, const md_sample_rank *r, int brief)
             fprintf(o, "; outside PyTorch's allocator at most %.1f MiB", MIB(s.outside_peak));
         fprintf(o, "\n");
     } else {
-        fprintf(o, "\n  driver-level allocations (CUPTI): %zu calls, peak %.1f MiB %.1f s after "
-                   "the first, %.1f MiB at the end\n", d->n, MIB(s.peak), at, MIB(s.at_end));
+        fprintf(o, "\n  driver-level allocations (CUPTI%s%s): %zu calls, peak %.1f MiB %.1f s after "
+                   "the first, %.1f MiB at the end\n", strcmp(d->status, "on") ? ", " : "",
+                strcmp(d->status, "on") ? d->status : "", d->n, MIB(s.peak), at, MIB(s.at_end));
         table(o, &s);
         if (s.outside_peak != s.peak)
             fprintf(o, "    outside PyTorch's caching allocator: %.1f MiB at most\n",

@@ -137,6 +137,13 @@ def check_run(t):
     expect("run under another injected tool: it keeps its place, said once",
            "inject=/opt/nsight/inject.so" in r.stdout and "driver-level tracing is off" in r.stderr)
     expect("run --driver maybe: refused", run("--driver", "maybe").returncode == 2)
+    reused = f"{t}/reused"
+    os.makedirs(reused)
+    open(f"{reused}/driver-oldhost-pid7.mdcap", "w").write("an earlier run's")
+    open(f"{reused}/notes.txt", "w").write("the user's")
+    subprocess.run([M, "run", "--quiet", "--force", "-o", reused, "--", "true"], capture_output=True)
+    expect("run --force: the earlier run's driver files go (they would read as this run's "
+           "processes), nothing else", sorted(os.listdir(reused)) == ["manifest.json", "notes.txt"])
 
 
 with tempfile.TemporaryDirectory() as tmp:

@@ -64,6 +64,14 @@ static int setup(void **state)
     return 0;
 }
 
+static const char *host(void)
+{
+    static char h[128];
+    if (!h[0] && gethostname(h, sizeof h - 1))
+        snprintf(h, sizeof h, "host");
+    return h;
+}
+
 /* A child process's tracer (each process starts its own once); returns
  * its pid after it exited, with exit() (atexit runs) or _exit(). */
 static pid_t child_tracer(const char *sub, int busy, int clean_exit)
@@ -91,9 +99,9 @@ static pid_t child_tracer(const char *sub, int busy, int clean_exit)
 static void test_tracer_off_says_why_and_idle_leaves_nothing(void **state)
 {
     (void)state;
-    char path[PATH_MAX + 64];
+    char path[PATH_MAX + 256];
     pid_t pid = child_tracer("busy", 1, 0);
-    snprintf(path, sizeof path, "%s/busy/driver-pid%ld.mdcap", dir, (long)pid);
+    snprintf(path, sizeof path, "%s/busy/driver-%s-pid%ld.mdcap", dir, host(), (long)pid);
     md_sample_rank r;
     md_capture_info info;
     md_err err;
@@ -102,7 +110,7 @@ static void test_tracer_off_says_why_and_idle_leaves_nothing(void **state)
     assert_int_equal(r.driver.n, 0);
     md_driver_log_free(&r.driver);
     pid = child_tracer("idle", 0, 1);
-    snprintf(path, sizeof path, "%s/idle/driver-pid%ld.mdcap", dir, (long)pid);
+    snprintf(path, sizeof path, "%s/idle/driver-%s-pid%ld.mdcap", dir, host(), (long)pid);
     assert_int_not_equal(access(path, F_OK), 0);
 }
 
@@ -115,8 +123,8 @@ static void call(uint32_t cbid, int site, int result, const void *params)
 
 static void load(md_sample_rank *r)
 {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/driver-pid%ld.mdcap", dir, (long)getpid());
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/driver-%s-pid%ld.mdcap", dir, host(), (long)getpid());
     md_capture_info info;
     md_err err;
     assert_int_equal(md_capture_load(path, r, &info, &err), MD_OK);
