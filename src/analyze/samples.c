@@ -82,6 +82,13 @@ static uint64_t driver_evidence(const md_sample_rank *r, md_finding *f)
     md_err err;
     if (!r->driver.n || md_driver_analyze(&r->driver, -1, &s, &err))
         return 0;
+    int torch = 0; /* a program without PyTorch's allocator: all of it is its own */
+    for (size_t i = 0; i < s.nuse; i++)
+        torch |= md_driver_is_torch_allocator(s.use[i].caller);
+    if (!torch) {
+        md_driver_stats_free(&s);
+        return 0;
+    }
     const md_driver_use *top = NULL;
     for (size_t i = 0; i < s.nuse; i++) {
         const md_driver_use *u = &s.use[i];

@@ -74,6 +74,13 @@ expect("a CUDA program: its driver file is a rank of its own, the program the ca
        len(drv) == 1 and list(libs(drv[0])) == ["cuda_phases"]
        and drv[0]["driver"]["peak_mib"] == 1216.0 and drv[0]["driver"]["at_end_mib"] == 0.0)
 
+ranks = diagnose("cuda-api")
+nf = [f for r in ranks for f in r["findings"] if f["kind"] == "non_framework"]
+expect("a CUDA program whose capture (C API) carries its pid: one rank, the trace joined; "
+       "its own memory is not called outside PyTorch's allocator",
+       [r["kind"] for r in ranks] == ["capture"] and list(libs(ranks[0])) == ["cuda_phases"]
+       and nf and not nf[0]["sites"] and not any("driver-level" in e for e in nf[0]["evidence"]))
+
 ranks = diagnose("async")
 lib = libs(ranks[0])
 expect("cudaMallocAsync (the runtime's capture stopped): the driver trace alone, pool calls",

@@ -45,7 +45,7 @@ check "two rank files are still ranks" sh -c "$M summary $D/seed-exercise/snap-b
 # run directories written by `memdiag run` on 2 x H200 (tests/gpu/memdiag_run.sh)
 R=$D/runs
 check "real DDP run: rank imbalance from snapshots and captures, once" sh -c "$M diagnose --json $R/ddp | python3 -c 'import json,sys; d=json.load(sys.stdin); assert [f[\"kind\"] for f in d[\"findings\"]]==[\"rank_imbalance\"], d[\"findings\"]; assert sorted(r[\"kind\"] for r in d[\"ranks\"])==[\"capture\",\"capture\",\"snapshot\",\"snapshot\"]'"
-check "driver-level tracing on real runs (DDP, expandable segments, a CUDA program, torch.compile, SIGKILL, torch.profiler) and memdiag run --driver" python3 tests/cli/check_driver.py "$M"
+check "driver-level tracing on real runs (DDP, expandable segments, a CUDA program alone and through the C API, torch.compile, SIGKILL, torch.profiler) and memdiag run --driver" python3 tests/cli/check_driver.py "$M"
 check "real OOM run: the oom finding with the per-process limit" sh -c "$M diagnose $R/oom 2>/dev/null | grep -q 'failed at the process.s limit of 2863.1 MiB'"
 check "real HF run: both 32 MiB cuBLAS workspaces found (one from RoPE's a @ b, no matmul frame)" sh -c "$M diagnose --json $R/hf | python3 -c 'import json,sys; d=json.load(sys.stdin); f=[x for x in d[\"ranks\"][0][\"findings\"] if x[\"kind\"]==\"library_workspace\"]; sys.exit(0 if f and f[0][\"bytes\"]==67108864 else 1)'"
 check "real HF run: AdamW state 2x, logits at 12 bytes per element, transformers sites" sh -c "$M diagnose $R/hf > $T/hf.txt 2>&1 && grep -q 'AdamW keeps 385.8 MiB of state, 1.99 x' $T/hf.txt && grep -q '12.0 bytes per logit element' $T/hf.txt && grep -q 'modeling_llama.py' $T/hf.txt"
