@@ -206,6 +206,16 @@ static void test_tracer_records_successful_calls(void **state)
     md_driver_log_free(&r.driver);
 }
 
+/* A capture file of this test's making in the test directory. */
+static md_cap *synthetic(const char *name, char *path, size_t n)
+{
+    md_cap *c;
+    md_err err;
+    snprintf(path, n, "%s/%s", dir, name);
+    assert_int_equal(md_cap_open(path, 1, &c, &err), MD_OK);
+    return c;
+}
+
 static void put(md_cap *c, int64_t t, int op, uint64_t id, uint64_t bytes, const char *caller)
 {
     md_cap_driver_rec rec = {t, (uint8_t)op, 0, id, bytes, caller};
@@ -219,10 +229,8 @@ static void test_replay_attributes_to_libraries(void **state)
 {
     (void)state;
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/synthetic.mdcap", dir);
-    md_cap *c;
     md_err err;
-    assert_int_equal(md_cap_open(path, 1, &c, &err), MD_OK);
+    md_cap *c = synthetic("synthetic.mdcap", path, sizeof path);
     md_cap_meta(c, "kind", "driver");
     put(c, 1, MD_DRV_ALLOC, 0x1000, 20 * MiB, "libc10_cuda.so");
     put(c, 2, MD_DRV_CREATE, 5, 512 * MiB, "libnccl.so.2");
@@ -291,10 +299,8 @@ static void test_reader_skips_bad_records(void **state)
 {
     (void)state;
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/bad.mdcap", dir);
-    md_cap *c;
     md_err err;
-    assert_int_equal(md_cap_open(path, 1, &c, &err), MD_OK);
+    md_cap *c = synthetic("bad.mdcap", path, sizeof path);
     put(c, 1, MD_DRV_ALLOC, 0x1000, MiB, "x");
     put(c, 2, 99, 0x1000, MiB, "x");      /* no such operation */
     assert_int_equal(md_cap_close(c, 0), MD_OK);
