@@ -51,9 +51,12 @@ typedef struct replay {
     int device;
     md_map addr, handle;
     uint64_t *live;      /* per caller */
+    const uint8_t *torch; /* per caller: PyTorch's caching allocator */
     uint64_t total, outside;
+    size_t peak_at;      /* the event after which the peak holds */
     md_driver_col *cols; /* md_driver_timeline's buckets, or NULL */
     size_t ncols;
+    double t0, span;     /* the trace's first time and its length, ns */
 } replay;
 
 static void take(replay *r, md_driver_stats *s, const md_driver_event *e, int64_t sign)
@@ -61,18 +64,10 @@ static void take(replay *r, md_driver_stats *s, const md_driver_event *e, int64_
     uint64_t b = e->bytes;
     r->live[e->caller] += (uint64_t)sign * b;
     r->total += (uint64_t)sign * b;
-    if (!md_driver_is_torch_allocator(r->d->callers[e->caller]))
+    if (!r->torch[e->caller])
         r->outside += (uint64_t)sign * b;
     if (r->outside > s->outside_peak)
         s->outside_peak = r->outside, s->outside_peak_ns = e->time_ns;
-}
-
-static void new_peak(replay *r, md_driver_stats *s, int64_t t)
-{
-    s->peak = r->total;
-    s->peak_ns = t;
-    for (size_t i = 0; i < s->nuse; i++)
-        s->use[i].at_peak = r->live[i];
 }
 
 /* One event; frees of memory the trace never saw allocated (before the
@@ -96,7 +91,7 @@ static int step(replay *r, md_driver_stats *s, size_t i)
         if (r->live[e->caller] > s->use[e->caller].max_live)
             s->use[e->caller].max_live = r->live[e->caller];
         if (r->total > s->peak)
-            new_peak(r, s, e->time_ns);
+            s->peak = r->total, s->peak_ns = e->time_ns, r->peak_at = i;
         return 0;
     }
     uint64_t at;
@@ -122,17 +117,17 @@ static int by_peak(const void *a, const void *b)
 }
 
 /* The state after event i into its time bucket: lowest and highest
- * total, highest of PyTorch's allocator's part. */
+ * total, highest of PyTorch's allocator's part. Times in double: a file's
+ * clock values may be anything. */
 static void bucket(replay *r, size_t i)
 {
-    const md_driver_event *e = &r->d->ev[i];
-    int64_t t0 = r->d->ev[0].time_ns, span = r->d->ev[r->d->n - 1].time_ns - t0 + 1;
-    int64_t dt = e->time_ns > t0 ? e->time_ns - t0 : 0;
-    size_t k = (size_t)((double)dt / (double)span * (double)r->ncols);
-    md_driver_col *c = &r->cols[k < r->ncols ? k : r->ncols - 1];
+    double dt = (double)r->d->ev[i].time_ns - r->t0;
+    double x = r->span > 0 ? dt / r->span * (double)r->ncols : 0;
+    size_t k = x > 0 ? (x < (double)r->ncols ? (size_t)x : r->ncols - 1) : 0;
+    md_driver_col *c = &r->cols[k];
     uint64_t torch = r->total - r->outside;
     if (!c->events) {
-        c->seconds = (double)dt / 1e9;
+        c->seconds = dt / 1e9;
         c->lo = c->hi = r->total;
         c->torch = torch;
     }
@@ -142,8 +137,45 @@ static void bucket(replay *r, size_t i)
     c->torch = torch > c->torch ? torch : c->torch;
 }
 
+/* The trace's time range, for the buckets. */
+static void time_range(replay *r)
+{
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < r->d->n; i++) {
+        double t = (double)r->d->ev[i].time_ns;
+        lo = !i || t < lo ? t : lo;
+        hi = !i || t > hi ? t : hi;
+    }
+    r->t0 = lo;
+    r->span = hi - lo + 1;
+}
+
+/* What each library held at the peak: a second replay up to it (keeping
+ * every library's count at each new peak would cost events x libraries). */
+static int at_peak(replay *r, md_driver_stats *s)
+{
+    md_driver_use *keep = s->use;
+    md_driver_stats scratch;
+    memset(&scratch, 0, sizeof scratch);
+    scratch.nuse = s->nuse;
+    scratch.use = calloc(s->nuse ? s->nuse : 1, sizeof *scratch.use);
+    replay again = {.d = r->d, .device = r->device, .live = r->live, .torch = r->torch};
+    memset(r->live, 0, s->nuse * sizeof *r->live);
+    int rc = !scratch.use || md_map_init(&again.addr, 64) || md_map_init(&again.handle, 64);
+    for (size_t i = 0; !rc && i <= r->peak_at && i < r->d->n; i++)
+        rc = step(&again, &scratch, i);
+    for (size_t i = 0; !rc && i < s->nuse; i++)
+        keep[i].at_peak = r->live[i];
+    free(scratch.use);
+    md_map_free(&again.addr);
+    md_map_free(&again.handle);
+    return rc ? -1 : 0;
+}
+
 static int run(replay *r, md_driver_stats *s)
 {
+    if (r->cols)
+        time_range(r);
     for (size_t i = 0; i < r->d->n; i++) {
         if (r->d->ev[i].caller >= s->nuse || step(r, s, i))
             return -1;
@@ -157,7 +189,7 @@ static int run(replay *r, md_driver_stats *s)
         s->start_ns = r->d->ev[0].time_ns;
         s->end_ns = r->d->ev[r->d->n - 1].time_ns;
     }
-    return 0;
+    return s->peak ? at_peak(r, s) : 0;
 }
 
 /* Keeps the libraries that allocated anything, largest at the peak first. */
@@ -179,13 +211,17 @@ static int analyze(const md_driver_log *d, int device, md_driver_stats *s, md_dr
     s->nuse = d->ncallers;
     s->use = calloc(d->ncallers ? d->ncallers : 1, sizeof *s->use);
     r.live = calloc(d->ncallers ? d->ncallers : 1, sizeof *r.live);
-    int rc = !s->use || !r.live || md_map_init(&r.addr, 64) || md_map_init(&r.handle, 64);
+    uint8_t *torch = calloc(d->ncallers ? d->ncallers : 1, 1);
+    r.torch = torch;
+    int rc = !s->use || !r.live || !torch || md_map_init(&r.addr, 64) || md_map_init(&r.handle, 64);
     for (size_t i = 0; !rc && i < s->nuse; i++) {
         s->use[i].caller = d->callers[i];
         s->use[i].what = md_driver_caller_what(d->callers[i]);
+        torch[i] = (uint8_t)md_driver_is_torch_allocator(d->callers[i]);
     }
     rc = rc || run(&r, s);
     free(r.live);
+    free(torch);
     md_map_free(&r.addr);
     md_map_free(&r.handle);
     if (rc) {

@@ -46,7 +46,7 @@ void md_render_driver(FILE *o, const md_sample_rank *r, int brief)
         fprintf(o, "  driver      %s\n", err.msg);
         return;
     }
-    double at = s.peak_ns > s.start_ns ? (double)(s.peak_ns - s.start_ns) / 1e9 : 0;
+    double at = ((double)s.peak_ns - (double)s.start_ns) / 1e9; /* a file's times may be anything */
     if (brief) {
         fprintf(o, "  driver      peak %.1f MiB through the CUDA driver", MIB(s.peak));
         if (s.outside_peak != s.peak)

@@ -405,7 +405,7 @@ static void driver_timeline(FILE *o, FILE *calls, const md_sample_rank *r, const
             fprintf(o, i ? ",%.2f" : "%.2f", md_mib(j == 0 ? c[i].lo : j == 1 ? c[i].hi : c[i].torch));
     }
     fprintf(o, "],steps:[],peak:[%.6g,%.2f]};\n</script>\n",
-            (double)(s->peak_ns - s->start_ns) / 1e9, md_mib(s->peak));
+            ((double)s->peak_ns - (double)s->start_ns) / 1e9, md_mib(s->peak));
     fprintf(calls, "mdTimeline(document.getElementById('d%zu'), D%zu),\n", k, k);
     free(c);
 }

@@ -54,24 +54,39 @@ static void meta(md_sample_rank *r, md_capture_info *info, const unsigned char *
     }
 }
 
-/* A caller's index in the log's list of library names (a few dozen at
- * most: the libraries that call the driver). */
-static int64_t caller_index(md_driver_log *d, size_t *cap, const char *name, size_t n)
+/* The driver log's capacities while reading, and its library names by
+ * hash (a made-up file may name a new library on every record). */
+typedef struct driver_caps {
+    size_t ev, callers;
+    md_map names; /* md_hash of a name -> its index */
+} driver_caps;
+
+static int same_name(const md_driver_log *d, size_t i, const char *name, size_t n)
+{
+    return strlen(d->callers[i]) == n && !memcmp(d->callers[i], name, n);
+}
+
+/* A caller's index in the log's list of library names. */
+static int64_t caller_index(md_driver_log *d, driver_caps *caps, const char *name, size_t n)
 {
     if (n >= MD_DRIVER_NAME_LEN)
         n = MD_DRIVER_NAME_LEN - 1;
-    for (size_t i = 0; i < d->ncallers; i++)
-        if (strlen(d->callers[i]) == n && !memcmp(d->callers[i], name, n))
+    uint64_t h = md_hash(name, n, 0), at;
+    if (!caps->names.cap && md_map_init(&caps->names, 16))
+        return -1;
+    if (md_map_get(&caps->names, h, &at) && same_name(d, (size_t)at, name, n))
+        return (int64_t)at;
+    for (size_t i = 0; md_map_get(&caps->names, h, NULL) && i < d->ncallers; i++)
+        if (same_name(d, i, name, n)) /* another name with the same hash: rare */
             return (int64_t)i;
     if (d->ncallers >= UINT32_MAX ||
-        md_grow((void **)&d->callers, cap, d->ncallers + 1, sizeof *d->callers))
+        md_grow((void **)&d->callers, &caps->callers, d->ncallers + 1, sizeof *d->callers) ||
+        md_map_add(&caps->names, h, d->ncallers) < 0)
         return -1;
     memcpy(d->callers[d->ncallers], name, n);
     d->callers[d->ncallers][n] = 0;
     return (int64_t)d->ncallers++;
 }
-
-typedef struct driver_caps { size_t ev, callers; } driver_caps;
 
 /* One MD_CAP_DRIVER record; one that is too short or names no known
  * operation is skipped, as an unknown record is. */
@@ -83,9 +98,9 @@ static int driver_event(md_driver_log *d, driver_caps *caps, const unsigned char
     size_t room = len - MD_CAP_DRIVER_FIXED, n = strnlen(name, room);
     if (n == room)
         return 0; /* caller not terminated */
-    if (!d->ncallers && caller_index(d, &caps->callers, "", 0) < 0)
+    if (!d->ncallers && caller_index(d, caps, "", 0) < 0)
         return -1;
-    int64_t who = caller_index(d, &caps->callers, name, n);
+    int64_t who = caller_index(d, caps, name, n);
     if (who < 0 || md_grow((void **)&d->ev, &caps->ev, d->n + 1, sizeof *d->ev))
         return -1;
     md_driver_event *e = &d->ev[d->n++];
@@ -168,62 +183,66 @@ static int device_sample(further *f, const unsigned char *p)
     return r ? sample(r, cap, p + 4) : -1;
 }
 
+/* What a file is read into: its own device's samples, further devices',
+ * the driver-level trace, and the capacities behind them. */
+typedef struct reading {
+    md_sample_rank *r;
+    md_capture_info *info;
+    further *f;
+    size_t samplecap;
+    driver_caps driver;
+} reading;
+
+/* One whole record, its CRC checked; nonzero when out of memory. */
+static int one_record(reading *x, int type, const unsigned char *p, uint32_t len)
+{
+    md_capture_info *info = x->info;
+    switch (type) {
+    case MD_CAP_META: meta(x->r, info, p, len); return 0;
+    case MD_CAP_SAMPLE: return len == MD_CAP_SAMPLE_LEN ? sample(x->r, &x->samplecap, p) : 0;
+    case MD_CAP_DEVICE_SAMPLE:
+        return len == MD_CAP_DEVICE_SAMPLE_LEN && x->f ? device_sample(x->f, p) : 0;
+    case MD_CAP_DRIVER: return driver_event(&x->r->driver, &x->driver, p, len);
+    case MD_CAP_STEP: info->steps++; return 0;
+    case MD_CAP_SNAPSHOT: snapshot(info, p, len); return 0;
+    case MD_CAP_OOM:
+        if (len >= 32) {
+            info->ooms++;
+            info->oom_requested = get_u64(p + 8);
+            info->oom_device_free = get_u64(p + 16);
+            info->oom_limit = get_u64(p + 24);
+        }
+        return 0;
+    case MD_CAP_END:
+        if (len >= 12) {
+            info->complete = 1;
+            info->status = (int32_t)get_u32(p + 8);
+        }
+        return 0;
+    default: return 0; /* newer record types within version 1: skipped */
+    }
+}
+
 static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture_info *info,
                  further *f, md_err *err)
 {
-    size_t pos = MD_CAP_HEADER_LEN, cap = 0;
-    driver_caps dcaps = {0, 0};
-    while (pos < n) {
-        if (n - pos < 9) {
-            info->truncated = 1;
-            break;
-        }
-        uint32_t len = get_u32(b + pos);
-        if (len > MD_CAP_MAX_PAYLOAD || n - pos - 9 < len) {
-            info->truncated = 1;
-            break;
-        }
+    reading x = {r, info, f, 0, {0, 0, {0}}};
+    size_t pos = MD_CAP_HEADER_LEN;
+    int rc = MD_OK;
+    while (pos < n && rc == MD_OK) {
+        uint32_t len = n - pos < 9 ? 0 : get_u32(b + pos);
         const unsigned char *p = b + pos + 5;
-        int type = b[pos + 4];
-        if ((uint32_t)crc32(0L, b + pos + 4, len + 1) != get_u32(p + len)) {
-            info->truncated = 1;
+        if (n - pos < 9 || len > MD_CAP_MAX_PAYLOAD || n - pos - 9 < len ||
+            (uint32_t)crc32(0L, b + pos + 4, len + 1) != get_u32(p + len)) {
+            info->truncated = 1; /* a torn or corrupt tail: read up to here */
             break;
         }
-        int rc = 0;
-        switch (type) {
-        case MD_CAP_META: meta(r, info, p, len); break;
-        case MD_CAP_SAMPLE:
-            if (len == MD_CAP_SAMPLE_LEN)
-                rc = sample(r, &cap, p);
-            break;
-        case MD_CAP_DEVICE_SAMPLE:
-            if (len == MD_CAP_DEVICE_SAMPLE_LEN && f)
-                rc = device_sample(f, p);
-            break;
-        case MD_CAP_DRIVER: rc = driver_event(&r->driver, &dcaps, p, len); break;
-        case MD_CAP_STEP: info->steps++; break;
-        case MD_CAP_SNAPSHOT: snapshot(info, p, len); break;
-        case MD_CAP_OOM:
-            if (len >= 32) {
-                info->ooms++;
-                info->oom_requested = get_u64(p + 8);
-                info->oom_device_free = get_u64(p + 16);
-                info->oom_limit = get_u64(p + 24);
-            }
-            break;
-        case MD_CAP_END:
-            if (len >= 12) {
-                info->complete = 1;
-                info->status = (int32_t)get_u32(p + 8);
-            }
-            break;
-        default: break; /* newer record types within version 1: skipped */
-        }
-        if (rc)
-            return md_err_set(err, MD_E_NOMEM, (int64_t)pos, "out of memory");
+        if (one_record(&x, b[pos + 4], p, len))
+            rc = md_err_set(err, MD_E_NOMEM, (int64_t)pos, "out of memory");
         pos += 9 + len;
     }
-    return MD_OK;
+    md_map_free(&x.driver.names);
+    return rc;
 }
 
 /* A further device on which the process never reserved memory nor made a

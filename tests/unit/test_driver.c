@@ -294,6 +294,33 @@ static void test_non_framework_from_the_trace_alone(void **state)
     free(f);
 }
 
+/* A made-up file naming a new library on every record, each a new peak:
+ * read and replayed in time linear in its records (a name lookup by
+ * hash, the peak's libraries from a second replay), not records x names. */
+static void test_a_library_per_record_scales(void **state)
+{
+    (void)state;
+    char path[PATH_MAX + 32], name[32];
+    md_err err;
+    md_cap *c = synthetic("many.mdcap", path, sizeof path);
+    enum { N = 100000 };
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "lib%d.so", i);
+        put(c, i, MD_DRV_ALLOC, 0x1000 + (uint64_t)i * 0x1000, 4096, name);
+    }
+    assert_int_equal(md_cap_close(c, 0), MD_OK);
+    md_sample_rank r;
+    md_capture_info info;
+    assert_int_equal(md_capture_load(path, &r, &info, &err), MD_OK);
+    assert_int_equal(r.driver.n, N);
+    assert_int_equal(r.driver.ncallers, N + 1); /* and "" */
+    md_driver_stats s;
+    assert_int_equal(md_driver_analyze(&r.driver, -1, &s, &err), MD_OK);
+    assert_true(s.peak == (uint64_t)N * 4096 && s.nuse == N && s.use[0].at_peak == 4096);
+    md_driver_stats_free(&s);
+    md_driver_log_free(&r.driver);
+}
+
 /* A truncated or malformed driver record is skipped, never read past. */
 static void test_reader_skips_bad_records(void **state)
 {
@@ -328,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_replay_attributes_to_libraries),
         cmocka_unit_test(test_reader_skips_bad_records),
         cmocka_unit_test(test_non_framework_from_the_trace_alone),
+        cmocka_unit_test(test_a_library_per_record_scales),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
