@@ -27,6 +27,9 @@ static void driver(const md_sample_rank *r)
     size_t n;
     if (md_driver_timeline(&r->driver, -1, 7, &c, &n, &e) == MD_OK)
         free(c);
+    int64_t t[3] = {INT64_MIN, 0, INT64_MAX};
+    uint64_t live[3];
+    (void)md_driver_live_at(&r->driver, t, 3, live, &e);
 }
 
 static void samples(md_sample_rank *r, size_t n)

@@ -471,6 +471,7 @@ typedef struct md_sample {
     double process_used_mib; /* this process's use of the device (NVML: PyTorch's
                                 reserved memory, its CUDA context, libraries);
                                 < 0 when not recorded */
+    int64_t time_ns;         /* when (CLOCK_REALTIME, a capture's clock); 0 unknown */
 } md_sample;
 
 /* What a capture file holds, read back (tolerates a torn tail). */
@@ -589,6 +590,10 @@ typedef struct md_driver_col {
 } md_driver_col;
 int md_driver_timeline(const md_driver_log *d, int device, size_t ncols, md_driver_col **out,
                        size_t *n, md_err *err);
+/* The total live through the driver at each of the n moments t[] (the
+ * trace's clock, ns: a capture's samples), all devices, into out[]. */
+int md_driver_live_at(const md_driver_log *d, const int64_t *t, size_t n, uint64_t *out,
+                      md_err *err);
 /* "NCCL communicator buffers" for "libnccl.so.2"; NULL when not known. */
 const char *md_driver_caller_what(const char *caller);
 int md_driver_is_torch_allocator(const char *caller);

@@ -57,6 +57,10 @@ typedef struct replay {
     md_driver_col *cols; /* md_driver_timeline's buckets, or NULL */
     size_t ncols;
     double t0, span;     /* the trace's first time and its length, ns */
+    const int64_t *at;   /* md_driver_live_at's moments, visited in order[] */
+    const size_t *order;
+    size_t nat, next;
+    uint64_t *live_at;
 } replay;
 
 static void take(replay *r, md_driver_stats *s, const md_driver_event *e, int64_t sign)
@@ -172,16 +176,25 @@ static int at_peak(replay *r, md_driver_stats *s)
     return rc ? -1 : 0;
 }
 
+/* The total live for each asked moment before time t. */
+static void moments_before(replay *r, double t)
+{
+    while (r->next < r->nat && (double)r->at[r->order[r->next]] < t)
+        r->live_at[r->order[r->next++]] = r->total;
+}
+
 static int run(replay *r, md_driver_stats *s)
 {
     if (r->cols)
         time_range(r);
     for (size_t i = 0; i < r->d->n; i++) {
+        moments_before(r, (double)r->d->ev[i].time_ns);
         if (r->d->ev[i].caller >= s->nuse || step(r, s, i))
             return -1;
         if (r->cols)
             bucket(r, i);
     }
+    moments_before(r, 1e300);
     s->at_end = r->total;
     for (size_t i = 0; i < s->nuse; i++)
         s->use[i].at_end = r->live[i];
@@ -203,11 +216,11 @@ static void order(md_driver_stats *s)
     qsort(s->use, s->nuse, sizeof *s->use, by_peak);
 }
 
-static int analyze(const md_driver_log *d, int device, md_driver_stats *s, md_driver_col *cols,
-                   size_t ncols, md_err *err)
+static int analyze(const md_driver_log *d, int device, md_driver_stats *s, replay r, md_err *err)
 {
     memset(s, 0, sizeof *s);
-    replay r = {.d = d, .device = device, .cols = cols, .ncols = ncols};
+    r.d = d;
+    r.device = device;
     s->nuse = d->ncallers;
     s->use = calloc(d->ncallers ? d->ncallers : 1, sizeof *s->use);
     r.live = calloc(d->ncallers ? d->ncallers : 1, sizeof *r.live);
@@ -234,7 +247,37 @@ static int analyze(const md_driver_log *d, int device, md_driver_stats *s, md_dr
 
 int md_driver_analyze(const md_driver_log *d, int device, md_driver_stats *s, md_err *err)
 {
-    return analyze(d, device, s, NULL, 0, err);
+    return analyze(d, device, s, (replay){0}, err);
+}
+
+typedef struct moment { int64_t t; size_t i; } moment;
+
+static int by_time(const void *a, const void *b)
+{
+    const moment *x = a, *y = b;
+    return x->t != y->t ? (x->t < y->t ? -1 : 1) : (x->i > y->i) - (x->i < y->i);
+}
+
+int md_driver_live_at(const md_driver_log *d, const int64_t *t, size_t n, uint64_t *out,
+                      md_err *err)
+{
+    moment *m = malloc((n ? n : 1) * sizeof *m);
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    int rc = !m || !order ? md_err_set(err, MD_E_NOMEM, -1, "out of memory") : MD_OK;
+    for (size_t i = 0; !rc && i < n; i++)
+        m[i] = (moment){t[i], i}, out[i] = 0;
+    if (!rc)
+        qsort(m, n, sizeof *m, by_time);
+    for (size_t i = 0; !rc && i < n; i++)
+        order[i] = m[i].i;
+    md_driver_stats s;
+    if (!rc)
+        rc = analyze(d, -1, &s, (replay){.at = t, .order = order, .nat = n, .live_at = out}, err);
+    if (!rc)
+        md_driver_stats_free(&s);
+    free(m);
+    free(order);
+    return rc;
 }
 
 int md_driver_timeline(const md_driver_log *d, int device, size_t ncols, md_driver_col **out,
@@ -248,7 +291,7 @@ int md_driver_timeline(const md_driver_log *d, int device, size_t ncols, md_driv
     md_driver_stats s;
     if (!c)
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-    if (analyze(d, device, &s, c, ncols, err)) {
+    if (analyze(d, device, &s, (replay){.cols = c, .ncols = ncols}, err)) {
         free(c);
         return MD_E_NOMEM;
     }

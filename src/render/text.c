@@ -294,6 +294,51 @@ static void findings(FILE *o, const md_finding *f, size_t n, int detail, const c
         finding(o, &f[i], detail);
 }
 
+/* Each step's phases; reserved, device-used and (with a driver-level
+ * trace) the memory live through the driver at the step's end. */
+static void samples_table(FILE *o, const md_sample_rank *r)
+{
+    uint64_t *drv = NULL;
+    int64_t *t = NULL;
+    md_err err;
+    if (r->driver.n && (t = malloc(r->nsamples * sizeof *t)) && (drv = malloc(r->nsamples * sizeof *drv))) {
+        for (size_t i = 0; i < r->nsamples; i++)
+            t[i] = r->samples[i].time_ns;
+        if (md_driver_live_at(&r->driver, t, r->nsamples, drv, &err)) {
+            free(drv);
+            drv = NULL;
+        }
+    }
+    free(t);
+    fprintf(o, "\n  MiB allocated   after-fwd  after-bwd  after-opt  after-zero   reserved  device-used%s\n",
+            drv ? "   driver" : "");
+    for (int k = 0; k < 100000; k++) {
+        double v[7] = {-1, -1, -1, -1, -1, -1, -1};
+        int any = 0;
+        for (size_t i = 0; i < r->nsamples; i++) {
+            const md_sample *s = &r->samples[i];
+            if (s->step != k)
+                continue;
+            any = 1;
+            if (s->phase >= MD_SP_AFTER_FORWARD && s->phase <= MD_SP_AFTER_CLEAR_GRADIENTS)
+                v[s->phase - MD_SP_AFTER_FORWARD] = s->allocated_mib;
+            if (s->phase == MD_SP_AFTER_CLEAR_GRADIENTS) {
+                v[4] = s->reserved_mib;
+                v[5] = s->device_used_mib;
+                v[6] = drv ? md_mib(drv[i]) : -1;
+            }
+        }
+        if (!any)
+            break;
+        fprintf(o, "    step %-6d %10.1f %10.1f %10.1f %11.1f %10.1f %12.1f", k, v[0], v[1], v[2],
+                v[3], v[4], v[5]);
+        if (drv)
+            fprintf(o, " %8.1f", v[6]);
+        fputc('\n', o);
+    }
+    free(drv);
+}
+
 static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, size_t nf,
                         const md_out_opts *opt)
 {
@@ -333,27 +378,7 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
             findings(o, f, nf, 0, "findings (memdiag diagnose for evidence)");
         return;
     }
-    fprintf(o, "\n  MiB allocated   after-fwd  after-bwd  after-opt  after-zero   reserved  device-used\n");
-    for (int k = 0; k < 100000; k++) {
-        double v[6] = {-1, -1, -1, -1, -1, -1};
-        int any = 0;
-        for (size_t i = 0; i < r->nsamples; i++) {
-            const md_sample *s = &r->samples[i];
-            if (s->step != k)
-                continue;
-            any = 1;
-            if (s->phase >= MD_SP_AFTER_FORWARD && s->phase <= MD_SP_AFTER_CLEAR_GRADIENTS)
-                v[s->phase - MD_SP_AFTER_FORWARD] = s->allocated_mib;
-            if (s->phase == MD_SP_AFTER_CLEAR_GRADIENTS) {
-                v[4] = s->reserved_mib;
-                v[5] = s->device_used_mib;
-            }
-        }
-        if (!any)
-            break;
-        fprintf(o, "    step %-6d %10.1f %10.1f %10.1f %11.1f %10.1f %12.1f\n", k, v[0], v[1], v[2],
-                v[3], v[4], v[5]);
-    }
+    samples_table(o, r);
     if (in->valid) {
         fprintf(o, "\n  indicators\n");
         fprintf(o, "    first_step_persistent_change_mib  %9.1f\n", in->first_step_persistent_change_mib);

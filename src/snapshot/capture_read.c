@@ -128,6 +128,7 @@ static void snapshot(md_capture_info *info, const unsigned char *p, uint32_t len
 static int sample(md_sample_rank *r, size_t *cap, const unsigned char *p)
 {
     md_sample s;
+    s.time_ns = (int64_t)get_u64(p);
     s.step = (int32_t)get_u32(p + 8);
     s.phase = p[12] <= MD_SP_OTHER ? p[12] : MD_SP_OTHER;
     s.allocated_mib = mib(get_u64(p + 13));

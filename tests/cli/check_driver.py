@@ -103,6 +103,9 @@ expect("torch.compile: its workers initialised CUDA and allocated nothing, and l
 text = subprocess.run([M, "summary", f"{D}/ddp"], capture_output=True, text=True).stdout
 expect("summary: the driver table", "libnccl.so.2           NCCL communicator buffers [cuMemCreate]"
        in text and "outside PyTorch's caching allocator: 612.3 MiB at most" in text)
+expect("summary: each step's end with the memory live through the driver beside device-used",
+       "    step 0           152.6      131.4      198.6       198.6      270.0       1878.9    882.3"
+       in text)
 expect("summary: NCCL's releases of its peers' imported handles are not frees of lost memory",
        "frees of memory allocated before" not in text)
 

@@ -259,6 +259,12 @@ static void test_replay_attributes_to_libraries(void **state)
     assert_true(s.use[1].max_live == 120 * MiB && s.use[1].allocs == 3);
     assert_true(s.use[2].async && s.use[2].at_peak == 0 && s.use[2].at_end == MiB);
     md_driver_stats_free(&s);
+    /* live through the driver at moments in any order: after every event up to each */
+    int64_t t[] = {0, 4, 5, 100, 2};
+    uint64_t live[5];
+    assert_int_equal(md_driver_live_at(&r.driver, t, 5, live, &err), MD_OK);
+    assert_true(live[0] == 0 && live[1] == 632 * MiB && live[2] == 532 * MiB &&
+                live[3] == 543 * MiB && live[4] == 532 * MiB);
     md_driver_log_free(&r.driver);
 }
 
@@ -273,7 +279,7 @@ static void test_non_framework_from_the_trace_alone(void **state)
         {2, 7, 512 * MiB, 0, MD_DRV_CREATE, 2},
     };
     char callers[3][MD_DRIVER_NAME_LEN] = {"", "libc10_cuda.so", "libnccl.so.2"};
-    md_sample s = {0, MD_SP_AFTER_FORWARD, 100, 120, 110, -1, -1};
+    md_sample s = {0, MD_SP_AFTER_FORWARD, 100, 120, 110, -1, -1, 0};
     md_sample_rank r;
     memset(&r, 0, sizeof r);
     r.samples = &s, r.nsamples = 1;
