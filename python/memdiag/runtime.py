@@ -333,9 +333,19 @@ class Recorder:
         t = self.torch
         if t is None or self.opts.stacks == "none" or self.recording:
             return
-        t.cuda.memory._record_memory_history(enabled="all", context=self.opts.context,
-                                             stacks=self.opts.stacks,
-                                             max_entries=self.opts.max_entries)
+        try:
+            t.cuda.memory._record_memory_history(enabled="all", context=self.opts.context,
+                                                 stacks=self.opts.stacks,
+                                                 max_entries=self.opts.max_entries)
+        except RuntimeError as e:
+            if "cudaMallocAsync" not in str(e):
+                raise
+            # torch keeps no history under backend:cudaMallocAsync: the phase
+            # samples (and memdiag run's driver-level trace) go on without it
+            self.opts.stacks = "none"
+            print("memdiag: torch keeps no allocator history with backend:cudaMallocAsync; "
+                  "recording phase samples and driver-level allocations only", file=sys.stderr)
+            return
         self.recording = True
         self._attach_oom_observer()
 

@@ -215,6 +215,38 @@ class FurtherDevices(unittest.TestCase):
         self.assertEqual([d for _, d, _, _ in rec.cap.further], [2, 2, 2, 2])
 
 
+class AsyncBackend(unittest.TestCase):
+    def test_no_history_under_cudamallocasync_but_samples_go_on(self):
+        """torch refuses _record_memory_history with backend:cudaMallocAsync:
+        the recorder says so once and keeps sampling; other errors still stop it."""
+        class Memory:
+            def __init__(self, msg):
+                self.msg = msg
+
+            def _record_memory_history(self, **k):
+                raise RuntimeError(self.msg)
+
+        class Cuda:
+            pass
+
+        class Torch:
+            cuda = Cuda()
+        Torch.cuda.memory = Memory("cudaMallocAsync does not yet support recordHistory.")
+        rec = runtime.Recorder(runtime.Options({}), torch=Torch, counters=None)
+        import io
+        import contextlib
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rec.start_history()
+        self.assertFalse(rec.recording)
+        self.assertIn("no allocator history with backend:cudaMallocAsync", err.getvalue())
+        self.assertIsNone(rec.dump("exit"))
+        Torch.cuda.memory = Memory("something else")
+        rec2 = runtime.Recorder(runtime.Options({}), torch=Torch, counters=None)
+        with self.assertRaises(RuntimeError):
+            rec2.start_history()
+
+
 class ProfilerYield(unittest.TestCase):
     def test_tracer_gives_cupti_up_once_when_a_profiler_starts(self):
         """torch.profiler's kineto needs CUPTI's one subscriber slot: the
