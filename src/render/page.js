@@ -188,7 +188,7 @@ function mdTimeline(root, T) {
   const x0 = n ? T.xs[0] : 0, x1 = n ? Math.max(T.xs[n - 1], x0 + 1e-9) : 1;
   let ymax = 1;
   for (let i = 0; i < n; i++) {
-    ymax = Math.max(ymax, T.amax[i], T.rmax[i], T.used ? T.used[i] : 0);
+    ymax = Math.max(ymax, T.amax[i], T.rmax[i], T.used ? T.used[i] : 0, T.drv ? T.drv[i] : 0);
   }
   ymax *= 1.08;
   let W = 0;
@@ -222,6 +222,7 @@ function mdTimeline(root, T) {
     line(ctx, T.amax, '#4e79a7', 1.5);
     line(ctx, T.rmax, '#f28e2b', 1.5);
     if (T.used) line(ctx, T.used, '#777', 1);
+    if (T.drv) line(ctx, T.drv, '#9467bd', 1.5);  // through the CUDA driver, all libraries
     if (T.peak) {
       ctx.fillStyle = '#d62728';
       ctx.beginPath(); ctx.arc(px(T.peak[0]), py(T.peak[1]), 4, 0, 7); ctx.fill();
@@ -256,6 +257,7 @@ function mdTimeline(root, T) {
       (T.amin[i] === T.amax[i] ? T.amax[i].toFixed(1) : T.amin[i].toFixed(1) + ' to ' + T.amax[i].toFixed(1)) +
       ' MiB, reserved ' + T.rmax[i].toFixed(1) + ' MiB';
     if (T.used) t += ', process on the GPU ' + T.used[i].toFixed(1) + ' MiB';
+    if (T.drv) t += ', through the driver ' + T.drv[i].toFixed(1) + ' MiB';
     if (s) {
       const phase = v <= s[3] ? 'forward' : v <= s[4] ? 'backward' : v <= s[5] ? 'optimizer step' : 'zero_grad';
       t += '\nstep ' + s[2] + ', ' + (s[3] === null ? 'in the step' : phase);

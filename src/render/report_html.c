@@ -150,6 +150,25 @@ static const md_step *peak_step(const md_rank *rk)
     return NULL;
 }
 
+/* With a driver-level trace: what was live through the driver at each
+ * sample ("drv", drawn beside reserved and the NVML figure). */
+static void sample_driver_series(FILE *o, const md_sample_rank *r)
+{
+    size_t n = r->nsamples;
+    int64_t *t = r->driver.n && n ? malloc(n * sizeof *t) : NULL;
+    uint64_t *live = t ? malloc(n * sizeof *live) : NULL;
+    md_err err;
+    for (size_t i = 0; live && i < n; i++)
+        t[i] = r->samples[i].time_ns;
+    if (live && !md_driver_live_at(&r->driver, t, n, live, &err)) {
+        fputs("],drv:[", o);
+        for (size_t i = 0; i < n; i++)
+            fprintf(o, i ? ",%.2f" : "%.2f", md_mib(live[i]));
+    }
+    free(t);
+    free(live);
+}
+
 /* A capture's or seed report's samples: one column each. */
 static void sample_timeline(FILE *o, const md_sample_rank *r)
 {
@@ -171,6 +190,7 @@ static void sample_timeline(FILE *o, const md_sample_rank *r)
             fprintf(o, i ? ",%.2f" : "%.2f",
                     k < 2 ? s[i].allocated_mib : k == 2 ? s[i].reserved_mib : s[i].process_used_mib);
     }
+    sample_driver_series(o, r);
     fputs("],names:[", o);
     for (size_t i = 0; i < n; i++) {
         char name[64];
@@ -343,8 +363,9 @@ static void steps_html(FILE *o, const md_rank *rk)
 
 #define TIMELINE_KEY                                                                      \
     "<div class=\"md-sub\">allocated: blue (the band spans each column's lowest and "    \
-    "highest), reserved: orange, the process's GPU use (NVML): gray; steps shaded, "       \
-    "phase ends as lines, the peak in red</div>\n"
+    "highest), reserved: orange, the process's GPU use (NVML): gray, through the CUDA "    \
+    "driver (a driver-level trace): purple; steps shaded, phase ends as lines, the peak "  \
+    "in red</div>\n"
 
 /* One snapshot rank: its section, and the calls that draw it into calls. */
 static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int top)

@@ -131,6 +131,16 @@ def check_report(t):
            and drawn.returncode == 0 and "peak 282.8" in drawn.stdout)
 
 
+def check_report_samples(t):
+    """A capture's phase-sample chart carries the driver series (purple)."""
+    page = f"{t}/ddp.html"
+    subprocess.run([M, "report", "-o", page, f"{D}/ddp"], check=True, capture_output=True)
+    drawn = subprocess.run(["node", "tests/cli/check_page.js", page], capture_output=True,
+                           text=True)
+    expect("report: the samples' chart has the memory live through the driver, to the tooltip",
+           drawn.returncode == 0 and "peak 256.0 driver 404.3" in drawn.stdout)
+
+
 def check_run(t):
     """memdiag run's side: the injection variable reaches the job, or not."""
     def run(*args, env=None):
@@ -159,6 +169,7 @@ def check_run(t):
 
 with tempfile.TemporaryDirectory() as tmp:
     check_report(tmp)
+    check_report_samples(tmp)
 # where the capture library was built beside the binary (not the ThreadSanitizer
 # CLI's build, which is the binary alone)
 if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(M)), "libmemdiag_capture.so")):

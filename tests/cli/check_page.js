@@ -91,7 +91,13 @@ function checkTimeline(api, T) {
   const wide = (T.steps || []).some((s) => s[1] - s[0] > colWidth);  // must hold a column
   if (wide && !inStep) fail('timeline: no column falls in a step');
   const peak = T.peak ? T.peak[1].toFixed(1) : '-';
-  return `timeline columns ${n} steps ${(T.steps || []).length} in_steps ${inStep} peak ${peak}`;
+  let drv = '';
+  if (T.drv) {  // the driver-level series: as long as the columns, in the tooltip
+    if (T.drv.length !== n) fail('timeline: driver series of another length');
+    if (n && !/through the driver [0-9.]+ MiB/.test(api.describe(n - 1))) fail('timeline: no driver in the tooltip');
+    drv = ` driver ${n ? T.drv[n - 1].toFixed(1) : '-'}`;
+  }
+  return `timeline columns ${n} steps ${(T.steps || []).length} in_steps ${inStep} peak ${peak}${drv}`;
 }
 
 const facts = [];
