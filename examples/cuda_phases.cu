@@ -3,6 +3,8 @@
  * "activations" and "gradients", and writes a sample after each phase,
  * with device-wide memory from NVML. Summarize it with
  *     memdiag summary cuda_phases.mdcap
+ * Under `memdiag run -o DIR -- ./cuda_phases DIR/rank0.mdcap` the driver-level
+ * trace of its cudaMalloc calls joins that file (tests/data/driver/cuda-api).
  * Build: nvcc -Iinclude examples/cuda_phases.cu -Lbuild -lmemdiag_capture -o cuda_phases */
 #include <cstdio>
 #include <cuda_runtime.h>
