@@ -31,6 +31,31 @@ static void table(FILE *o, const md_driver_stats *s)
     }
 }
 
+/* A process that allocated on several GPUs: each one's peak. */
+static void by_device(FILE *o, const md_driver_log *d)
+{
+    int devs[8], n = 0;
+    for (size_t i = 0; i < d->n && n < 8; i++) {
+        int dev = d->ev[i].device, seen = dev < 0 || d->ev[i].bytes == 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = devs[k] == dev;
+        if (!seen)
+            devs[n++] = dev;
+    }
+    if (n < 2)
+        return;
+    fprintf(o, "    by GPU:");
+    for (int k = 0; k < n; k++) {
+        md_driver_stats s;
+        md_err err;
+        if (md_driver_analyze(d, devs[k], &s, &err))
+            return;
+        fprintf(o, "%s cuda:%d peak %.1f MiB", k ? "," : "", devs[k], MIB(s.peak));
+        md_driver_stats_free(&s);
+    }
+    fprintf(o, "\n");
+}
+
 void md_render_driver(FILE *o, const md_sample_rank *r, int brief)
 {
     const md_driver_log *d = &r->driver;
@@ -57,6 +82,7 @@ void md_render_driver(FILE *o, const md_sample_rank *r, int brief)
                    "the first, %.1f MiB at the end\n", strcmp(d->status, "on") ? ", " : "",
                 strcmp(d->status, "on") ? d->status : "", d->n, MIB(s.peak), at, MIB(s.at_end));
         table(o, &s);
+        by_device(o, d);
         if (s.outside_peak != s.peak)
             fprintf(o, "    outside PyTorch's caching allocator: %.1f MiB at most\n",
                     MIB(s.outside_peak));

@@ -141,6 +141,29 @@ def check_report_samples(t):
            drawn.returncode == 0 and "peak 256.0 driver 404.3" in drawn.stdout)
 
 
+def record(kind, payload):
+    """One capture-file record (docs/capture-format.md)."""
+    import struct
+    import zlib
+    body = bytes([kind]) + payload
+    return struct.pack("<I", len(payload)) + body + struct.pack("<I", zlib.crc32(body))
+
+
+def check_two_gpus(t):
+    """A process that allocated on two GPUs: each GPU's peak (made-up records)."""
+    import struct
+    path = f"{t}/driver-x-pid5.mdcap"
+    recs = [record(1, b"kind\0driver\0"), record(1, b"pid\0" + b"5\0")]
+    for time, op, dev, ident, mib, caller in ((1, 1, 0, 0x1000, 100, b"libc10_cuda.so"),
+                                             (2, 1, 1, 0x2000, 50, b"libc10_cuda.so"),
+                                             (3, 5, 1, 7, 20, b"libnccl.so.2")):
+        recs.append(record(8, struct.pack("<qBiQQ", time, op, dev, ident, mib << 20) + caller + b"\0"))
+    open(path, "wb").write(b"MDCAP\r\n\x1a" + struct.pack("<II", 1, 0) + b"".join(recs))
+    out = subprocess.run([M, "summary", path], capture_output=True, text=True).stdout
+    expect("summary: a process on two GPUs, each GPU's peak",
+           "    by GPU: cuda:0 peak 100.0 MiB, cuda:1 peak 70.0 MiB" in out)
+
+
 def check_run(t):
     """memdiag run's side: the injection variable reaches the job, or not."""
     def run(*args, env=None):
@@ -170,6 +193,7 @@ def check_run(t):
 with tempfile.TemporaryDirectory() as tmp:
     check_report(tmp)
     check_report_samples(tmp)
+    check_two_gpus(tmp)
 # where the capture library was built beside the binary (not the ThreadSanitizer
 # CLI's build, which is the binary alone)
 if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(M)), "libmemdiag_capture.so")):
