@@ -63,17 +63,20 @@ if nvcc -Iinclude examples/cuda_phases.cu -Lbuild-dev -lmemdiag_capture -Xlinker
 else
     echo "== cuda: nvcc build failed" >>"$log"
 fi
-# cost per driver call: a microbenchmark, plain and traced (OLD=dir of another
-# build's libmemdiag_capture.so to compare with), interleaved
-if nvcc -O2 -o "$W/driver_cost" bench/driver_cost.cu >>"$log" 2>&1; then
+# cost per driver call: a microbenchmark, plain, traced, and under CUPTI with an empty
+# callback (what is CUPTI's; OLD=dir of another build's libmemdiag_capture.so to
+# compare with), interleaved
+if nvcc -O2 -o "$W/driver_cost" bench/driver_cost.cu >>"$log" 2>&1 &&
+        cc -O2 -fPIC -shared -o "$W/libcupti_floor.so" bench/cupti_floor.c -ldl >>"$log" 2>&1; then
     mkdir -p "$W/dc"
     for rep in 1 2 3; do
         echo "cost plain rep $rep: $("$W/driver_cost")" >>"$log"
         echo "cost traced rep $rep: $(MEMDIAG_OUT="$W/dc" CUDA_INJECTION64_PATH=$(pwd)/build-dev/libmemdiag_capture.so "$W/driver_cost")" >>"$log"
+        echo "cost cupti-floor rep $rep: $(CUDA_INJECTION64_PATH="$W/libcupti_floor.so" MEMDIAG_CUPTI=/usr/local/cuda/lib64/libcupti.so "$W/driver_cost")" >>"$log"
         [ -n "${OLD:-}" ] && echo "cost old rep $rep: $(MEMDIAG_OUT="$W/dc" CUDA_INJECTION64_PATH=$(pwd)/$OLD/libmemdiag_capture.so "$W/driver_cost")" >>"$log"
         rm -f "$W"/dc/*
     done
-    rm -rf "$W/dc" "$W/driver_cost"
+    rm -rf "$W/dc" "$W/driver_cost" "$W/libcupti_floor.so"
 fi
 [ -n "${COST_ONLY:-}" ] && exit 0
 # cost on step time: beta, medium preset, batch 8, modes interleaved
