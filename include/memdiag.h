@@ -594,6 +594,9 @@ int md_driver_timeline(const md_driver_log *d, int device, size_t ncols, md_driv
  * trace's clock, ns: a capture's samples), all devices, into out[]. */
 int md_driver_live_at(const md_driver_log *d, const int64_t *t, size_t n, uint64_t *out,
                       md_err *err);
+/* The same at each of a capture's samples: a malloc'd array of r->nsamples,
+ * or NULL (no driver-level trace, out of memory). */
+uint64_t *md_driver_at_samples(const md_sample_rank *r);
 /* "NCCL communicator buffers" for "libnccl.so.2"; NULL when not known. */
 const char *md_driver_caller_what(const char *caller);
 int md_driver_is_torch_allocator(const char *caller);

@@ -311,3 +311,19 @@ void md_driver_stats_free(md_driver_stats *s)
     s->use = NULL;
     s->nuse = 0;
 }
+
+uint64_t *md_driver_at_samples(const md_sample_rank *r)
+{
+    size_t n = r->nsamples;
+    int64_t *t = r->driver.n && n ? malloc(n * sizeof *t) : NULL;
+    uint64_t *live = t ? malloc(n * sizeof *live) : NULL;
+    md_err err;
+    for (size_t i = 0; live && i < n; i++)
+        t[i] = r->samples[i].time_ns;
+    if (live && md_driver_live_at(&r->driver, t, n, live, &err)) {
+        free(live);
+        live = NULL;
+    }
+    free(t);
+    return live;
+}

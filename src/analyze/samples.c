@@ -107,7 +107,7 @@ static uint64_t driver_evidence(const md_sample_rank *r, md_finding *f)
     if (top)
         MD_EVIDENCE(f, "driver-level trace: at most %.1f MiB allocated through the CUDA driver "
                        "outside PyTorch's caching allocator; the most by %s (%.1f MiB)",
-                    (double)s.outside_peak / 1048576.0, top->caller, (double)top->max_live / 1048576.0);
+                    md_mib(s.outside_peak), top->caller, md_mib(top->max_live));
     if (top && !strncmp(top->caller, "libnccl", 7))
         md_fsay(f->advice, sizeof f->advice,
             "NCCL holds the most: its buffers grow with communicators, channels and peers "
@@ -125,25 +125,21 @@ static uint64_t driver_evidence(const md_sample_rank *r, md_finding *f)
  * program's memory is all its own). */
 static void driver_only(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
-    md_finding probe;
-    memset(&probe, 0, sizeof probe);
-    uint64_t b = r->nsamples && !r->driver_file ? driver_evidence(r, &probe) : 0;
-    if ((double)b / 1048576.0 < NONFW_MIN_MIB)
+    if (!r->nsamples || r->driver_file)
         return;
-    md_finding *f = add(out, n, cap, "non_framework", MD_SEV_INFO, (double)b / 1048576.0);
+    md_finding *f = add(out, n, cap, "non_framework", MD_SEV_INFO, 0);
     if (!f)
         return;
-    int rank = r->rank;
-    memcpy(f->sites, probe.sites, sizeof probe.sites);
-    f->nsites = probe.nsites;
-    memcpy(f->evidence, probe.evidence, sizeof probe.evidence);
-    f->nevidence = probe.nevidence;
-    f->rank = rank;
+    double mib = md_mib(driver_evidence(r, f));
+    if (mib < NONFW_MIN_MIB) { /* nothing worth saying: taken back */
+        (*n)--;
+        return;
+    }
+    f->bytes = md_bytes_of_mib(mib);
+    f->rank = r->rank;
     md_fsay(f->summary, sizeof f->summary, "%.1f MiB of device memory was allocated through the "
-            "CUDA driver outside PyTorch's allocator (libraries: see sites)", (double)b / 1048576.0);
-    if (probe.advice[0])
-        memcpy(f->advice, probe.advice, sizeof f->advice);
-    else
+            "CUDA driver outside PyTorch's allocator (libraries: see sites)", mib);
+    if (!f->advice[0])
         md_fsay(f->advice, sizeof f->advice, "Snapshots cannot see this memory: keep it out of "
                 "any batch-size budget, and look at the libraries listed for their own settings.");
 }
@@ -200,11 +196,10 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
         "module loading (CUDA >= 12.2); NCCL adds buffers per communicator and channel "
         "(NCCL_BUFFSIZE); cuDNN/cuBLAS load kernels. Check nvidia-smi for other processes "
         "on the GPU, and keep this %.0f MiB out of any batch-size budget.", gap);
-    uint64_t explained = driver_evidence(r, f);
-    if (explained && gap > (double)explained / 1048576.0)
+    double explained = md_mib(driver_evidence(r, f));
+    if (explained > 0 && gap > explained)
         MD_EVIDENCE(f, "the other %.1f MiB of the gap: the CUDA context, loaded kernels and the "
-                       "driver's own memory, which no allocation call shows",
-                    gap - (double)explained / 1048576.0);
+                       "driver's own memory, which no allocation call shows", gap - explained);
 }
 
 static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)

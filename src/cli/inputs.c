@@ -58,12 +58,12 @@ static void attach_drivers(cli_inputs *L)
             if (j != i && x->has_capture && !x->driver_file && !x->further_device && x->pid == d->pid)
                 to = x;
         }
-        if (to || (d->driver_file && d->driver.n == 0)) {
-            if (to) {
-                md_driver_log_free(&to->driver);
-                to->driver = d->driver;
-                memset(&d->driver, 0, sizeof d->driver);
-            }
+        if (to) { /* the log moves: d is left an empty driver file */
+            md_driver_log_free(&to->driver);
+            to->driver = d->driver;
+            memset(&d->driver, 0, sizeof d->driver);
+        }
+        if (d->driver_file && !d->driver.n) {
             free(d->samples);
             md_driver_log_free(&d->driver);
             continue;

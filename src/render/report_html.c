@@ -154,18 +154,12 @@ static const md_step *peak_step(const md_rank *rk)
  * sample ("drv", drawn beside reserved and the NVML figure). */
 static void sample_driver_series(FILE *o, const md_sample_rank *r)
 {
-    size_t n = r->nsamples;
-    int64_t *t = r->driver.n && n ? malloc(n * sizeof *t) : NULL;
-    uint64_t *live = t ? malloc(n * sizeof *live) : NULL;
-    md_err err;
-    for (size_t i = 0; live && i < n; i++)
-        t[i] = r->samples[i].time_ns;
-    if (live && !md_driver_live_at(&r->driver, t, n, live, &err)) {
+    uint64_t *live = md_driver_at_samples(r);
+    if (live) {
         fputs("],drv:[", o);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < r->nsamples; i++)
             fprintf(o, i ? ",%.2f" : "%.2f", md_mib(live[i]));
     }
-    free(t);
     free(live);
 }
 

@@ -298,18 +298,7 @@ static void findings(FILE *o, const md_finding *f, size_t n, int detail, const c
  * trace) the memory live through the driver at the step's end. */
 static void samples_table(FILE *o, const md_sample_rank *r)
 {
-    uint64_t *drv = NULL;
-    int64_t *t = NULL;
-    md_err err;
-    if (r->driver.n && (t = malloc(r->nsamples * sizeof *t)) && (drv = malloc(r->nsamples * sizeof *drv))) {
-        for (size_t i = 0; i < r->nsamples; i++)
-            t[i] = r->samples[i].time_ns;
-        if (md_driver_live_at(&r->driver, t, r->nsamples, drv, &err)) {
-            free(drv);
-            drv = NULL;
-        }
-    }
-    free(t);
+    uint64_t *drv = md_driver_at_samples(r);
     fprintf(o, "\n  MiB allocated   after-fwd  after-bwd  after-opt  after-zero   reserved  device-used%s\n",
             drv ? "   driver" : "");
     for (int k = 0; k < 100000; k++) {
