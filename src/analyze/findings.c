@@ -19,6 +19,8 @@
 #define LEAK_MIN_PER_STEP (1 << 20)
 #define LEAK_PEAK_FRACTION 0.002  /* growth per step must exceed 0.2% of peak */
 #define ACTIVATIONS_SHARE 0.40    /* activations at peak: finding above 40% */
+#define FROZEN_GRADS_SHARE 0.5    /* gradients under half the parameters: a frozen part */
+#define HELD_OVER_SHARE 0.10      /* the step before's activations at the peak: said above 10% */
 #define FRAG_SHARE 0.25           /* reserved not allocated, share of reserved */
 #define FRAG_MIN (128ULL << 20)
 #define IMBALANCE_SHARE 0.10      /* peak difference relative to the smaller */
@@ -264,22 +266,76 @@ static void leak_advice(md_finding *f, leak_kind kind, double per)
                   "per step.", md_mib((uint64_t)per));
 }
 
+static double allocated_at(const fctx *c, long index)
+{
+    return (double)md_replay_at(c->r, index).allocated;
+}
+
+/* What step k's forward pass added, as the indicator counts it: over the
+ * end of the step before (the first step: over its start). */
+static double forward_increase(const fctx *c, size_t k)
+{
+    return allocated_at(c, c->st[k].after_forward) -
+           allocated_at(c, k ? c->st[k - 1].after_zero : c->st[0].fwd_start);
+}
+
+/* Memory held between steps that grows no faster than the forward pass
+ * does, with little that the earlier steps made still live at the end:
+ * each step's outputs kept until the next step replaces them, larger each
+ * time because the inputs grow (a sequence-length or batch schedule). Not
+ * a leak: a leak accumulates, and what earlier steps made stays live; a
+ * buffer re-grown every step (torch.cat onto a history) grows while the
+ * forward pass does not. */
+static int growth_follows_inputs(fctx *c)
+{
+    for (size_t k = 1; k < c->nst; k++) {
+        double held = allocated_at(c, c->st[k].after_zero) - allocated_at(c, c->st[k - 1].after_zero);
+        if (held > forward_increase(c, k) - forward_increase(c, k - 1))
+            return 0;
+    }
+    long from = c->st[0].after_zero, to = c->st[c->nst - 2].after_zero;
+    const md_live_set *ls = live_at(c, c->st[c->nst - 1].after_zero);
+    uint64_t kept = 0;
+    for (size_t i = 0; ls && i < ls->n; i++)
+        if (ls->live[i].alloc_index > from && ls->live[i].alloc_index <= to)
+            kept += ls->live[i].block_size;
+    return (double)kept < 0.5 * (allocated_at(c, to) - allocated_at(c, from));
+}
+
+/* Whether the memory held between steps grew in every step by more than
+ * noise (1 MiB, 0.2% of the peak): the sum, least and most growth. */
+static int held_between_grows(const fctx *c, double *sum, double *lo, double *hi)
+{
+    double thr = fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)md_replay_peak_allocated(c->r));
+    *sum = 0, *lo = INFINITY, *hi = -INFINITY;
+    for (size_t k = 1; k < c->nst; k++) {
+        double d = allocated_at(c, c->st[k].after_zero) - allocated_at(c, c->st[k - 1].after_zero);
+        if (d <= thr)
+            return 0;
+        *sum += d;
+        *lo = fmin(*lo, d);
+        *hi = fmax(*hi, d);
+    }
+    return c->nst > 1;
+}
+
+/* Whether every step's forward pass added more than the one before. */
+static int forward_grows(const fctx *c)
+{
+    for (size_t k = 1; k < c->nst; k++)
+        if (forward_increase(c, k) <= forward_increase(c, k - 1))
+            return 0;
+    return c->nst > 1;
+}
+
 static void find_leak(fctx *c)
 {
     if (c->nst < MIN_LEAK_STEPS)
         return;
     uint64_t peak = md_replay_peak_allocated(c->r);
-    double thr = fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)peak);
-    double sum = 0, lo = INFINITY, hi = -INFINITY;
-    for (size_t k = 1; k < c->nst; k++) {
-        double d = (double)md_replay_at(c->r, c->st[k].after_zero).allocated -
-                   (double)md_replay_at(c->r, c->st[k - 1].after_zero).allocated;
-        if (d <= thr)
-            return; /* not consistent growth */
-        sum += d;
-        lo = fmin(lo, d);
-        hi = fmax(hi, d);
-    }
+    double sum, lo, hi;
+    if (!held_between_grows(c, &sum, &lo, &hi) || growth_follows_inputs(c))
+        return;
     size_t nd = c->nst - 1;
     double per = sum / (double)nd;
     md_finding *f = add(c, "leak", sum >= 0.25 * (double)peak ? MD_SEV_CRITICAL : MD_SEV_WARNING,
@@ -374,12 +430,24 @@ static int params_sharded(fctx *c, long index)
     return 0;
 }
 
+/* The bytes of the parameters that are trained, where most are not (a
+ * frozen base under LoRA adapters, a frozen backbone): the gradients live
+ * after the last step's backward, when under half of all parameter bytes;
+ * else 0 and the optimizer is judged against every parameter. Gradients
+ * kept as views of DDP's buckets are not allocated in the backward: 0. */
+static uint64_t trained_bytes(fctx *c, uint64_t params)
+{
+    uint64_t grads = category_bytes(c, c->st[c->nst - 1].after_backward, MD_CAT_GRADIENT);
+    return grads && (double)grads < FROZEN_GRADS_SHARE * (double)params ? grads : 0;
+}
+
 static void find_optimizer_state(fctx *c)
 {
     if (!c->nst)
         return;
     long end = c->st[c->nst - 1].after_zero;
-    uint64_t params = category_bytes(c, end, MD_CAT_PARAMETER);
+    uint64_t all_params = category_bytes(c, end, MD_CAT_PARAMETER);
+    uint64_t trained = trained_bytes(c, all_params), params = trained ? trained : all_params;
     md_finding probe;
     memset(&probe, 0, sizeof probe);
     cat_arg ca = {MD_CAT_OPTIMIZER_STATE, -1, -1, 0};
@@ -389,6 +457,7 @@ static void find_optimizer_state(fctx *c)
         return;
     const char *opt = md_analysis_optimizer(c->a);
     double ratio = params ? (double)state / (double)params : 0;
+    const char *whose = trained ? "trained " : "";
     uint64_t peak = md_replay_peak_allocated(c->r);
     md_finding *f = add(c, "optimizer_state",
                         (double)state > 0.3 * (double)peak ? MD_SEV_WARNING : MD_SEV_INFO, state);
@@ -397,19 +466,22 @@ static void find_optimizer_state(fctx *c)
     memcpy(f->sites, probe.sites, sizeof f->sites);
     f->nsites = probe.nsites;
     if (params)
-        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the parameter bytes, created at the first "
-                   "optimizer step",
-                opt[0] ? opt : "the optimizer", " ", md_mib(state), ratio);
+        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the %sparameter bytes, created at the "
+                   "first optimizer step",
+                opt[0] ? opt : "the optimizer", " ", md_mib(state), ratio, whose);
     else
         MD_SUMMARY(f, "%s%skeeps %.1f MiB of state created at the first optimizer step",
                 opt[0] ? opt : "the optimizer", " ", md_mib(state));
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
                 "still live at the end of the last step", md_mib(state), ca.count);
-    if (params)
+    if (trained)
+        MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients (the rest is frozen); "
+                    "state / trained parameters = %.2f", md_mib(all_params), md_mib(trained), ratio);
+    else if (params)
         MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params), ratio);
     double want = expected_state_multiple(opt);
     if (want > 0 && params)
-        MD_EVIDENCE(f, "%s's expected state is %.0f x the parameters (%s)", opt, want,
+        MD_EVIDENCE(f, "%s's expected state is %.0f x the %sparameters (%s)", opt, want, whose,
                  want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
@@ -479,20 +551,45 @@ static void find_activations(fctx *c)
     md_finding *f = add(c, "activations", MD_SEV_INFO, 0);
     if (!f)
         return;
-    /* this step's activations only: older ones still live are a leak */
-    cat_arg ca = {MD_CAT_ACTIVATION, step_before(c, p), p, 0};
+    /* this step's activations; the step before's still live are held
+     * over (older ones, over several steps, are a leak's) */
+    long lo = step_before(c, p);
+    cat_arg ca = {MD_CAT_ACTIVATION, lo, p, 0};
     uint64_t act = collect_sites(c, f, p, cat_pred, &ca);
-    double share = (double)act / (double)peak;
+    md_finding scratch;
+    memset(&scratch, 0, sizeof scratch);
+    cat_arg prev = {MD_CAT_ACTIVATION, lo >= 0 ? step_before(c, lo) : lo, lo, 0};
+    uint64_t held = lo >= 0 ? collect_sites(c, &scratch, p, cat_pred, &prev) : 0;
+    if ((double)held < HELD_OVER_SHARE * (double)peak)
+        held = 0;
+    double share = (double)(act + held) / (double)peak;
     if (share < ACTIVATIONS_SHARE) {
         c->n--;
         return;
     }
-    f->bytes = act;
+    f->bytes = act + held;
     f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
     const md_indicators *in = md_analysis_indicators(c->a);
-    MD_SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
-            100.0 * share, md_mib(act), md_mib(peak));
+    if (held)
+        MD_SUMMARY(f, "activations of two steps are live at the peak: this step's %.1f MiB and "
+                   "%.1f MiB still held from the step before, %.0f%% of the peak (%.1f MiB)",
+                   md_mib(act), md_mib(held), 100.0 * share, md_mib(peak));
+    else
+        MD_SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
+                   100.0 * share, md_mib(act), md_mib(peak));
     MD_EVIDENCE(f, "%.1f MiB in %zu forward-pass allocations live at the peak", md_mib(act), ca.count);
+    if (held)
+        MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the previous step's forward pass are still "
+                    "live: its graph or outputs outlived its backward and optimizer step",
+                    md_mib(held), prev.count);
+    double gsum, glo, ghi;
+    if (c->nst >= MIN_LEAK_STEPS && forward_grows(c))
+        MD_EVIDENCE(f, "the forward pass grows every step (%.1f MiB in step %d, %.1f MiB in step "
+                    "%d): the inputs grow%s",
+                    md_mib((uint64_t)forward_increase(c, 0)), c->st[0].number,
+                    md_mib((uint64_t)forward_increase(c, c->nst - 1)), c->st[c->nst - 1].number,
+                    held_between_grows(c, &gsum, &glo, &ghi) ? ", and what a step holds until the next grows with "
+                                            "them (not a leak: nothing accumulates)" : "");
     if (in->valid)
         MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     for (size_t k = 0; k < c->nst; k++)
@@ -503,6 +600,15 @@ static void find_activations(fctx *c)
             break;
         }
     int attn = attention_in(c, p, ca.lo);
+    if (held)
+        MD_ADVICE(f, "Free the previous step's tensors before the next forward: the loss or the "
+                  "outputs stay referenced until their variables are assigned again (and with "
+                  "backward(retain_graph=True) the whole graph with them); `del` them after the "
+                  "optimizer step, or drop retain_graph: %.1f MiB off the peak. Then: activation "
+                  "checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only block "
+                  "inputs and gives back most of the other %.1f MiB for ~30%% more compute.",
+                  md_mib(held), md_mib(act));
+    else
     MD_ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only "
               "block inputs and gives back most of the %.1f MiB for ~30%% more compute; halving "
               "the batch%s halves it; bf16 autocast, where not on yet, halves fp32 activations%s",

@@ -27,6 +27,15 @@ static int max_step(const md_sample_rank *r)
     return m;
 }
 
+/* What step k's forward pass added over the end of the step before (step
+ * 0: over the sample after the input); NAN where a sample is missing. */
+static double forward_increase(const md_sample_rank *r, int k)
+{
+    const md_sample *f = find(r, k, MD_SP_AFTER_FORWARD);
+    const md_sample *b = k ? find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS) : find(r, -1, MD_SP_AFTER_INPUT);
+    return f && b ? f->allocated_mib - b->allocated_mib : NAN;
+}
+
 /* The seed script's derive_indicators, over complete steps. */
 void md_samples_indicators(md_sample_rank *r)
 {
@@ -46,13 +55,10 @@ void md_samples_indicators(md_sample_rank *r)
     in->between_step_growth_mib =
         find(r, last, MD_SP_AFTER_CLEAR_GRADIENTS)->allocated_mib - c0->allocated_mib;
     in->largest_forward_increase_mib = -INFINITY;
-    for (int k = 0; k <= last; k++) {
-        const md_sample *f = find(r, k, MD_SP_AFTER_FORWARD);
-        const md_sample *b = k ? find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS) : init;
-        if (f && b)
+    for (int k = 0; k <= last; k++)
+        if (!isnan(forward_increase(r, k)))
             in->largest_forward_increase_mib =
-                fmax(in->largest_forward_increase_mib, f->allocated_mib - b->allocated_mib);
-    }
+                fmax(in->largest_forward_increase_mib, forward_increase(r, k));
     if (!isfinite(in->largest_forward_increase_mib))
         in->largest_forward_increase_mib = 0;
 }
@@ -208,13 +214,20 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     if (last + 1 < 3)
         return;
     double thr = fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib), sum = 0;
+    int follows_inputs = 1;
     for (int k = 1; k <= last; k++) {
         const md_sample *a = find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS);
         const md_sample *b = find(r, k, MD_SP_AFTER_CLEAR_GRADIENTS);
         if (!a || !b || b->allocated_mib - a->allocated_mib <= thr)
             return;
         sum += b->allocated_mib - a->allocated_mib;
+        /* growing no faster than the forward pass: the inputs grow, and
+         * each step's outputs are held until the next (findings.c) */
+        follows_inputs &= b->allocated_mib - a->allocated_mib <=
+                          forward_increase(r, k) - forward_increase(r, k - 1);
     }
+    if (follows_inputs)
+        return;
     double per = sum / last;
     md_finding *f = add(out, n, cap, "leak",
                         sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL

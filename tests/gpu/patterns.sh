@@ -3,17 +3,23 @@
 # (examples/patterns.py: torch's own TransformerEncoder; device machine).
 # Needs build-dev/ (see tests/gpu/memdiag_run.sh). Each case runs under
 # `memdiag run`; the leak cases must be diagnosed as a leak, the others
-# must not be. ONLY="case ..." runs only those.
+# must not be. ONLY="case ..." runs only those; SCRIPT=examples/loops.py
+# runs that script's cases (other loop shapes: GPT-2, a GAN, LoRA, ...).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
 M=$(pwd)/build-dev/memdiag
 W=$(mktemp -d)
+SCRIPT=${SCRIPT:-examples/patterns.py}
+case $SCRIPT in
+*loops.py) all="totalloss ckptleak gpt2 gan lora growseq retain sgd adafactor" ;;
+*) all="hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate rankleak fsdpleak" ;;
+esac
 log=$OUT/patterns.log
-for c in ${ONLY:-hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate rankleak fsdpleak}; do
+for c in ${ONLY:-$all}; do
     py=python3
     case $c in rankleak|fsdpleak) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
-    PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py examples/patterns.py --case "$c" \
+    PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py "$SCRIPT" --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"
     tail -n 12 "$W/$c.out" >>"$log"
@@ -25,7 +31,7 @@ import json, os, sys
 W = sys.argv[1]
 # the ranks that leak in each case (none: every other case)
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
-         "fsdpleak": {0, 1}}
+         "fsdpleak": {0, 1}, "ckptleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):

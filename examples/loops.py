@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Training loops of other shapes than patterns.py's, for checking memdiag's
+diagnosis on code it was not written against.
+
+Most cases train transformers' GPT-2 (built from a config, no download) as a
+causal LM on synthetic GPU tokens; each --case is one way of writing the loop.
+Run it under `memdiag run` (it records nothing itself):
+
+    memdiag run -- python3 examples/loops.py --case gan
+
+Cases that leak GPU memory every step:
+  ckptleak    a "best model" copy of the state dict is cloned on the GPU every
+              step and appended to a list
+Cases that must not be called a leak:
+  totalloss   the running loss summed as a tensor (`total = total + loss`) keeps
+              every step's graph reachable, but backward freed what it saved
+  gpt2        the plain loop: AdamW, bf16 autocast
+  gan         two MLPs, a generator and a discriminator, each with its own Adam:
+              two optimizer steps per iteration
+  lora        the model frozen, rank-64 adapters on every attention and MLP
+              projection trained with AdamW (optimizer state for the adapters only)
+  growseq     the sequence length grows every step (128, 256, ... 1024)
+  retain      backward(retain_graph=True): each step's graph lives until the
+              next step's forward replaces the variables that hold it
+  sgd         plain SGD (no momentum): no optimizer state at all
+  adafactor   torch.optim.Adafactor: factored second moments, far below 2 x
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+CASES = ("totalloss", "ckptleak", "gpt2", "gan", "lora", "growseq", "retain", "sgd",
+         "adafactor")
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--case", required=True, choices=CASES)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=512)
+    return p.parse_args()
+
+
+ARGS = parse()
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+VOCAB = 16384
+
+
+def gpt2(dev: torch.device) -> nn.Module:
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(vocab_size=VOCAB, n_positions=1024, n_embd=768, n_layer=6, n_head=12,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    cfg._attn_implementation = "sdpa"
+    return GPT2LMHeadModel(cfg).to(dev)
+
+
+class LoRA(nn.Module):
+    """y = base(x) + B(A(x)) * scale, base frozen (a hand-written peft-style adapter)."""
+
+    def __init__(self, base: nn.Module, n_in: int, n_out: int, rank: int = 64) -> None:
+        super().__init__()
+        self.base = base
+        self.a = nn.Linear(n_in, rank, bias=False)
+        self.b = nn.Linear(rank, n_out, bias=False)
+        nn.init.zeros_(self.b.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + self.b(self.a(x)) * 2.0
+
+
+def add_lora(model: nn.Module) -> None:
+    """GPT-2's projections are Conv1D (weight [in, out]); wrap each one."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for block in model.transformer.h:
+        for owner, name in ((block.attn, "c_attn"), (block.attn, "c_proj"),
+                            (block.mlp, "c_fc"), (block.mlp, "c_proj")):
+            base = getattr(owner, name)
+            n_in, n_out = base.weight.shape
+            setattr(owner, name, LoRA(base, n_in, n_out).to(base.weight.device))
+
+
+def batch_of(n: int, seq: int, gen: torch.Generator, dev: torch.device) -> torch.Tensor:
+    return torch.randint(VOCAB, (n, seq), generator=gen, device=dev)
+
+
+def gan(a: argparse.Namespace, dev: torch.device) -> None:
+    def mlp(*dims: int) -> nn.Module:
+        layers = []
+        for i in range(len(dims) - 1):
+            layers += [nn.Linear(dims[i], dims[i + 1]), nn.LeakyReLU(0.2)]
+        return nn.Sequential(*layers[:-1]).to(dev)
+
+    g, d = mlp(128, 2048, 2048, 4096), mlp(4096, 2048, 2048, 1)
+    g_opt = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    d_opt = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    bce = nn.BCEWithLogitsLoss()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    n = 32 * a.batch
+    ones, zeros = torch.ones(n, 1, device=dev), torch.zeros(n, 1, device=dev)
+    for _ in range(a.steps):
+        real = torch.randn(n, 4096, generator=gen, device=dev)
+        fake = g(torch.randn(n, 128, generator=gen, device=dev))
+        d_loss = bce(d(real), ones) + bce(d(fake.detach()), zeros)
+        d_opt.zero_grad(set_to_none=True)
+        d_loss.backward()
+        d_opt.step()
+        g_loss = bce(d(fake), ones)
+        g_opt.zero_grad(set_to_none=True)
+        g_loss.backward()
+        g_opt.step()
+
+
+def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
+    model = gpt2(dev)
+    if a.case == "lora":
+        add_lora(model)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if a.case == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-3)
+    elif a.case == "adafactor":
+        opt = torch.optim.Adafactor(params, lr=1e-3)
+    else:
+        opt = torch.optim.AdamW(params, lr=1e-4)
+    gen = torch.Generator(device=dev).manual_seed(0)
+    total, kept = 0.0, []
+    for step in range(a.steps):
+        seq = 128 * (step + 1) if a.case == "growseq" else a.seq
+        ids = batch_of(a.batch, seq, gen, dev)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(input_ids=ids, labels=ids)
+        loss = out.loss
+        loss.backward(retain_graph=a.case == "retain")
+        if a.case == "totalloss":  # meant as a float for logging; keeps the graph
+            total = total + loss
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if a.case == "ckptleak":  # "keep the best weights", on the GPU, every step
+            kept.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+    print(f"loops.py {a.case}: {a.steps} steps, running loss {float(total):.3f}, "
+          f"{len(kept)} copies kept", flush=True)
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("loops.py: CUDA is not available", file=sys.stderr)
+        return 2
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    torch.manual_seed(0)
+    if ARGS.case == "gan":
+        gan(ARGS, dev)
+    else:
+        lm_loop(ARGS, dev)
+    torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Checks memdiag's diagnosis of loops of other shapes (tests/data/loops,
+captured on an H200 by `SCRIPT=examples/loops.py sh tests/gpu/patterns.sh`
+from examples/loops.py, GPT-2 from transformers and a GAN), none of which
+memdiag was written against. From the snapshot and from the capture alike:
+a state-dict copy kept every step is a leak; a running loss summed as a
+tensor (a kept graph whose saved tensors backward freed) is not, nor is
+memory held between steps that grows with a growing sequence length. LoRA's
+optimizer state is judged against the trained parameters; a graph kept
+past backward (retain_graph) is named at the peak; plain SGD keeps no state.
+    python3 tests/cli/check_loops.py MEMDIAG DIR"""
+import json
+import subprocess
+import sys
+
+M, D = sys.argv[1], sys.argv[2]
+# case -> MiB kept per step by its leak (None: no leak)
+LEAKS = {"gpt2": None, "gan": None, "lora": None, "growseq": None, "retain": None,
+         "sgd": None, "adafactor": None, "totalloss": None, "ckptleak": 264.3}
+bad = 0
+
+
+def check(what, ok):
+    global bad
+    if not ok:
+        bad += 1
+        print(f"failed: {what}", file=sys.stderr)
+
+
+def diagnose(case):
+    out = subprocess.run([M, "diagnose", "--json", f"{D}/{case}"], capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out)["ranks"]
+
+
+def snapshot_findings(case, kind):
+    ranks = [r for r in diagnose(case) if r["kind"] == "snapshot"]
+    return [f for f in ranks[0]["findings"] if f["kind"] == kind]
+
+
+for case, per in LEAKS.items():
+    ranks = diagnose(case)
+    check(f"{case}: a snapshot and a capture", sorted(r["kind"] for r in ranks) ==
+          ["capture", "snapshot"])
+    for r in ranks:
+        leaks = [f for f in r["findings"] if f["kind"] == "leak"]
+        ok = not leaks if per is None else (
+            len(leaks) == 1 and abs(leaks[0]["bytes"] / 2**20 - per) < 0.05)
+        check(f"{case} ({r['kind']}): leak {per}, found {[f['summary'] for f in leaks]}", ok)
+
+leak = snapshot_findings("ckptleak", "leak")[0]
+check("ckptleak: kept tensors made outside the forward, at the line that copies them",
+      leak["summary"].endswith("tensors created each step are kept") and
+      leak["sites"][0]["site"].endswith("examples/loops.py:144 lm_loop"))
+act = snapshot_findings("growseq", "activations")
+check("growseq: the growth is the inputs', said with the activations",
+      len(act) == 1 and any(e.endswith("the inputs grow, and what a step holds until the next "
+                                        "grows with them (not a leak: nothing accumulates)")
+                            for e in act[0]["evidence"]))
+act = snapshot_findings("retain", "activations")
+check("retain: the step before's graph named at the peak",
+      len(act) == 1 and act[0]["summary"].startswith("activations of two steps are live at the "
+                                                     "peak: this step's 2097.6 MiB and 2098.4 MiB")
+      and "retain_graph" in act[0]["advice"])
+act = snapshot_findings("gpt2", "activations")
+check("gpt2: one step's activations at the peak",
+      len(act) == 1 and act[0]["summary"].startswith("activations saved for backward are 63%"))
+opt = snapshot_findings("lora", "optimizer_state")
+check("lora: AdamW's state is 2 x the trained parameters (the adapters), not of all",
+      len(opt) == 1 and "2.00 x the trained parameter bytes" in opt[0]["summary"] and
+      any("231.2 MiB, of which 18.0 MiB get gradients" in e for e in opt[0]["evidence"]))
+opt = snapshot_findings("gpt2", "optimizer_state")
+check("gpt2: AdamW's state against all parameters (nothing frozen)",
+      len(opt) == 1 and "2.01 x the parameter bytes" in opt[0]["summary"])
+opt = snapshot_findings("gan", "optimizer_state")
+check("gan: two Adams' state, 2 x both models' parameters",
+      len(opt) == 1 and "Adam keeps 194.1 MiB of state, 2.00 x" in opt[0]["summary"])
+for case in ("sgd", "adafactor"):
+    check(f"{case}: no optimizer state claimed", not snapshot_findings(case, "optimizer_state"))
+sys.exit(1 if bad else 0)
