@@ -11,6 +11,9 @@ Run it under `memdiag run` (it records nothing itself):
 Cases that leak GPU memory every step:
   ckptleak    a "best model" copy of the state dict is cloned on the GPU every
               step and appended to a list
+  evalleak    a validation forward after each step, outside torch.no_grad, its
+              logits kept in a list: each one keeps its whole graph
+  ganleak     the GAN below, keeping each iteration's generated batch (detached)
 Cases that must not be called a leak:
   totalloss   the running loss summed as a tensor (`total = total + loss`) keeps
               every step's graph reachable, but backward freed what it saved
@@ -30,8 +33,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-CASES = ("totalloss", "ckptleak", "gpt2", "gan", "lora", "growseq", "retain", "sgd",
-         "adafactor")
+CASES = ("ckptleak", "evalleak", "ganleak", "totalloss", "gpt2", "gan", "lora", "growseq",
+         "retain", "sgd", "adafactor")
 
 
 def parse() -> argparse.Namespace:
@@ -103,6 +106,7 @@ def gan(a: argparse.Namespace, dev: torch.device) -> None:
     gen = torch.Generator(device=dev).manual_seed(0)
     n = 32 * a.batch
     ones, zeros = torch.ones(n, 1, device=dev), torch.zeros(n, 1, device=dev)
+    grid = []
     for _ in range(a.steps):
         real = torch.randn(n, 4096, generator=gen, device=dev)
         fake = g(torch.randn(n, 128, generator=gen, device=dev))
@@ -114,6 +118,8 @@ def gan(a: argparse.Namespace, dev: torch.device) -> None:
         g_opt.zero_grad(set_to_none=True)
         g_loss.backward()
         g_opt.step()
+        if a.case == "ganleak":  # "a sample grid for later", on the GPU
+            grid.append(fake.detach())
 
 
 def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
@@ -142,6 +148,10 @@ def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
         opt.zero_grad(set_to_none=True)
         if a.case == "ckptleak":  # "keep the best weights", on the GPU, every step
             kept.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        if a.case == "evalleak":  # validation without torch.no_grad, outputs kept
+            model.eval()
+            kept.append(model(input_ids=batch_of(2, a.seq, gen, dev)).logits)
+            model.train()
     print(f"loops.py {a.case}: {a.steps} steps, running loss {float(total):.3f}, "
           f"{len(kept)} copies kept", flush=True)
 
@@ -153,7 +163,7 @@ def main() -> int:
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     torch.manual_seed(0)
-    if ARGS.case == "gan":
+    if ARGS.case in ("gan", "ganleak"):
         gan(ARGS, dev)
     else:
         lm_loop(ARGS, dev)

@@ -316,6 +316,17 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out,
 void md_analysis_free(md_analysis *a);
 const md_step *md_analysis_steps(const md_analysis *a, size_t *n);
 int md_analysis_step_source(const md_analysis *a); /* MD_STEPS_* or 0 */
+/* Several optimizers stepping in turn (a GAN's discriminator and
+ * generator, actor-critic): how many optimizer steps make one training
+ * iteration, told from the call sites of what each step allocates (1: one
+ * optimizer, or no cycle shows). Iterations are the steps merged in
+ * groups of that many, ending with the last step (the first one's start
+ * and forward, the last one's backward, optimizer step and end; numbered
+ * from 0), the same as the steps when the period is 1. The period's k-th
+ * call site, or NULL (period 1). */
+size_t md_analysis_period(const md_analysis *a);
+const md_step *md_analysis_iterations(const md_analysis *a, size_t *n);
+const md_frame *md_analysis_period_site(const md_analysis *a, size_t k);
 /* The device whose optimizer annotations gave the steps: the analysed
  * device's own, or, where it has none, the lowest device of the same
  * snapshot that has them (one process: DataParallel, a model split over

@@ -35,6 +35,20 @@ md_stack_cache *md_analysis_cache(const md_analysis *a);
 unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
 const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack);
 
+/* Training iterations (iterations.c): where several optimizers step in
+ * turn, `period` optimizer steps make one iteration and `site` holds each
+ * one's call site; `steps` are the analysis' steps merged per iteration
+ * (period 1: a copy of them). */
+#define MD_MAX_PERIOD 4
+typedef struct md_iterations {
+    size_t period;
+    const md_frame *site[MD_MAX_PERIOD];
+    md_step *steps;
+    size_t n;
+} md_iterations;
+int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_event *ev,
+                       const md_step *st, size_t n, md_iterations *out);
+
 /* A categorized live set and the allocator cache after one event, kept
  * by the analysis: the report and the findings look at the same few
  * points (the peak, the end of the last step, the end of the trace). */

@@ -34,6 +34,9 @@ typedef struct fctx {
     const md_replay *r;
     const md_step *st;
     size_t nst;
+    const md_step *it; /* training iterations: the steps, or where several
+                          optimizers step in turn, their groups */
+    size_t nit;
     md_finding *out;
     size_t n, cap;
 } fctx;
@@ -150,7 +153,9 @@ static long last_index(const fctx *c)
 /* ---- leak -------------------------------------------------------------------- */
 
 typedef struct leak_arg {
-    long after; /* allocated after this index (the end of step 0) */
+    long after, until; /* allocated in (after, until]: after the first step,
+                          before the last (what the last holds until the
+                          next, its gradients or outputs, is no leak's) */
     uint64_t forward_bytes;
     uint32_t *fstacks; /* stacks of the kept forward allocations */
     size_t nf, fcap;
@@ -161,7 +166,7 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
 {
     leak_arg *la = arg;
     (void)c;
-    if (l->alloc_index <= la->after || cat == MD_CAT_WORKSPACE)
+    if (l->alloc_index <= la->after || l->alloc_index > la->until || cat == MD_CAT_WORKSPACE)
         return 0;
     if (cat == MD_CAT_ACTIVATION) {
         la->forward_bytes += l->block_size;
@@ -241,29 +246,29 @@ static leak_kind leak_kind_of(const md_finding *f, uint64_t kept, uint64_t forwa
                                                                           : KEPT_GRAPHS;
 }
 
-static void leak_advice(md_finding *f, leak_kind kind, double per)
+static void leak_advice(md_finding *f, leak_kind kind, double per, const char *unit)
 {
     if (kind == KEPT_GRAPHS)
         MD_ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
                   "output appended to a list (store loss.item() or loss.detach()), or "
                   "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
-                  "about %.1f MiB per step.", md_mib((uint64_t)per));
+                  "about %.1f MiB per %s.", md_mib((uint64_t)per), unit);
     else if (kind == KEPT_OUTPUTS)
         MD_ADVICE(f, "Outputs of the forward pass stay referenced every step: predictions or "
                   "logits kept for metrics (.detach() alone keeps them on the GPU: keep .cpu() "
                   "copies or reduce them to numbers with .item()), a forward hook that stores "
-                  "outputs, or a cache. Fixing it frees about %.1f MiB per step.",
-                  md_mib((uint64_t)per));
+                  "outputs, or a cache. Fixing it frees about %.1f MiB per %s.",
+                  md_mib((uint64_t)per), unit);
     else if (kind == KEPT_METRIC)
         MD_ADVICE(f, "Metrics with list states (AUROC, AveragePrecision, ROC or PR curves with "
                   "thresholds=None, CatMetric, retrieval metrics) keep every update's tensors on the "
                   "GPU until reset(): call compute() and reset() each epoch or more often, pass "
                   "compute_on_cpu=True to keep them in host memory, or thresholds=N for a fixed-size "
-                  "binned state. About %.1f MiB per step.", md_mib((uint64_t)per));
+                  "binned state. About %.1f MiB per %s.", md_mib((uint64_t)per), unit);
     else
         MD_ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
                   "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
-                  "per step.", md_mib((uint64_t)per));
+                  "per %s.", md_mib((uint64_t)per), unit);
 }
 
 static double allocated_at(const fctx *c, long index)
@@ -275,8 +280,8 @@ static double allocated_at(const fctx *c, long index)
  * end of the step before (the first step: over its start). */
 static double forward_increase(const fctx *c, size_t k)
 {
-    return allocated_at(c, c->st[k].after_forward) -
-           allocated_at(c, k ? c->st[k - 1].after_zero : c->st[0].fwd_start);
+    return allocated_at(c, c->it[k].after_forward) -
+           allocated_at(c, k ? c->it[k - 1].after_zero : c->it[0].fwd_start);
 }
 
 /* Memory held between steps that grows no faster than the forward pass
@@ -288,13 +293,13 @@ static double forward_increase(const fctx *c, size_t k)
  * forward pass does not. */
 static int growth_follows_inputs(fctx *c)
 {
-    for (size_t k = 1; k < c->nst; k++) {
-        double held = allocated_at(c, c->st[k].after_zero) - allocated_at(c, c->st[k - 1].after_zero);
+    for (size_t k = 1; k < c->nit; k++) {
+        double held = allocated_at(c, c->it[k].after_zero) - allocated_at(c, c->it[k - 1].after_zero);
         if (held > forward_increase(c, k) - forward_increase(c, k - 1))
             return 0;
     }
-    long from = c->st[0].after_zero, to = c->st[c->nst - 2].after_zero;
-    const md_live_set *ls = live_at(c, c->st[c->nst - 1].after_zero);
+    long from = c->it[0].after_zero, to = c->it[c->nit - 2].after_zero;
+    const md_live_set *ls = live_at(c, c->it[c->nit - 1].after_zero);
     uint64_t kept = 0;
     for (size_t i = 0; ls && i < ls->n; i++)
         if (ls->live[i].alloc_index > from && ls->live[i].alloc_index <= to)
@@ -308,75 +313,106 @@ static int held_between_grows(const fctx *c, double *sum, double *lo, double *hi
 {
     double thr = fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)md_replay_peak_allocated(c->r));
     *sum = 0, *lo = INFINITY, *hi = -INFINITY;
-    for (size_t k = 1; k < c->nst; k++) {
-        double d = allocated_at(c, c->st[k].after_zero) - allocated_at(c, c->st[k - 1].after_zero);
+    for (size_t k = 1; k < c->nit; k++) {
+        double d = allocated_at(c, c->it[k].after_zero) - allocated_at(c, c->it[k - 1].after_zero);
         if (d <= thr)
             return 0;
         *sum += d;
         *lo = fmin(*lo, d);
         *hi = fmax(*hi, d);
     }
-    return c->nst > 1;
+    return c->nit > 1;
 }
 
 /* Whether every step's forward pass added more than the one before. */
 static int forward_grows(const fctx *c)
 {
-    for (size_t k = 1; k < c->nst; k++)
+    for (size_t k = 1; k < c->nit; k++)
         if (forward_increase(c, k) <= forward_increase(c, k - 1))
             return 0;
-    return c->nst > 1;
+    return c->nit > 1;
+}
+
+/* How many iterations end comparably. Where zero_grad comes first in the
+ * loop, a step ends at the next iteration's zero_grad, and the last one,
+ * with none after it, ends still holding its gradients: its growth would
+ * count them. It is left out then. */
+static size_t closed_iterations(const md_step *it, size_t n)
+{
+    if (n >= 2 && it[n - 1].after_zero == it[n - 1].after_optim &&
+        it[n - 2].after_zero != it[n - 2].after_optim)
+        return n - 1;
+    return n;
+}
+
+/* Which optimizers step in turn, as leak evidence. */
+static void say_period(fctx *c, md_finding *f)
+{
+    char sites[3 * 160] = "";
+    size_t period = md_analysis_period(c->a), used = 0;
+    for (size_t k = 0; k < period && used < sizeof sites; k++) {
+        const md_frame *fr = md_analysis_period_site(c->a, k);
+        used += (size_t)snprintf(sites + used, sizeof sites - used, "%s%s:%d", k ? ", then " : "",
+                                 md_snapshot_string(c->s, fr->filename), fr->line);
+    }
+    MD_EVIDENCE(f, "%zu optimizers step in turn (%s): each iteration is %zu optimizer steps, and "
+                "memory is compared from one iteration's end to the next",
+                period, sites, period);
 }
 
 static void find_leak(fctx *c)
 {
-    if (c->nst < MIN_LEAK_STEPS)
+    if (c->nit < MIN_LEAK_STEPS)
         return;
     uint64_t peak = md_replay_peak_allocated(c->r);
     double sum, lo, hi;
     if (!held_between_grows(c, &sum, &lo, &hi) || growth_follows_inputs(c))
         return;
-    size_t nd = c->nst - 1;
+    size_t nd = c->nit - 1;
     double per = sum / (double)nd;
     md_finding *f = add(c, "leak", sum >= 0.25 * (double)peak ? MD_SEV_CRITICAL : MD_SEV_WARNING,
                         (uint64_t)per);
     if (!f)
         return;
-    leak_arg la = {c->st[0].after_zero, 0, NULL, 0, 0, 0};
-    uint64_t kept = collect_sites(c, f, c->st[c->nst - 1].after_zero, retained_pred, &la);
+    leak_arg la = {c->it[0].after_zero, c->it[c->nit - 2].after_zero, 0, NULL, 0, 0, 0};
+    uint64_t kept = collect_sites(c, f, c->it[c->nit - 1].after_zero, retained_pred, &la);
     size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
     free(la.fstacks);
-    double per_step = (double)la.nf / (double)nd;
+    double per_step = (double)la.nf / (double)(nd - 1);
     leak_kind kind = leak_kind_of(f, kept, la.forward_bytes, nstacks, per_step);
     static const char *const what[] = {
         [KEPT_GRAPHS] = "each step's autograd graph (forward activations) is kept alive",
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
         [KEPT_TENSORS] = "tensors created each step are kept",
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it"};
-    MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s",
-               md_mib((uint64_t)per), what[kind]);
-    MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu steps: %.1f MiB per step "
+    size_t period = md_analysis_period(c->a);
+    const char *unit = period > 1 ? "iteration" : "step";
+    MD_SUMMARY(f, "memory grows by %.1f MiB every %s and is never freed: %s",
+               md_mib((uint64_t)per), unit, what[kind]);
+    if (period > 1)
+        say_period(c, f);
+    MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu %ss: %.1f MiB per %s "
                 "(min %.1f, max %.1f), %.1f MiB in total",
-             nd, md_mib((uint64_t)per), lo / MIB, hi / MIB, sum / MIB);
-    MD_EVIDENCE(f, "%.1f MiB allocated after step %d is still live after the last step; "
+             nd, unit, md_mib((uint64_t)per), unit, lo / MIB, hi / MIB, sum / MIB);
+    MD_EVIDENCE(f, "%.1f MiB allocated in %ss %d to %d is still live after the last %s; "
                 "%.0f%% of it was allocated in a forward pass%s",
-             md_mib(kept), c->st[0].number,
+             md_mib(kept), unit, c->it[1].number, c->it[c->nit - 2].number, unit,
              kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0,
              kind == KEPT_GRAPHS ? " (saved for backward)" : "");
     if ((kind == KEPT_GRAPHS || kind == KEPT_OUTPUTS) && nstacks != SIZE_MAX)
-        MD_EVIDENCE(f, "%.1f forward allocations a step stay, from %zu call stack%s%s",
-                    per_step, nstacks, nstacks == 1 ? "" : "s",
+        MD_EVIDENCE(f, "%.1f forward allocations a %s stay, from %zu call stack%s%s",
+                    per_step, unit, nstacks, nstacks == 1 ? "" : "s",
                     kind == KEPT_OUTPUTS ? ": a kept graph would hold what every layer saved"
                                          : ": what the layers saved for backward");
-    const md_frame *caller = kind == KEPT_METRIC ? metric_caller(c, c->st[c->nst - 1].after_zero,
+    const md_frame *caller = kind == KEPT_METRIC ? metric_caller(c, c->it[c->nit - 1].after_zero,
                                                                   la.after) : NULL;
     if (caller)
         MD_EVIDENCE(f, "the metric is updated from %s:%d %s",
                     md_snapshot_string(c->s, caller->filename), caller->line,
                     md_snapshot_string(c->s, caller->name));
-    MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step",
-             100.0 * per / (double)peak, md_mib(peak));
-    leak_advice(f, kind, per);
+    MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per %s",
+             100.0 * per / (double)peak, md_mib(peak), unit);
+    leak_advice(f, kind, per, unit);
 }
 
 /* ---- optimizer state and parameters --------------------------------------- */
@@ -583,11 +619,12 @@ static void find_activations(fctx *c)
                     "live: its graph or outputs outlived its backward and optimizer step",
                     md_mib(held), prev.count);
     double gsum, glo, ghi;
-    if (c->nst >= MIN_LEAK_STEPS && forward_grows(c))
-        MD_EVIDENCE(f, "the forward pass grows every step (%.1f MiB in step %d, %.1f MiB in step "
-                    "%d): the inputs grow%s",
-                    md_mib((uint64_t)forward_increase(c, 0)), c->st[0].number,
-                    md_mib((uint64_t)forward_increase(c, c->nst - 1)), c->st[c->nst - 1].number,
+    const char *unit = md_analysis_period(c->a) > 1 ? "iteration" : "step";
+    if (c->nit >= MIN_LEAK_STEPS && forward_grows(c))
+        MD_EVIDENCE(f, "the forward pass grows every %s (%.1f MiB in %s %d, %.1f MiB in %s %d): "
+                    "the inputs grow%s", unit,
+                    md_mib((uint64_t)forward_increase(c, 0)), unit, c->it[0].number,
+                    md_mib((uint64_t)forward_increase(c, c->nit - 1)), unit, c->it[c->nit - 1].number,
                     held_between_grows(c, &gsum, &glo, &ghi) ? ", and what a step holds until the next grows with "
                                             "them (not a leak: nothing accumulates)" : "");
     if (in->valid)
@@ -827,6 +864,8 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     c.s = md_analysis_snapshot(a);
     c.r = md_analysis_replay(a);
     c.st = md_analysis_steps(a, &c.nst);
+    c.it = md_analysis_iterations(a, &c.nit);
+    c.nit = closed_iterations(c.it, c.nit);
     find_oom(&c);
     find_leak(&c);
     find_optimizer_state(&c);

@@ -33,6 +33,7 @@ struct md_analysis {
     size_t nsteps, stepcap;
     int source;
     int step_device; /* whose annotations gave the steps; -1 if none did */
+    md_iterations iters; /* the steps per training iteration */
     md_indicators ind;
     char optimizer[32];
     md_stack_cache cache;
@@ -536,8 +537,12 @@ static void indicators(md_analysis *a)
     size_t n = a->nsteps;
     in->valid = 1;
     in->first_step_recorded = s[0].number == 0;
-    in->first_step_persistent_change_mib = mib_at(a, s[0].after_zero) - mib_at(a, s[0].fwd_start);
-    in->between_step_growth_mib = mib_at(a, s[n - 1].after_zero) - mib_at(a, s[0].after_zero);
+    /* where several optimizers step in turn, a training step is an
+     * iteration of them all: its end is the last one's */
+    const md_step *it = a->iters.n ? a->iters.steps : s;
+    size_t ni = a->iters.n ? a->iters.n : n;
+    in->first_step_persistent_change_mib = mib_at(a, it[0].after_zero) - mib_at(a, it[0].fwd_start);
+    in->between_step_growth_mib = mib_at(a, it[ni - 1].after_zero) - mib_at(a, it[0].after_zero);
     double best = -1e300;
     for (size_t k = 0; k < n; k++) {
         long base = k == 0 ? s[0].fwd_start : s[k - 1].after_zero;
@@ -674,6 +679,8 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     step_peaks(a, lo);
     free(lo);
     free(ends);
+    if (md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters))
+        goto nomem_after;
     indicators(a);
     prefetch_lives(a);
     *out = a;
@@ -681,6 +688,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
 nomem:
     free(ends);
     free(lo);
+nomem_after:
     md_analysis_free(a);
     return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
 }
@@ -692,6 +700,7 @@ void md_analysis_free(md_analysis *a)
     for (int i = 0; i < MD_LIVE_CACHE; i++)
         free(a->lives[i].live);
     free(a->steps);
+    free(a->iters.steps);
     free(a->cache.tags);
     free(a->cache.ftags);
     free(a->cache.user);
@@ -705,6 +714,18 @@ const md_step *md_analysis_steps(const md_analysis *a, size_t *n)
 }
 
 int md_analysis_step_source(const md_analysis *a) { return a->source; }
+size_t md_analysis_period(const md_analysis *a) { return a->iters.period; }
+
+const md_step *md_analysis_iterations(const md_analysis *a, size_t *n)
+{
+    *n = a->iters.n;
+    return a->iters.steps;
+}
+
+const md_frame *md_analysis_period_site(const md_analysis *a, size_t k)
+{
+    return k < a->iters.period && a->iters.period > 1 ? a->iters.site[k] : NULL;
+}
 int md_analysis_step_device(const md_analysis *a) { return a->source ? a->step_device : -1; }
 const md_indicators *md_analysis_indicators(const md_analysis *a) { return &a->ind; }
 const char *md_analysis_optimizer(const md_analysis *a) { return a->optimizer; }

@@ -35,6 +35,19 @@ static void steps(md_jw *w, const md_rank *rk)
     if (src == MD_STEPS_FROM_ANNOTATIONS && md_analysis_step_device(rk->a) != rk->device)
         KV(w, "steps_device", md_jw_int(w, md_analysis_step_device(rk->a)));
     KV(w, "optimizer", md_jw_str(w, md_analysis_optimizer(rk->a)));
+    size_t period = md_analysis_period(rk->a);
+    if (period > 1) {
+        md_jw_key(w, "optimizers_in_turn");
+        md_jw_open(w, '[');
+        for (size_t k = 0; k < period; k++) {
+            const md_frame *fr = md_analysis_period_site(rk->a, k);
+            char site[512];
+            snprintf(site, sizeof site, "%s:%d %s", md_snapshot_string(rk->s, fr->filename),
+                     fr->line, md_snapshot_string(rk->s, fr->name));
+            md_jw_str(w, site);
+        }
+        md_jw_close(w, ']');
+    }
     md_jw_key(w, "steps");
     md_jw_open(w, '[');
     for (size_t k = 0; k < n; k++) {

@@ -62,6 +62,23 @@ static void peak_line(FILE *o, const md_rank *rk)
             md_mib(end.reserved));
 }
 
+/* Several optimizers stepping in turn: which, and what an iteration is. */
+static void period_line(FILE *o, const md_rank *rk, size_t nsteps)
+{
+    size_t period = md_analysis_period(rk->a), nit;
+    if (period < 2)
+        return;
+    md_analysis_iterations(rk->a, &nit);
+    fprintf(o, "              %zu optimizers step in turn (", period);
+    for (size_t k = 0; k < period; k++) {
+        const md_frame *fr = md_analysis_period_site(rk->a, k);
+        fprintf(o, "%s%s:%d %s", k ? ", then " : "", md_snapshot_string(rk->s, fr->filename),
+                fr->line, md_snapshot_string(rk->s, fr->name));
+    }
+    fprintf(o, "): %zu iterations of %zu steps%s; leaks are judged iteration to iteration\n",
+            nit, period, nit * period < nsteps ? " (the first cut short)" : "");
+}
+
 static void steps_table(FILE *o, const md_rank *rk)
 {
     size_t n;
@@ -79,6 +96,7 @@ static void steps_table(FILE *o, const md_rank *rk)
     fprintf(o, "  steps       %zu, found from %s%s%s%s\n", n,
             src == MD_STEPS_FROM_ANNOTATIONS ? "optimizer annotations" : "stack frames", from,
             opt[0] ? ", optimizer " : "", opt);
+    period_line(o, rk, n);
     fprintf(o, "\n  MiB allocated   before-fwd  after-fwd  after-bwd  after-opt  after-zero   peak\n");
     for (size_t k = 0; k < n; k++)
         fprintf(o, "    step %-6d %12.1f %10.1f %10.1f %10.1f %11.1f %7.1f\n", st[k].number,
