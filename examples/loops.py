@@ -14,6 +14,7 @@ Cases that leak GPU memory every step:
   evalleak    a validation forward after each step, outside torch.no_grad, its
               logits kept in a list: each one keeps its whole graph
   ganleak     the GAN below, keeping each iteration's generated batch (detached)
+  wganleak    the same with WGAN's schedule: five critic steps a generator step
 Cases that must not be called a leak:
   totalloss   the running loss summed as a tensor (`total = total + loss`) keeps
               every step's graph reachable, but backward freed what it saved
@@ -33,7 +34,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-CASES = ("ckptleak", "evalleak", "ganleak", "totalloss", "gpt2", "gan", "lora", "growseq",
+CASES = ("ckptleak", "evalleak", "ganleak", "wganleak", "totalloss", "gpt2", "gan", "lora", "growseq",
          "retain", "sgd", "adafactor")
 
 
@@ -106,19 +107,20 @@ def gan(a: argparse.Namespace, dev: torch.device) -> None:
     gen = torch.Generator(device=dev).manual_seed(0)
     n = 32 * a.batch
     ones, zeros = torch.ones(n, 1, device=dev), torch.zeros(n, 1, device=dev)
-    grid = []
+    grid, critic = [], 5 if a.case == "wganleak" else 1
     for _ in range(a.steps):
-        real = torch.randn(n, 4096, generator=gen, device=dev)
-        fake = g(torch.randn(n, 128, generator=gen, device=dev))
-        d_loss = bce(d(real), ones) + bce(d(fake.detach()), zeros)
-        d_opt.zero_grad(set_to_none=True)
-        d_loss.backward()
-        d_opt.step()
+        for _ in range(critic):
+            real = torch.randn(n, 4096, generator=gen, device=dev)
+            fake = g(torch.randn(n, 128, generator=gen, device=dev))
+            d_loss = bce(d(real), ones) + bce(d(fake.detach()), zeros)
+            d_opt.zero_grad(set_to_none=True)
+            d_loss.backward()
+            d_opt.step()
         g_loss = bce(d(fake), ones)
         g_opt.zero_grad(set_to_none=True)
         g_loss.backward()
         g_opt.step()
-        if a.case == "ganleak":  # "a sample grid for later", on the GPU
+        if a.case in ("ganleak", "wganleak"):  # "a sample grid for later", on the GPU
             grid.append(fake.detach())
 
 
@@ -163,7 +165,7 @@ def main() -> int:
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     torch.manual_seed(0)
-    if ARGS.case in ("gan", "ganleak"):
+    if ARGS.case in ("gan", "ganleak", "wganleak"):
         gan(ARGS, dev)
     else:
         lm_loop(ARGS, dev)

@@ -327,6 +327,10 @@ int md_analysis_step_source(const md_analysis *a); /* MD_STEPS_* or 0 */
 size_t md_analysis_period(const md_analysis *a);
 const md_step *md_analysis_iterations(const md_analysis *a, size_t *n);
 const md_frame *md_analysis_period_site(const md_analysis *a, size_t k);
+/* The cycle in words: each call site in the order of one iteration, a run
+ * of one written once with its count ("gan.py:50 train 5 times, then
+ * gan.py:60 train"). Returns how many different sites (0: period 1). */
+size_t md_analysis_period_say(const md_analysis *a, char *dst, size_t n);
 /* The device whose optimizer annotations gave the steps: the analysed
  * device's own, or, where it has none, the lowest device of the same
  * snapshot that has them (one process: DataParallel, a model split over
@@ -534,6 +538,13 @@ typedef struct md_driver_log {
     size_t ncallers;
 } md_driver_log;
 
+/* An optimizer step in a capture: which optimizer of the process took it,
+ * numbered 0, 1, ... in the order they first stepped (a GAN's two). */
+typedef struct md_step_optimizer {
+    int step;
+    int optimizer;
+} md_step_optimizer;
+
 typedef struct md_sample_rank {
     int rank;
     int local_rank;
@@ -552,6 +563,9 @@ typedef struct md_sample_rank {
     int pid;                   /* the process's, from its capture file; 0 unknown */
     int driver_file;           /* this capture is a driver file (kind=driver) */
     md_driver_log driver;      /* the process's driver-level allocations */
+    md_step_optimizer *step_optimizers; /* which optimizer finished each step,
+                                           where the capture says (STEP records) */
+    size_t nstep_optimizers;
 } md_sample_rank;
 
 /* Reads a seed-script JSON report (one or several ranks). The array and
@@ -560,6 +574,8 @@ int md_seedjson_load(const char *path, md_sample_rank **ranks, size_t *n, md_err
 int md_seedjson_load_mem(const void *data, size_t len, const char *name,
                          md_sample_rank **ranks, size_t *n, md_err *err);
 void md_sample_ranks_free(md_sample_rank *ranks, size_t n);
+/* Frees what one rank owns (samples, driver log, step optimizers). */
+void md_sample_rank_clear(md_sample_rank *r);
 void md_driver_log_free(md_driver_log *d);
 
 /* What each library held through the driver (md_driver_analyze). */
@@ -642,6 +658,10 @@ int md_cap_write_sample(md_cap *c, const md_cap_sample *s);
  * replicas, a model split over devices): one record per further device. */
 int md_cap_write_device_sample(md_cap *c, int device, const md_cap_sample *s);
 int md_cap_step(md_cap *c, int step);
+/* The same, saying which optimizer took the step (0, 1, ... in the order
+ * they first stepped): where several step in turn (a GAN's generator and
+ * discriminator), memdiag compares memory from iteration to iteration. */
+int md_cap_optimizer_step(md_cap *c, int step, int optimizer);
 int md_cap_snapshot(md_cap *c, const char *path, const char *reason);
 /* limit: what the allocator may use (the device total, or less under
  * torch.cuda.set_per_process_memory_fraction). */

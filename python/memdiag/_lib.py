@@ -64,6 +64,7 @@ def load() -> ctypes.CDLL:
     lib.md_cap_write_sample.argtypes = [vp, ctypes.POINTER(Sample)]
     lib.md_cap_write_device_sample.argtypes = [vp, ctypes.c_int, ctypes.POINTER(Sample)]
     lib.md_cap_step.argtypes = [vp, ctypes.c_int]
+    lib.md_cap_optimizer_step.argtypes = [vp, ctypes.c_int, ctypes.c_int]
     lib.md_cap_snapshot.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p]
     lib.md_cap_oom.argtypes = [vp, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64]
     lib.md_cap_close.argtypes = [vp, ctypes.c_int]
@@ -72,7 +73,7 @@ def load() -> ctypes.CDLL:
     lib.md_driver_trace_stop.argtypes = [ctypes.c_char_p]
     lib.md_driver_trace_stop.restype = None
     for f in ("md_cap_open", "md_cap_meta", "md_cap_write_sample", "md_cap_write_device_sample",
-              "md_cap_step",
+              "md_cap_step", "md_cap_optimizer_step",
               "md_cap_snapshot", "md_cap_oom", "md_cap_close", "md_nvml_memory"):
         getattr(lib, f).restype = ctypes.c_int
     return lib
@@ -107,8 +108,10 @@ class CaptureFile:
                    device_total, process_used)
         self._lib.md_cap_write_device_sample(self._h, device, ctypes.byref(s))
 
-    def step(self, n: int) -> None:
-        self._lib.md_cap_step(self._h, n)
+    def step(self, n: int, optimizer: int = -1) -> None:
+        """Step n finished; optimizer: which one took it (0, 1, ... in the
+        order they first stepped), -1 unknown."""
+        self._lib.md_cap_optimizer_step(self._h, n, optimizer)
 
     def snapshot(self, path: str, reason: str) -> None:
         self._lib.md_cap_snapshot(self._h, path.encode(), reason.encode())

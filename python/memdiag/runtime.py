@@ -21,11 +21,13 @@ import socket
 import sys
 import threading
 import warnings
+import weakref
 
 from . import _lib
 
 PLACEHOLDERS = ("run", "rank", "local_rank", "step", "host", "pid")
 PROBE_EVERY = 25  # steps between looks for devices first used after the third step
+MAX_OPTIMIZERS = 64  # numbered; more (one made every step) are left unknown
 
 
 def rank_info(env=os.environ):
@@ -108,6 +110,10 @@ class Recorder:
         self.cap = None
         self.steps = 0
         self.sampled_forward = -1
+        # each optimizer's number, in the order they first stepped: where
+        # several step in turn (a GAN), memdiag compares iterations
+        self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.step_optimizer = -1
         self.in_step = False  # between the optimizer step's pre- and post-hook
         self.closure = False  # this step's backward runs inside its optimizer step
         self.pending_backward = False
@@ -290,8 +296,9 @@ class Recorder:
             self.pending_backward = False
             self.sample("after_backward")
 
-    def after_optimizer_step(self) -> None:
+    def after_optimizer_step(self, optimizer=None) -> None:
         self.in_step = False
+        self.step_optimizer = self._optimizer_number(optimizer)
         self.sample("after_optimizer_step")
         if self.closure:  # gradients stay until the next step's closure zeroes them
             self.sample("after_clear_gradients")
@@ -307,11 +314,21 @@ class Recorder:
             self.sample("after_optimizer_step")
             self._end_step()
 
+    def _optimizer_number(self, optimizer) -> int:
+        try:
+            n = self.optimizers.get(optimizer)
+            if n is None and len(self.optimizers) < MAX_OPTIMIZERS:
+                n = self.optimizers[optimizer] = len(self.optimizers)
+            return -1 if n is None else n
+        except TypeError:  # not weakly referable: unknown
+            return -1
+
     def _end_step(self) -> None:
         self.pending_backward = False  # a step that ran no backward leaves none due
         self.steps += 1
         if self.cap is not None:
-            self.cap.step(self.steps - 1)
+            self.cap.step(self.steps - 1, self.step_optimizer)
+        self.step_optimizer = -1  # a step GradScaler skipped has none
         if self.steps > 3 and self.steps % PROBE_EVERY == 0:
             self._probe_devices()
         edge = self.opts.window.after_step(self.steps)
@@ -429,14 +446,15 @@ class Recorder:
             self.cap = None
 
 
-def _safe(rec: Recorder, fn):
+def _safe(rec: Recorder, fn, with_optimizer: bool = False):
     """A hook must never break the job: on any error, capture stops with
-    one line on stderr and the job goes on."""
+    one line on stderr and the job goes on. with_optimizer: fn gets the
+    hook's first argument (an optimizer step hook's optimizer)."""
     def call(*a, **k):
         if rec.disabled:
             return
         try:
-            fn()
+            fn(a[0]) if with_optimizer and a else fn()
         except Exception as e:
             rec.disabled = True
             print(f"memdiag: capture stopped: {type(e).__name__}: {e}", file=sys.stderr)
@@ -488,7 +506,8 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
 
     from torch.optim import optimizer as optmod
     optmod.register_optimizer_step_pre_hook(_safe(rec, rec.before_optimizer_step))
-    optmod.register_optimizer_step_post_hook(_safe(rec, rec.after_optimizer_step))
+    optmod.register_optimizer_step_post_hook(
+        _safe(rec, rec.after_optimizer_step, with_optimizer=True))
     after_zero_grad = _safe(rec, rec.after_zero_grad)
     before_zero_grad = _safe(rec, rec.before_zero_grad)
 

@@ -39,7 +39,7 @@ const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack);
  * turn, `period` optimizer steps make one iteration and `site` holds each
  * one's call site; `steps` are the analysis' steps merged per iteration
  * (period 1: a copy of them). */
-#define MD_MAX_PERIOD 4
+#define MD_MAX_PERIOD 8
 typedef struct md_iterations {
     size_t period;
     const md_frame *site[MD_MAX_PERIOD];

@@ -348,16 +348,11 @@ static size_t closed_iterations(const md_step *it, size_t n)
 /* Which optimizers step in turn, as leak evidence. */
 static void say_period(fctx *c, md_finding *f)
 {
-    char sites[3 * 160] = "";
-    size_t period = md_analysis_period(c->a), used = 0;
-    for (size_t k = 0; k < period && used < sizeof sites; k++) {
-        const md_frame *fr = md_analysis_period_site(c->a, k);
-        used += (size_t)snprintf(sites + used, sizeof sites - used, "%s%s:%d", k ? ", then " : "",
-                                 md_snapshot_string(c->s, fr->filename), fr->line);
-    }
+    char sites[1024];
+    size_t distinct = md_analysis_period_say(c->a, sites, sizeof sites);
     MD_EVIDENCE(f, "%zu optimizers step in turn (%s): each iteration is %zu optimizer steps, and "
                 "memory is compared from one iteration's end to the next",
-                period, sites, period);
+                distinct, sites, md_analysis_period(c->a));
 }
 
 static void find_leak(fctx *c)

@@ -8,7 +8,7 @@
  * are called from: the first user frame of what each step allocates
  * (Adam's foreach intermediates, every optimizer's state at its first
  * step). A step that allocates nothing says nothing; a cycle must show
- * in the steps that do. */
+ * in the steps that do, twice. */
 #include <stdlib.h>
 #include <string.h>
 #include "analyze.h"
@@ -33,7 +33,8 @@ static int same_site(const md_frame *x, const md_frame *y)
 }
 
 /* Whether the known sites repeat with period p, every position of the
- * cycle known at least once, and the p positions' sites all differ. */
+ * cycle known at least once, and not all the same (WGAN's critic steps
+ * five times for each generator step: a cycle of 6, two sites). */
 static int cycles(const md_frame *const *site, size_t n, size_t p, const md_frame **rep)
 {
     for (size_t k = 0; k < p; k++)
@@ -47,11 +48,13 @@ static int cycles(const md_frame *const *site, size_t n, size_t p, const md_fram
         else if (!same_site(*r, site[k]))
             return 0;
     }
-    for (size_t k = 0; k < p; k++)
-        for (size_t j = 0; j < k; j++)
-            if (!rep[k] || !rep[j] || same_site(rep[k], rep[j]))
-                return 0;
-    return 1;
+    int differ = 0;
+    for (size_t k = 0; k < p; k++) {
+        if (!rep[k])
+            return 0;
+        differ |= !same_site(rep[k], rep[0]);
+    }
+    return differ;
 }
 
 /* Steps first..first+p-1 as one iteration: the first one's start and
@@ -99,4 +102,29 @@ int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_eve
         out->steps[k] = merged(st, first + k * p, p, p == 1 ? st[first + k].number : (int)k);
     out->n = count;
     return 0;
+}
+
+size_t md_analysis_period_say(const md_analysis *a, char *dst, size_t n)
+{
+    size_t period = md_analysis_period(a), used = 0, distinct = 0;
+    const md_snapshot *s = md_analysis_snapshot(a);
+    dst[0] = '\0';
+    for (size_t k = 0; period > 1 && k < period;) {
+        const md_frame *fr = md_analysis_period_site(a, k);
+        size_t run = 1, seen = 0;
+        while (k + run < period && same_site(md_analysis_period_site(a, k + run), fr))
+            run++;
+        for (size_t j = 0; j < k; j++)
+            seen |= same_site(md_analysis_period_site(a, j), fr);
+        distinct += !seen;
+        char times[32] = "";
+        if (run > 1)
+            snprintf(times, sizeof times, " %zu times", run);
+        if (used < n)
+            used += (size_t)snprintf(dst + used, n - used, "%s%s:%d %s%s", k ? ", then " : "",
+                                     md_snapshot_string(s, fr->filename), fr->line,
+                                     md_snapshot_string(s, fr->name), times);
+        k += run;
+    }
+    return distinct;
 }

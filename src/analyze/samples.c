@@ -208,27 +208,99 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
                        "driver's own memory, which no allocation call shows", gap - explained);
 }
 
+/* Several optimizers stepping in turn, as the capture's STEP records say
+ * which took each step (a GAN; WGAN's critic five times a generator
+ * step): the length of their cycle, not all one optimizer; 1 when one
+ * optimizer or no cycle shows twice. */
+static size_t optimizer_period(const md_sample_rank *r)
+{
+    const md_step_optimizer *so = r->step_optimizers;
+    size_t n = r->nstep_optimizers;
+    for (size_t p = 2; p <= MD_MAX_PERIOD && n >= 2 * p; p++) {
+        int ok = 1;
+        for (size_t k = p; k < n && ok; k++)
+            ok = so[k].optimizer == so[k - p].optimizer;
+        int differ = 0;
+        for (size_t k = 1; k < p; k++)
+            differ |= so[k].optimizer != so[0].optimizer;
+        if (ok && differ)
+            return p;
+    }
+    return 1;
+}
+
+/* The training iterations' ends: every step (period 1), or each
+ * period-th step ending with the last (a first group cut short by where
+ * recording began is left out), up to the last step sampled after its
+ * zero_grad (where zero_grad comes first in the loop, the last step has
+ * none). */
+typedef struct iterations {
+    size_t period, n, first;
+    const md_step_optimizer *so;
+} iterations;
+
+/* How many different optimizers one iteration steps. */
+static size_t distinct_optimizers(const iterations *it)
+{
+    size_t d = 0;
+    for (size_t k = 0; k < it->period; k++) {
+        size_t j = 0;
+        while (j < k && it->so[it->first + j].optimizer != it->so[it->first + k].optimizer)
+            j++;
+        d += j == k;
+    }
+    return d;
+}
+
+/* The step that ends iteration j, and the one that begins it. */
+static int iteration_end(const iterations *it, size_t j)
+{
+    return it->period == 1 ? (int)j : it->so[it->first + (j + 1) * it->period - 1].step;
+}
+
+static iterations iterations_of(const md_sample_rank *r, int last)
+{
+    iterations it = {optimizer_period(r), (size_t)last + 1, 0, r->step_optimizers};
+    if (it.period > 1) {
+        it.first = r->nstep_optimizers % it.period;
+        it.n = r->nstep_optimizers / it.period;
+        while (it.n && iteration_end(&it, it.n - 1) > last)
+            it.n--;
+    }
+    return it;
+}
+
+static int iteration_start(const iterations *it, size_t j)
+{
+    return it->period == 1 ? (int)j : it->so[it->first + j * it->period].step;
+}
+
 static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
     int last = max_step(r);
     if (last + 1 < 3)
         return;
+    iterations it = iterations_of(r, last);
+    if (it.n < 3)
+        return;
+    const char *unit = it.period > 1 ? "iteration" : "step";
     double thr = fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib), sum = 0;
     int follows_inputs = 1;
-    for (int k = 1; k <= last; k++) {
-        const md_sample *a = find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS);
-        const md_sample *b = find(r, k, MD_SP_AFTER_CLEAR_GRADIENTS);
+    for (size_t j = 1; j < it.n; j++) {
+        const md_sample *a = find(r, iteration_end(&it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
+        const md_sample *b = find(r, iteration_end(&it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
         if (!a || !b || b->allocated_mib - a->allocated_mib <= thr)
             return;
         sum += b->allocated_mib - a->allocated_mib;
         /* growing no faster than the forward pass: the inputs grow, and
          * each step's outputs are held until the next (findings.c) */
         follows_inputs &= b->allocated_mib - a->allocated_mib <=
-                          forward_increase(r, k) - forward_increase(r, k - 1);
+                          forward_increase(r, iteration_start(&it, j)) -
+                          forward_increase(r, iteration_start(&it, j - 1));
     }
     if (follows_inputs)
         return;
-    double per = sum / last;
+    double per = sum / (double)(it.n - 1);
     md_finding *f = add(out, n, cap, "leak",
                         sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
                                                                                : MD_SEV_WARNING,
@@ -237,15 +309,19 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
         return;
     f->rank = r->rank;
     md_fsay(f->summary, sizeof f->summary,
-        "memory grows by %.1f MiB every step and is never freed", per);
-    MD_EVIDENCE(f, "allocated after clearing gradients grows in every one of %d steps: %.1f MiB per step, "
-          "%.1f MiB in total", last, per, sum);
+        "memory grows by %.1f MiB every %s and is never freed", per, unit);
+    if (it.period > 1)
+        MD_EVIDENCE(f, "%zu optimizers step in turn (the capture numbers them by their first "
+                    "step): each iteration is %zu optimizer steps, and memory is compared from "
+                    "one iteration's end to the next", distinct_optimizers(&it), it.period);
+    MD_EVIDENCE(f, "allocated after clearing gradients grows in every one of %zu %ss: %.1f MiB "
+                "per %s, %.1f MiB in total", it.n - 1, unit, per, unit, sum);
     MD_EVIDENCE(f, "samples only: an allocator snapshot of the same run names the sites");
     md_fsay(f->advice, sizeof f->advice,
         "Record a snapshot (memdiag run, or torch.cuda.memory._record_memory_history) to see "
         "which allocations stay; typical causes are a loss kept with its graph "
-        "(store loss.item()) or tensors appended to a list every step. About %.1f MiB per step.",
-        per);
+        "(store loss.item()) or tensors appended to a list every step. About %.1f MiB per %s.",
+        per, unit);
 }
 
 static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)

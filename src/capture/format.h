@@ -23,7 +23,9 @@
 enum md_cap_record {
     MD_CAP_META = 1,     /* key \0 value \0 */
     MD_CAP_SAMPLE = 2,   /* see md_cap_sample_rec */
-    MD_CAP_STEP = 3,     /* i64 time_ns | i32 step: an optimizer step finished */
+    MD_CAP_STEP = 3,     /* i64 time_ns | i32 step [| i32 optimizer]: an optimizer
+                            step finished (which optimizer: 0, 1, ... in the
+                            order they first stepped; absent when unknown) */
     MD_CAP_SNAPSHOT = 4, /* i64 time_ns | path \0 reason \0 */
     MD_CAP_OOM = 5,      /* i64 time_ns | u64 requested | u64 device_free | u64 limit */
     MD_CAP_END = 6,      /* i64 time_ns | i32 status: the process closed the file */

@@ -147,9 +147,14 @@ int md_cap_write_device_sample(md_cap *c, int device, const md_cap_sample *s)
 
 int md_cap_step(md_cap *c, int step)
 {
-    unsigned char b[12];
-    put_u32(put_u64(b, (uint64_t)now_ns()), (uint32_t)step);
-    return record(c, MD_CAP_STEP, b, sizeof b);
+    return md_cap_optimizer_step(c, step, -1);
+}
+
+int md_cap_optimizer_step(md_cap *c, int step, int optimizer)
+{
+    unsigned char b[16];
+    put_u32(put_u32(put_u64(b, (uint64_t)now_ns()), (uint32_t)step), (uint32_t)optimizer);
+    return record(c, MD_CAP_STEP, b, optimizer < 0 ? 12 : sizeof b);
 }
 
 int md_cap_snapshot(md_cap *c, const char *path, const char *reason)

@@ -339,8 +339,7 @@ static int any_oom(const char *dir)
         md_err err;
         if (md_capture_load(path, &r, &info, &err) == MD_OK) {
             oom |= info.ooms > 0 || info.status == 3;
-            free(r.samples);
-            md_driver_log_free(&r.driver);
+            md_sample_rank_clear(&r);
         }
     }
     if (d)

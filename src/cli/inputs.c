@@ -64,8 +64,7 @@ static void attach_drivers(cli_inputs *L)
             memset(&d->driver, 0, sizeof d->driver);
         }
         if (d->driver_file && !d->driver.n) {
-            free(d->samples);
-            md_driver_log_free(&d->driver);
+            md_sample_rank_clear(d);
             continue;
         }
         L->sranks[k++] = *d;
@@ -88,10 +87,8 @@ static int push_sample_ranks(cli_inputs *L, md_sample_rank *r, size_t n)
     for (; i < n; i++)
         if (push_sample_rank(L, &r[i]))
             break;
-    for (size_t k = i; k < n; k++) { /* out of memory: free what was not moved */
-        free(r[k].samples);
-        md_driver_log_free(&r[k].driver);
-    }
+    for (size_t k = i; k < n; k++) /* out of memory: free what was not moved */
+        md_sample_rank_clear(&r[k]);
     free(r);
     return i < n ? -1 : 0;
 }

@@ -66,17 +66,14 @@ static void peak_line(FILE *o, const md_rank *rk)
 static void period_line(FILE *o, const md_rank *rk, size_t nsteps)
 {
     size_t period = md_analysis_period(rk->a), nit;
+    char sites[1024];
+    size_t distinct = md_analysis_period_say(rk->a, sites, sizeof sites);
     if (period < 2)
         return;
     md_analysis_iterations(rk->a, &nit);
-    fprintf(o, "              %zu optimizers step in turn (", period);
-    for (size_t k = 0; k < period; k++) {
-        const md_frame *fr = md_analysis_period_site(rk->a, k);
-        fprintf(o, "%s%s:%d %s", k ? ", then " : "", md_snapshot_string(rk->s, fr->filename),
-                fr->line, md_snapshot_string(rk->s, fr->name));
-    }
-    fprintf(o, "): %zu iterations of %zu steps%s; leaks are judged iteration to iteration\n",
-            nit, period, nit * period < nsteps ? " (the first cut short)" : "");
+    fprintf(o, "              %zu optimizers step in turn (%s): %zu iterations of %zu steps%s; "
+            "leaks are judged iteration to iteration\n", distinct, sites, nit, period,
+            nit * period < nsteps ? " (the first cut short)" : "");
 }
 
 static void steps_table(FILE *o, const md_rank *rk)

@@ -190,9 +190,24 @@ typedef struct reading {
     md_sample_rank *r;
     md_capture_info *info;
     further *f;
-    size_t samplecap;
+    size_t samplecap, stepoptcap;
     driver_caps driver;
 } reading;
+
+/* A STEP record that says which optimizer took the step (16 bytes; the
+ * 12 of files before it do not). */
+static int step_optimizer(reading *x, const unsigned char *p, uint32_t len)
+{
+    md_sample_rank *r = x->r;
+    if (len < 16 || (int32_t)get_u32(p + 12) < 0)
+        return 0;
+    if (md_grow((void **)&r->step_optimizers, &x->stepoptcap, r->nstep_optimizers + 1,
+                sizeof *r->step_optimizers))
+        return -1;
+    r->step_optimizers[r->nstep_optimizers++] =
+        (md_step_optimizer){(int32_t)get_u32(p + 8), (int32_t)get_u32(p + 12)};
+    return 0;
+}
 
 /* One whole record, its CRC checked; nonzero when out of memory. */
 static int one_record(reading *x, int type, const unsigned char *p, uint32_t len)
@@ -204,7 +219,7 @@ static int one_record(reading *x, int type, const unsigned char *p, uint32_t len
     case MD_CAP_DEVICE_SAMPLE:
         return len == MD_CAP_DEVICE_SAMPLE_LEN && x->f ? device_sample(x->f, p) : 0;
     case MD_CAP_DRIVER: return driver_event(&x->r->driver, &x->driver, p, len);
-    case MD_CAP_STEP: info->steps++; return 0;
+    case MD_CAP_STEP: info->steps++; return step_optimizer(x, p, len);
     case MD_CAP_SNAPSHOT: snapshot(info, p, len); return 0;
     case MD_CAP_OOM:
         if (len >= 32) {
@@ -227,7 +242,7 @@ static int one_record(reading *x, int type, const unsigned char *p, uint32_t len
 static int parse(const unsigned char *b, size_t n, md_sample_rank *r, md_capture_info *info,
                  further *f, md_err *err)
 {
-    reading x = {r, info, f, 0, {0, 0, {0}}};
+    reading x = {.r = r, .info = info, .f = f};
     size_t pos = MD_CAP_HEADER_LEN;
     int rc = MD_OK;
     while (pos < n && rc == MD_OK) {
@@ -305,7 +320,7 @@ static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_
     for (size_t i = 0; i < f->n; i++) {
         md_sample_rank *x = &f->r[i];
         if (!used(x) || x->device == own->device) {
-            free(x->samples);
+            md_sample_rank_clear(x);
             continue;
         }
         x->rank = own->rank;
@@ -324,7 +339,7 @@ static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_
 static void further_free(further *f)
 {
     for (size_t i = 0; i < f->n; i++)
-        free(f->r[i].samples);
+        md_sample_rank_clear(&f->r[i]);
     free(f->r);
     free(f->samplecap);
 }
@@ -350,12 +365,8 @@ static int load_mem(const void *data, size_t n, const char *name, md_sample_rank
         rc = parse(b, n, r, info, f, err);
     r->has_capture = 1;
     r->capture = *info;
-    if (rc) {
-        free(r->samples);
-        md_driver_log_free(&r->driver);
-        r->samples = NULL;
-        r->nsamples = 0;
-    }
+    if (rc)
+        md_sample_rank_clear(r);
     return rc;
 }
 
@@ -375,8 +386,7 @@ int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
     *n = 0;
     int rc = load_mem(data, len, name, &own, info, &f, err);
     if (rc == MD_OK && assemble(&own, &f, ranks, n)) {
-        free(own.samples);
-        md_driver_log_free(&own.driver);
+        md_sample_rank_clear(&own);
         rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
     further_free(&f);

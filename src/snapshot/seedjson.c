@@ -129,11 +129,19 @@ static int load_root(json_t *root, const json_error_t *je, const char *path,
 
 void md_sample_ranks_free(md_sample_rank *r, size_t n)
 {
-    for (size_t i = 0; r && i < n; i++) {
-        free(r[i].samples);
-        md_driver_log_free(&r[i].driver);
-    }
+    for (size_t i = 0; r && i < n; i++)
+        md_sample_rank_clear(&r[i]);
     free(r);
+}
+
+void md_sample_rank_clear(md_sample_rank *r)
+{
+    free(r->samples);
+    md_driver_log_free(&r->driver);
+    free(r->step_optimizers);
+    r->samples = NULL;
+    r->step_optimizers = NULL;
+    r->nsamples = r->nstep_optimizers = 0;
 }
 
 void md_driver_log_free(md_driver_log *d)

@@ -7,8 +7,8 @@ a state-dict copy kept every step and validation outputs kept with their
 graphs are leaks; a running loss summed as a tensor (a kept graph whose
 saved tensors backward freed) is not, nor is memory held between steps that
 grows with a growing sequence length. A GAN's two optimizers step in turn:
-its leak is judged iteration to iteration (from the snapshot: the capture's
-samples do not say which optimizer stepped). LoRA's optimizer state is
+its leak is judged iteration to iteration, from the snapshot (the optimizer
+steps' call sites) and from the capture (its STEP records number them). LoRA's optimizer state is
 judged against the trained parameters; a graph kept past backward
 (retain_graph) is named at the peak; plain SGD keeps no state.
     python3 tests/cli/check_loops.py MEMDIAG DIR"""
@@ -20,10 +20,8 @@ M, D = sys.argv[1], sys.argv[2]
 # case -> MiB kept per step by its leak (None: no leak)
 LEAKS = {"gpt2": None, "gan": None, "lora": None, "growseq": None, "retain": None,
          "sgd": None, "adafactor": None, "totalloss": None, "ckptleak": 264.3,
-         "evalleak": 611.8, "ganleak": 4.0}
-# where the capture alone cannot see the leak: its samples do not say which
-# optimizer stepped, and the GAN's memory alternates between its two
-SNAPSHOT_ONLY = {"ganleak"}
+         "evalleak": 611.8, "ganleak": 4.0, "wganleak": 4.0}
+BETWEEN_GAN = 23.9  # the last iteration ends holding its gradients (zero_grad comes first)
 bad = 0
 
 
@@ -51,8 +49,6 @@ for case, per in LEAKS.items():
           ["capture", "snapshot"])
     for r in ranks:
         leaks = [f for f in r["findings"] if f["kind"] == "leak"]
-        if case in SNAPSHOT_ONLY and r["kind"] == "capture":
-            continue
         ok = not leaks if per is None else (
             len(leaks) == 1 and abs(leaks[0]["bytes"] / 2**20 - per) < 0.05)
         check(f"{case} ({r['kind']}): leak {per}, found {[f['summary'] for f in leaks]}", ok)
@@ -60,21 +56,29 @@ for case, per in LEAKS.items():
 leak = snapshot_findings("ckptleak", "leak")[0]
 check("ckptleak: kept tensors made outside the forward, at the line that copies them",
       leak["summary"].endswith("tensors created each step are kept") and
-      leak["sites"][0]["site"].endswith("examples/loops.py:150 lm_loop"))
+      leak["sites"][0]["site"].endswith("examples/loops.py:152 lm_loop"))
 leak = snapshot_findings("evalleak", "leak")[0]
 check("evalleak: a validation forward without no_grad keeps whole graphs",
       leak["summary"].endswith("each step's autograd graph (forward activations) is kept alive"))
-leak = snapshot_findings("ganleak", "leak")[0]
-check("ganleak: judged iteration to iteration (two optimizers in turn), the kept batch's line",
-      leak["summary"].startswith("memory grows by 4.0 MiB every iteration") and
-      leak["evidence"][0].startswith("2 optimizers step in turn (") and
-      [s["site"][-25:] for s in leak["sites"]] == ["examples/loops.py:112 gan"])
+for case, cycle, per in (("ganleak", "loops.py:118 gan, then", 2), ("wganleak", "loops.py:118 gan 5 times, then", 6)):
+    leak = snapshot_findings(case, "leak")[0]
+    check(f"{case}: judged iteration to iteration ({per} optimizer steps), the kept batch's line",
+          leak["summary"].startswith("memory grows by 4.0 MiB every iteration") and
+          leak["evidence"][0].startswith("2 optimizers step in turn (") and
+          cycle in leak["evidence"][0] and f"each iteration is {per} optimizer steps" in leak["evidence"][0]
+          and [s["site"][-25:] for s in leak["sites"]] == ["examples/loops.py:114 gan"])
+    leak = [f for r in diagnose(case) if r["kind"] == "capture" for f in r["findings"]
+            if f["kind"] == "leak"]
+    check(f"{case}: the capture's STEP records say which optimizer stepped: the same leak",
+          len(leak) == 1 and leak[0]["evidence"][0].startswith(
+              f"2 optimizers step in turn (the capture numbers them by their first step): "
+              f"each iteration is {per} optimizer steps"))
 ranks = diagnose("gan")
 snap = [r for r in ranks if r["kind"] == "snapshot"][0]
 check("gan: the two optimizers' call sites, and the indicators per iteration",
-      [x[-20:] for x in snap["optimizers_in_turn"]] == ["examples/loops.py:116 gan"[-20:],
-                                                       "examples/loops.py:120 gan"[-20:]] and
-      abs(snap["indicators"]["between_step_growth_mib"] - 23.9) < 0.05)
+      [x[-25:] for x in snap["optimizers_in_turn"]] == ["examples/loops.py:118 gan",
+                                                       "examples/loops.py:122 gan"] and
+      abs(snap["indicators"]["between_step_growth_mib"] - BETWEEN_GAN) < 0.05)
 ranks = diagnose("gpt2")
 check("gpt2: one optimizer, no optimizers_in_turn",
       all("optimizers_in_turn" not in r for r in ranks))

@@ -23,6 +23,10 @@ ap.add_argument("--replica", type=int, default=0,
                 help="MiB a DataParallel replica's forward keeps on cuda:1 until its backward")
 ap.add_argument("--device", type=int, default=0,
                 help="allocate on this GPU by name, never calling set_device")
+ap.add_argument("--gan", action="store_true",
+                help="two optimizers in turn (a GAN's discriminator, then generator); the "
+                     "first step's batch is held until the second's end, --leak MiB kept "
+                     "each iteration")
 a = ap.parse_args()
 torch._state["alloc_device"] = a.device
 
@@ -54,6 +58,18 @@ if a.closure:
 
     for step in range(a.steps):
         opt.step(closure)
+    raise SystemExit(0)
+if a.gan:  # per step the memory alternates (+10, then -10 + leak): only iterations grow
+    g_opt = Opt()
+    for it in range(a.steps):
+        for k, o in enumerate((opt, g_opt)):
+            net(0)
+            torch.Tensor().backward()
+            torch.fake_alloc(-200 * MIB + 50 * MIB)
+            torch.fake_alloc((10 if k == 0 else a.leak - 10) * MIB)
+            o.step()
+            torch.fake_alloc(-50 * MIB)
+            o.zero_grad()
     raise SystemExit(0)
 for step in range(a.steps):
     if step == a.oom_at:  # a larger batch's forward, then a request that fails

@@ -20,6 +20,13 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN --leak 30 --sigusr1 
 DESC="indicators from the capture's samples"
 ok sh -c "$M diagnose --json $T/a | python3 -c 'import json,sys; d=json.load(sys.stdin); r=[r for r in d[\"ranks\"] if r[\"kind\"]==\"capture\"][0]; i=r[\"indicators\"]; assert abs(i[\"between_step_growth_mib\"]-120)<1e-6 and abs(i[\"first_step_persistent_change_mib\"]-30)<1e-6, i'"
 
+DESC="two optimizers in turn (a GAN): the capture says which took each step, and a leak is judged iteration to iteration (none step to step)"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/gan -- python3 $TRAIN --gan --leak 4 --steps 6 >$T/gan.out 2>&1 &&
+  grep -q 'rank0.mdcap: complete, 12 steps' $T/gan.out &&
+  $M diagnose $T/gan/rank0.mdcap | grep -q 'leak: memory grows by 4.0 MiB every iteration' &&
+  PYTHONPATH=$FAKE $M run -o $T/gan0 -- python3 $TRAIN --gan --steps 6 >$T/gan0.out 2>&1 &&
+  ! $M diagnose $T/gan0/rank0.mdcap | grep -q 'leak'"
+
 DESC="a skipped optimizer step (GradScaler) still counts: the capture has every step"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/s -- python3 $TRAIN --skip-step 0 >$T/s.out 2>&1 &&
   grep -q 'rank0.mdcap: complete, 5 steps' $T/s.out && $M summary $T/s/rank0.mdcap | grep -q '^    step 4 '"

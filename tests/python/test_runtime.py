@@ -102,7 +102,7 @@ class FurtherDevices(unittest.TestCase):
         def device_sample(self, d, step, phase, alloc, res, peak, used, total, proc):
             self.further.append((step, d, res, proc))
 
-        def step(self, n):
+        def step(self, n, optimizer=-1):
             pass
 
     @staticmethod
