@@ -389,9 +389,14 @@ static void find_leak(fctx *c)
     MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu %ss: %.1f MiB per %s "
                 "(min %.1f, max %.1f), %.1f MiB in total",
              nd, unit, md_mib((uint64_t)per), unit, lo / MIB, hi / MIB, sum / MIB);
-    MD_EVIDENCE(f, "%.1f MiB allocated in %ss %d to %d is still live after the last %s; "
+    char made[96];
+    if (c->nit == 3)
+        snprintf(made, sizeof made, "%s %d", unit, c->it[1].number);
+    else
+        snprintf(made, sizeof made, "%ss %d to %d", unit, c->it[1].number, c->it[c->nit - 2].number);
+    MD_EVIDENCE(f, "%.1f MiB allocated in %s is still live after the last %s; "
                 "%.0f%% of it was allocated in a forward pass%s",
-             md_mib(kept), unit, c->it[1].number, c->it[c->nit - 2].number, unit,
+             md_mib(kept), made, unit,
              kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0,
              kind == KEPT_GRAPHS ? " (saved for backward)" : "");
     if ((kind == KEPT_GRAPHS || kind == KEPT_OUTPUTS) && nstacks != SIZE_MAX)
