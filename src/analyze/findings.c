@@ -467,13 +467,23 @@ static int params_sharded(fctx *c, long index)
 }
 
 /* The bytes of the parameters that are trained, where most are not (a
- * frozen base under LoRA adapters, a frozen backbone): the gradients live
- * after the last step's backward, when under half of all parameter bytes;
- * else 0 and the optimizer is judged against every parameter. Gradients
- * kept as views of DDP's buckets are not allocated in the backward: 0. */
+ * frozen base under LoRA adapters, a frozen backbone): the gradients, what
+ * the last step's backward allocated and kept past its end, when under
+ * half of all parameter bytes; else 0 and the optimizer is judged against
+ * every parameter. Gradients kept as views of DDP's buckets are not
+ * allocated in the backward: 0. (Counted from the events: a live set of
+ * its own would cost a replay.) */
 static uint64_t trained_bytes(fctx *c, uint64_t params)
 {
-    uint64_t grads = category_bytes(c, c->st[c->nst - 1].after_backward, MD_CAT_GRADIENT);
+    const md_step *last = &c->st[c->nst - 1];
+    const md_event *ev = md_replay_events(c->r);
+    uint64_t grads = 0;
+    for (long i = last->after_forward + 1; i >= 0 && i <= last->after_backward; i++)
+        if (ev[i].action == MD_ACT_ALLOC) {
+            long fr = md_replay_free_index(c->r, i);
+            if (fr < 0 || fr > last->after_backward)
+                grads += ev[i].size;
+        }
     return grads && (double)grads < FROZEN_GRADS_SHARE * (double)params ? grads : 0;
 }
 
