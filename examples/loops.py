@@ -15,10 +15,13 @@ Cases that leak GPU memory every step:
               logits kept in a list: each one keeps its whole graph
   ganleak     the GAN below, keeping each iteration's generated batch (detached)
   wganleak    the same with WGAN's schedule: five critic steps a generator step
+  zgleak      zero_grad first in the loop (the tutorials' order), each step's logits
+              kept detached
 Cases that must not be called a leak:
   totalloss   the running loss summed as a tensor (`total = total + loss`) keeps
               every step's graph reachable, but backward freed what it saved
   gpt2        the plain loop: AdamW, bf16 autocast
+  gpt2ckpt    the same with transformers' gradient checkpointing
   gan         two MLPs, a generator and a discriminator, each with its own Adam:
               two optimizer steps per iteration
   lora        the model frozen, rank-64 adapters on every attention and MLP
@@ -34,7 +37,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-CASES = ("ckptleak", "evalleak", "ganleak", "wganleak", "totalloss", "gpt2", "gan", "lora", "growseq",
+CASES = ("ckptleak", "evalleak", "ganleak", "wganleak", "zgleak", "totalloss", "gpt2",
+         "gpt2ckpt", "gan", "lora", "growseq",
          "retain", "sgd", "adafactor")
 
 
@@ -126,6 +130,8 @@ def gan(a: argparse.Namespace, dev: torch.device) -> None:
 
 def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
     model = gpt2(dev)
+    if a.case == "gpt2ckpt":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if a.case == "lora":
         add_lora(model)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -140,14 +146,19 @@ def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
     for step in range(a.steps):
         seq = 128 * (step + 1) if a.case == "growseq" else a.seq
         ids = batch_of(a.batch, seq, gen, dev)
+        if a.case == "zgleak":
+            opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             out = model(input_ids=ids, labels=ids)
         loss = out.loss
         loss.backward(retain_graph=a.case == "retain")
         if a.case == "totalloss":  # meant as a float for logging; keeps the graph
             total = total + loss
+        if a.case == "zgleak":  # "for the epoch's accuracy", on the GPU
+            kept.append(out.logits.detach())
         opt.step()
-        opt.zero_grad(set_to_none=True)
+        if a.case != "zgleak":
+            opt.zero_grad(set_to_none=True)
         if a.case == "ckptleak":  # "keep the best weights", on the GPU, every step
             kept.append({k: v.detach().clone() for k, v in model.state_dict().items()})
         if a.case == "evalleak":  # validation without torch.no_grad, outputs kept

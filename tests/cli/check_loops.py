@@ -3,8 +3,8 @@
 captured on an H200 by `SCRIPT=examples/loops.py sh tests/gpu/patterns.sh`
 from examples/loops.py, GPT-2 from transformers and a GAN), none of which
 memdiag was written against. From the snapshot and from the capture alike:
-a state-dict copy kept every step and validation outputs kept with their
-graphs are leaks; a running loss summed as a tensor (a kept graph whose
+a state-dict copy kept every step, validation outputs kept with their
+graphs and logits kept in a zero_grad-first loop are leaks; a running loss summed as a tensor (a kept graph whose
 saved tensors backward freed) is not, nor is memory held between steps that
 grows with a growing sequence length. A GAN's two optimizers step in turn:
 its leak is judged iteration to iteration, from the snapshot (the optimizer
@@ -20,7 +20,7 @@ M, D = sys.argv[1], sys.argv[2]
 # case -> MiB kept per step by its leak (None: no leak)
 LEAKS = {"gpt2": None, "gan": None, "lora": None, "growseq": None, "retain": None,
          "sgd": None, "adafactor": None, "totalloss": None, "ckptleak": 264.3,
-         "evalleak": 611.8, "ganleak": 4.0, "wganleak": 4.0}
+         "evalleak": 611.8, "ganleak": 4.0, "wganleak": 4.0, "zgleak": 128.0, "gpt2ckpt": None}
 BETWEEN_GAN = 23.9  # the last iteration ends holding its gradients (zero_grad comes first)
 bad = 0
 
@@ -56,17 +56,17 @@ for case, per in LEAKS.items():
 leak = snapshot_findings("ckptleak", "leak")[0]
 check("ckptleak: kept tensors made outside the forward, at the line that copies them",
       leak["summary"].endswith("tensors created each step are kept") and
-      leak["sites"][0]["site"].endswith("examples/loops.py:152 lm_loop"))
+      leak["sites"][0]["site"].endswith("examples/loops.py:163 lm_loop"))
 leak = snapshot_findings("evalleak", "leak")[0]
 check("evalleak: a validation forward without no_grad keeps whole graphs",
       leak["summary"].endswith("each step's autograd graph (forward activations) is kept alive"))
-for case, cycle, per in (("ganleak", "loops.py:118 gan, then", 2), ("wganleak", "loops.py:118 gan 5 times, then", 6)):
+for case, cycle, per in (("ganleak", "loops.py:122 gan, then", 2), ("wganleak", "loops.py:122 gan 5 times, then", 6)):
     leak = snapshot_findings(case, "leak")[0]
     check(f"{case}: judged iteration to iteration ({per} optimizer steps), the kept batch's line",
           leak["summary"].startswith("memory grows by 4.0 MiB every iteration") and
           leak["evidence"][0].startswith("2 optimizers step in turn (") and
           cycle in leak["evidence"][0] and f"each iteration is {per} optimizer steps" in leak["evidence"][0]
-          and [s["site"][-25:] for s in leak["sites"]] == ["examples/loops.py:114 gan"])
+          and [s["site"][-25:] for s in leak["sites"]] == ["examples/loops.py:118 gan"])
     leak = [f for r in diagnose(case) if r["kind"] == "capture" for f in r["findings"]
             if f["kind"] == "leak"]
     check(f"{case}: the capture's STEP records say which optimizer stepped: the same leak",
@@ -76,12 +76,20 @@ for case, cycle, per in (("ganleak", "loops.py:118 gan, then", 2), ("wganleak", 
 ranks = diagnose("gan")
 snap = [r for r in ranks if r["kind"] == "snapshot"][0]
 check("gan: the two optimizers' call sites, and the indicators per iteration",
-      [x[-25:] for x in snap["optimizers_in_turn"]] == ["examples/loops.py:118 gan",
-                                                       "examples/loops.py:122 gan"] and
+      [x[-25:] for x in snap["optimizers_in_turn"]] == ["examples/loops.py:122 gan",
+                                                       "examples/loops.py:126 gan"] and
       abs(snap["indicators"]["between_step_growth_mib"] - BETWEEN_GAN) < 0.05)
 ranks = diagnose("gpt2")
 check("gpt2: one optimizer, no optimizers_in_turn",
       all("optimizers_in_turn" not in r for r in ranks))
+leak = snapshot_findings("zgleak", "leak")[0]
+check("zgleak: zero_grad first, the last step (still holding its gradients) left out; the "
+      "kept logits the only site",
+      "grows in every one of 6 steps" in leak["evidence"][0] and
+      [s["site"][-40:] for s in leak["sites"]] == ["models/gpt2/modeling_gpt2.py:697 forward"])
+check("gpt2ckpt: with gradient checkpointing the activations are no finding; the logits are",
+      not snapshot_findings("gpt2ckpt", "activations") and
+      snapshot_findings("gpt2ckpt", "logits")[0]["severity"] == "warning")
 act = snapshot_findings("growseq", "activations")
 check("growseq: the growth is the inputs', said with the activations",
       len(act) == 1 and any(e.endswith("the inputs grow, and what a step holds until the next "
