@@ -48,6 +48,11 @@ typedef struct md_iterations {
 } md_iterations;
 int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_event *ev,
                        const md_step *st, size_t n, md_iterations *out);
+/* How many of the n iterations end comparably. Where zero_grad comes first
+ * in the loop, a step ends at the next iteration's zero_grad, and the last
+ * one, with none after it, ends still holding its gradients (a capture has
+ * no sample after its zero_grad at all): it is left out then. */
+size_t md_closed_iterations(const md_step *it, size_t n);
 
 /* A categorized live set and the allocator cache after one event, kept
  * by the analysis: the report and the findings look at the same few

@@ -333,18 +333,6 @@ static int forward_grows(const fctx *c)
     return c->nit > 1;
 }
 
-/* How many iterations end comparably. Where zero_grad comes first in the
- * loop, a step ends at the next iteration's zero_grad, and the last one,
- * with none after it, ends still holding its gradients: its growth would
- * count them. It is left out then. */
-static size_t closed_iterations(const md_step *it, size_t n)
-{
-    if (n >= 2 && it[n - 1].after_zero == it[n - 1].after_optim &&
-        it[n - 2].after_zero != it[n - 2].after_optim)
-        return n - 1;
-    return n;
-}
-
 /* Which optimizers step in turn, as leak evidence. */
 static void say_period(fctx *c, md_finding *f)
 {
@@ -875,7 +863,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     c.r = md_analysis_replay(a);
     c.st = md_analysis_steps(a, &c.nst);
     c.it = md_analysis_iterations(a, &c.nit);
-    c.nit = closed_iterations(c.it, c.nit);
+    c.nit = md_closed_iterations(c.it, c.nit);
     find_oom(&c);
     find_leak(&c);
     find_optimizer_state(&c);

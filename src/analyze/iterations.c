@@ -128,3 +128,11 @@ size_t md_analysis_period_say(const md_analysis *a, char *dst, size_t n)
     }
     return distinct;
 }
+
+size_t md_closed_iterations(const md_step *it, size_t n)
+{
+    if (n >= 2 && it[n - 1].after_zero == it[n - 1].after_optim &&
+        it[n - 2].after_zero != it[n - 2].after_optim)
+        return n - 1;
+    return n;
+}

@@ -27,6 +27,73 @@ static int max_step(const md_sample_rank *r)
     return m;
 }
 
+/* Several optimizers stepping in turn, as the capture's STEP records say
+ * which took each step (a GAN; WGAN's critic five times a generator
+ * step): the length of their cycle, not all one optimizer; 1 when one
+ * optimizer or no cycle shows twice. */
+static size_t optimizer_period(const md_sample_rank *r)
+{
+    const md_step_optimizer *so = r->step_optimizers;
+    size_t n = r->nstep_optimizers;
+    for (size_t p = 2; p <= MD_MAX_PERIOD && n >= 2 * p; p++) {
+        int ok = 1;
+        for (size_t k = p; k < n && ok; k++)
+            ok = so[k].optimizer == so[k - p].optimizer;
+        int differ = 0;
+        for (size_t k = 1; k < p; k++)
+            differ |= so[k].optimizer != so[0].optimizer;
+        if (ok && differ)
+            return p;
+    }
+    return 1;
+}
+
+/* The training iterations' ends: every step (period 1), or each
+ * period-th step ending with the last (a first group cut short by where
+ * recording began is left out), up to the last step sampled after its
+ * zero_grad (where zero_grad comes first in the loop, the last step has
+ * none). */
+typedef struct iterations {
+    size_t period, n, first;
+    const md_step_optimizer *so;
+} iterations;
+
+/* How many different optimizers one iteration steps. */
+static size_t distinct_optimizers(const iterations *it)
+{
+    size_t d = 0;
+    for (size_t k = 0; k < it->period; k++) {
+        size_t j = 0;
+        while (j < k && it->so[it->first + j].optimizer != it->so[it->first + k].optimizer)
+            j++;
+        d += j == k;
+    }
+    return d;
+}
+
+/* The step that ends iteration j, and the one that begins it. */
+static int iteration_end(const iterations *it, size_t j)
+{
+    return it->period == 1 ? (int)j : it->so[it->first + (j + 1) * it->period - 1].step;
+}
+
+static iterations iterations_of(const md_sample_rank *r, int last)
+{
+    iterations it = {optimizer_period(r), (size_t)last + 1, 0, r->step_optimizers};
+    if (it.period > 1) {
+        it.first = r->nstep_optimizers % it.period;
+        it.n = r->nstep_optimizers / it.period;
+        while (it.n && iteration_end(&it, it.n - 1) > last)
+            it.n--;
+    }
+    return it;
+}
+
+static int iteration_start(const iterations *it, size_t j)
+{
+    return it->period == 1 ? (int)j : it->so[it->first + j * it->period].step;
+}
+
 /* What step k's forward pass added over the end of the step before (step
  * 0: over the sample after the input); NAN where a sample is missing. */
 static double forward_increase(const md_sample_rank *r, int k)
@@ -51,6 +118,17 @@ void md_samples_indicators(md_sample_rank *r)
         return;
     in->valid = 1;
     in->first_step_recorded = 1;
+    /* where several optimizers step in turn, a training step is an
+     * iteration of them all: its end is the last one's */
+    iterations it = iterations_of(r, last);
+    if (it.period > 1 && it.n && it.first == 0) {
+        const md_sample *e0 = find(r, iteration_end(&it, 0), MD_SP_AFTER_CLEAR_GRADIENTS);
+        const md_sample *en = find(r, iteration_end(&it, it.n - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
+        if (e0 && en) {
+            c0 = e0;
+            last = iteration_end(&it, it.n - 1);
+        }
+    }
     in->first_step_persistent_change_mib = c0->allocated_mib - init->allocated_mib;
     in->between_step_growth_mib =
         find(r, last, MD_SP_AFTER_CLEAR_GRADIENTS)->allocated_mib - c0->allocated_mib;
@@ -206,73 +284,6 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
     if (explained > 0 && gap > explained)
         MD_EVIDENCE(f, "the other %.1f MiB of the gap: the CUDA context, loaded kernels and the "
                        "driver's own memory, which no allocation call shows", gap - explained);
-}
-
-/* Several optimizers stepping in turn, as the capture's STEP records say
- * which took each step (a GAN; WGAN's critic five times a generator
- * step): the length of their cycle, not all one optimizer; 1 when one
- * optimizer or no cycle shows twice. */
-static size_t optimizer_period(const md_sample_rank *r)
-{
-    const md_step_optimizer *so = r->step_optimizers;
-    size_t n = r->nstep_optimizers;
-    for (size_t p = 2; p <= MD_MAX_PERIOD && n >= 2 * p; p++) {
-        int ok = 1;
-        for (size_t k = p; k < n && ok; k++)
-            ok = so[k].optimizer == so[k - p].optimizer;
-        int differ = 0;
-        for (size_t k = 1; k < p; k++)
-            differ |= so[k].optimizer != so[0].optimizer;
-        if (ok && differ)
-            return p;
-    }
-    return 1;
-}
-
-/* The training iterations' ends: every step (period 1), or each
- * period-th step ending with the last (a first group cut short by where
- * recording began is left out), up to the last step sampled after its
- * zero_grad (where zero_grad comes first in the loop, the last step has
- * none). */
-typedef struct iterations {
-    size_t period, n, first;
-    const md_step_optimizer *so;
-} iterations;
-
-/* How many different optimizers one iteration steps. */
-static size_t distinct_optimizers(const iterations *it)
-{
-    size_t d = 0;
-    for (size_t k = 0; k < it->period; k++) {
-        size_t j = 0;
-        while (j < k && it->so[it->first + j].optimizer != it->so[it->first + k].optimizer)
-            j++;
-        d += j == k;
-    }
-    return d;
-}
-
-/* The step that ends iteration j, and the one that begins it. */
-static int iteration_end(const iterations *it, size_t j)
-{
-    return it->period == 1 ? (int)j : it->so[it->first + (j + 1) * it->period - 1].step;
-}
-
-static iterations iterations_of(const md_sample_rank *r, int last)
-{
-    iterations it = {optimizer_period(r), (size_t)last + 1, 0, r->step_optimizers};
-    if (it.period > 1) {
-        it.first = r->nstep_optimizers % it.period;
-        it.n = r->nstep_optimizers / it.period;
-        while (it.n && iteration_end(&it, it.n - 1) > last)
-            it.n--;
-    }
-    return it;
-}
-
-static int iteration_start(const iterations *it, size_t j)
-{
-    return it->period == 1 ? (int)j : it->so[it->first + j * it->period].step;
 }
 
 static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)

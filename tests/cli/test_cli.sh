@@ -58,7 +58,7 @@ for r in hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossi
     check "pattern run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/patterns/$r | python3 tests/cli/compare_run.py 0.01"
 done
 check "pattern runs: a hook keeping outputs, logits kept detached, a GPU cache and a torchmetrics AUROC are leaks with what they keep named; accumulation, eval, kept grads, EMA, warm-up, loss.item(), ResNet-50, ViT-B/16 and generate() are not, an EMA copy's growth is named as made once; a leak on one DDP rank is that rank's and named across ranks, a hook under FSDP2 leaks on both" python3 tests/cli/check_patterns.py $M $D/patterns
-for r in gpt2 gpt2ckpt lora growseq retain sgd adafactor totalloss ckptleak evalleak; do
+for r in gpt2 gpt2ckpt lora growseq retain sgd adafactor totalloss ckptleak evalleak gan ganleak wganleak zgleak; do
     check "loop run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/loops/$r | python3 tests/cli/compare_run.py 0.01"
 done
 check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA): a state-dict copy or validation outputs kept each step are leaks, a GAN's kept batches judged iteration to iteration; a loss summed as a tensor, a growing sequence length, retain_graph are not; LoRA's optimizer state against the trained parameters; a graph held past backward named at the peak" python3 tests/cli/check_loops.py $M $D/loops
