@@ -17,11 +17,15 @@ Cases that leak GPU memory every step:
   wganleak    the same with WGAN's schedule: five critic steps a generator step
   zgleak      zero_grad first in the loop (the tutorials' order), each step's logits
               kept detached
+  accelleak   accelerate's Accelerator, 4 micro-batches a step accumulated, bf16;
+              every micro-batch's logits kept detached
 Cases that must not be called a leak:
   totalloss   the running loss summed as a tensor (`total = total + loss`) keeps
               every step's graph reachable, but backward freed what it saved
   gpt2        the plain loop: AdamW, bf16 autocast
   gpt2ckpt    the same with transformers' gradient checkpointing
+  peftlora    peft's LoRA (rank 64) on GPT-2's projections, the base frozen
+  gnn         torch_geometric's GCN on random graphs of 20 000 to 200 000 nodes
   gan         two MLPs, a generator and a discriminator, each with its own Adam:
               two optimizer steps per iteration
   lora        the model frozen, rank-64 adapters on every attention and MLP
@@ -37,8 +41,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-CASES = ("ckptleak", "evalleak", "ganleak", "wganleak", "zgleak", "totalloss", "gpt2",
-         "gpt2ckpt", "gan", "lora", "growseq",
+CASES = ("ckptleak", "evalleak", "ganleak", "wganleak", "zgleak", "accelleak", "totalloss",
+         "gpt2", "gpt2ckpt", "peftlora", "gnn", "gan", "lora", "growseq",
          "retain", "sgd", "adafactor")
 
 
@@ -130,6 +134,11 @@ def gan(a: argparse.Namespace, dev: torch.device) -> None:
 
 def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
     model = gpt2(dev)
+    if a.case == "peftlora":
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(r=64, lora_alpha=128, lora_dropout=0.0,
+                                                 fan_in_fan_out=True,
+                                                 target_modules=["c_attn", "c_proj", "c_fc"]))
     if a.case == "gpt2ckpt":
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if a.case == "lora":
@@ -169,6 +178,49 @@ def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
           f"{len(kept)} copies kept", flush=True)
 
 
+def gnn(a: argparse.Namespace, dev: torch.device) -> None:
+    """A two-layer GCN on a new random graph every step (sizes vary 10x)."""
+    from torch_geometric.nn import GCNConv
+
+    class GCN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.c1, self.c2 = GCNConv(128, 256), GCNConv(256, 16)
+
+        def forward(self, x: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+            return self.c2(self.c1(x, edges).relu(), edges)
+
+    model = GCN().to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device=dev).manual_seed(0)
+    for _ in range(a.steps):
+        n = int(torch.randint(20_000, 200_000, (1,), generator=gen, device=dev))
+        x = torch.randn(n, 128, generator=gen, device=dev)
+        edges = torch.randint(n, (2, 10 * n), generator=gen, device=dev)
+        y = torch.randint(16, (n,), generator=gen, device=dev)
+        nn.functional.cross_entropy(model(x, edges), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def accelerated(a: argparse.Namespace, dev: torch.device) -> None:
+    """accelerate's loop: accumulate() over 4 micro-batches, bf16."""
+    from accelerate import Accelerator
+    acc = Accelerator(gradient_accumulation_steps=4, mixed_precision="bf16")
+    model = gpt2(dev)
+    model, opt = acc.prepare(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
+    gen = torch.Generator(device=dev).manual_seed(0)
+    kept = []
+    for _ in range(4 * a.steps):
+        ids = batch_of(a.batch // 2, a.seq, gen, dev)
+        with acc.accumulate(model):
+            out = model(input_ids=ids, labels=ids)
+            acc.backward(out.loss)
+            opt.step()
+            opt.zero_grad()
+        kept.append(out.logits.detach())  # "for the epoch's metrics", on the GPU
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("loops.py: CUDA is not available", file=sys.stderr)
@@ -178,6 +230,10 @@ def main() -> int:
     torch.manual_seed(0)
     if ARGS.case in ("gan", "ganleak", "wganleak"):
         gan(ARGS, dev)
+    elif ARGS.case == "gnn":
+        gnn(ARGS, dev)
+    elif ARGS.case == "accelleak":
+        accelerated(ARGS, dev)
     else:
         lm_loop(ARGS, dev)
     torch.cuda.synchronize()
