@@ -53,7 +53,8 @@ static int is_inductor_output(const char *fn)
 }
 
 /* Whose code a frame is. torch's own Python, the standard library, frozen
- * modules and memdiag's capture hooks are nobody's here; code
+ * modules, accelerate's wrappers (around the forward, the optimizer, the
+ * model's loading) and memdiag's capture hooks are nobody's here; code
  * torch.compile generated is its own kind; third-party model code
  * (transformers, ...) is the user's, because that is where a model's
  * memory is decided. */
@@ -66,8 +67,9 @@ static int owner(const md_snapshot *s, const md_frame *f)
     const char *fn = md_strtab_get(&s->strs, f->filename);
     if (is_inductor_output(fn))
         return OWNER_GENERATED;
-    if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py"))
-        return OWNER_OTHER;
+    if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py") ||
+        strstr(fn, "-packages/accelerate/"))
+        return OWNER_OTHER; /* accelerate wraps the model's forward and the optimizer */
     if (strstr(fn, "/lib/python3") && !strstr(fn, "-packages/"))
         return OWNER_OTHER; /* standard library */
     return OWNER_USER;

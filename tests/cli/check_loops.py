@@ -110,6 +110,9 @@ opt = snapshot_findings("lora", "optimizer_state")
 check("lora: AdamW's state is 2 x the trained parameters (the adapters), not of all",
       len(opt) == 1 and "2.00 x the trained parameter bytes" in opt[0]["summary"] and
       any("231.2 MiB, of which 18.0 MiB get gradients" in e for e in opt[0]["evidence"]))
+leak = snapshot_findings("accelleak", "leak")[0]
+check("accelleak: the user's forward line, not accelerate's fp32 wrapper inside it",
+      [s["site"][-33:] for s in leak["sites"]] == ["examples/loops.py:217 accelerated"])
 opt = snapshot_findings("peftlora", "optimizer_state")
 check("peftlora: peft's adapters are the trained parameters",
       len(opt) == 1 and "2.00 x the trained parameter bytes" in opt[0]["summary"])
