@@ -331,6 +331,15 @@ static void steps_html(FILE *o, const md_rank *rk)
               "</div>\n", o);
         return;
     }
+    char sites[1024];
+    size_t distinct = md_analysis_period_say(rk->a, sites, sizeof sites), nit;
+    if (distinct) {
+        md_analysis_iterations(rk->a, &nit);
+        fprintf(o, "<div>%zu optimizers step in turn (", distinct);
+        md_html_text(o, sites);
+        fprintf(o, "): %zu iterations of %zu steps; leaks and indicators count iterations</div>\n",
+                nit, md_analysis_period(rk->a));
+    }
     fputs("<table><tr><th>MiB allocated</th><th>before forward</th><th>after forward</th>"
           "<th>after backward</th><th>after optimizer</th><th>after zero_grad</th>"
           "<th>peak</th></tr>\n", o);

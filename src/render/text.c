@@ -72,7 +72,7 @@ static void period_line(FILE *o, const md_rank *rk, size_t nsteps)
         return;
     md_analysis_iterations(rk->a, &nit);
     fprintf(o, "              %zu optimizers step in turn (%s): %zu iterations of %zu steps%s; "
-            "leaks are judged iteration to iteration\n", distinct, sites, nit, period,
+            "leaks and indicators count iterations\n", distinct, sites, nit, period,
             nit * period < nsteps ? " (the first cut short)" : "");
 }
 

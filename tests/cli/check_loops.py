@@ -17,6 +17,7 @@ fragments the cache; a graph kept past backward
 import json
 import subprocess
 import sys
+import tempfile
 
 M, D = sys.argv[1], sys.argv[2]
 # case -> MiB kept per step by its leak (None: no leak)
@@ -82,6 +83,12 @@ check("gan: the two optimizers' call sites, and the indicators per iteration",
       [x[-25:] for x in snap["optimizers_in_turn"]] == ["examples/loops.py:126 gan",
                                                        "examples/loops.py:130 gan"] and
       abs(snap["indicators"]["between_step_growth_mib"] - BETWEEN_GAN) < 0.05)
+with tempfile.TemporaryDirectory() as tmp:
+    subprocess.run([M, "report", f"{D}/wganleak", "-o", f"{tmp}/r.html"], capture_output=True,
+                   check=True)
+    page = open(f"{tmp}/r.html", encoding="utf-8").read()
+    check("wganleak: the report names the cycle", "2 optimizers step in turn (" in page and
+          "gan 5 times, then " in page and "8 iterations of 6 steps" in page)
 ranks = diagnose("gpt2")
 check("gpt2: one optimizer, no optimizers_in_turn",
       all("optimizers_in_turn" not in r for r in ranks))
