@@ -333,6 +333,42 @@ static int forward_grows(const fctx *c)
     return c->nit > 1;
 }
 
+/* Forward allocations kept per step of the kept range (steps after the
+ * first and before the last). */
+static double kept_per_step(const fctx *c, const leak_arg *la)
+{
+    return (double)la->nf / (double)(c->nit - 2);
+}
+
+/* What the leak keeps: how much of the kept range is still live, how
+ * many forward allocations a step from how many stacks, the metric's
+ * caller. */
+static void say_kept(fctx *c, md_finding *f, const char *unit, uint64_t kept,
+                     const leak_arg *la, leak_kind kind, size_t nstacks)
+{
+    char made[96];
+    if (c->nit == 3)
+        snprintf(made, sizeof made, "%s %d", unit, c->it[1].number);
+    else
+        snprintf(made, sizeof made, "%ss %d to %d", unit, c->it[1].number, c->it[c->nit - 2].number);
+    MD_EVIDENCE(f, "%.1f MiB allocated in %s is still live after the last %s; "
+                "%.0f%% of it was allocated in a forward pass%s",
+             md_mib(kept), made, unit,
+             kept ? 100.0 * (double)la->forward_bytes / (double)kept : 0.0,
+             kind == KEPT_GRAPHS ? " (saved for backward)" : "");
+    if ((kind == KEPT_GRAPHS || kind == KEPT_OUTPUTS) && nstacks != SIZE_MAX)
+        MD_EVIDENCE(f, "%.1f forward allocations a %s stay, from %zu call stack%s%s",
+                    kept_per_step(c, la), unit, nstacks, nstacks == 1 ? "" : "s",
+                    kind == KEPT_OUTPUTS ? ": a kept graph would hold what every layer saved"
+                                         : ": what the layers saved for backward");
+    const md_frame *caller = kind == KEPT_METRIC ? metric_caller(c, c->it[c->nit - 1].after_zero,
+                                                                  la->after) : NULL;
+    if (caller)
+        MD_EVIDENCE(f, "the metric is updated from %s:%d %s",
+                    md_snapshot_string(c->s, caller->filename), caller->line,
+                    md_snapshot_string(c->s, caller->name));
+}
+
 /* Which optimizers step in turn, as leak evidence. */
 static void say_period(fctx *c, md_finding *f)
 {
@@ -361,8 +397,7 @@ static void find_leak(fctx *c)
     uint64_t kept = collect_sites(c, f, c->it[c->nit - 1].after_zero, retained_pred, &la);
     size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
     free(la.fstacks);
-    double per_step = (double)la.nf / (double)(nd - 1);
-    leak_kind kind = leak_kind_of(f, kept, la.forward_bytes, nstacks, per_step);
+    leak_kind kind = leak_kind_of(f, kept, la.forward_bytes, nstacks, kept_per_step(c, &la));
     static const char *const what[] = {
         [KEPT_GRAPHS] = "each step's autograd graph (forward activations) is kept alive",
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
@@ -377,27 +412,7 @@ static void find_leak(fctx *c)
     MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu %ss: %.1f MiB per %s "
                 "(min %.1f, max %.1f), %.1f MiB in total",
              nd, unit, md_mib((uint64_t)per), unit, lo / MIB, hi / MIB, sum / MIB);
-    char made[96];
-    if (c->nit == 3)
-        snprintf(made, sizeof made, "%s %d", unit, c->it[1].number);
-    else
-        snprintf(made, sizeof made, "%ss %d to %d", unit, c->it[1].number, c->it[c->nit - 2].number);
-    MD_EVIDENCE(f, "%.1f MiB allocated in %s is still live after the last %s; "
-                "%.0f%% of it was allocated in a forward pass%s",
-             md_mib(kept), made, unit,
-             kept ? 100.0 * (double)la.forward_bytes / (double)kept : 0.0,
-             kind == KEPT_GRAPHS ? " (saved for backward)" : "");
-    if ((kind == KEPT_GRAPHS || kind == KEPT_OUTPUTS) && nstacks != SIZE_MAX)
-        MD_EVIDENCE(f, "%.1f forward allocations a %s stay, from %zu call stack%s%s",
-                    per_step, unit, nstacks, nstacks == 1 ? "" : "s",
-                    kind == KEPT_OUTPUTS ? ": a kept graph would hold what every layer saved"
-                                         : ": what the layers saved for backward");
-    const md_frame *caller = kind == KEPT_METRIC ? metric_caller(c, c->it[c->nit - 1].after_zero,
-                                                                  la.after) : NULL;
-    if (caller)
-        MD_EVIDENCE(f, "the metric is updated from %s:%d %s",
-                    md_snapshot_string(c->s, caller->filename), caller->line,
-                    md_snapshot_string(c->s, caller->name));
+    say_kept(c, f, unit, kept, &la, kind, nstacks);
     MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per %s",
              100.0 * per / (double)peak, md_mib(peak), unit);
     leak_advice(f, kind, per, unit);
@@ -576,6 +591,53 @@ static int attention_in(fctx *c, long index, long lo)
     return 0;
 }
 
+/* Evidence that the inputs grow: every step's forward pass adds more. */
+static void say_inputs_grow(fctx *c, md_finding *f)
+{
+    double sum, lo, hi;
+    const char *unit = md_analysis_period(c->a) > 1 ? "iteration" : "step";
+    if (c->nit < MIN_LEAK_STEPS || !forward_grows(c))
+        return;
+    MD_EVIDENCE(f, "the forward pass grows every %s (%.1f MiB in %s %d, %.1f MiB in %s %d): "
+                "the inputs grow%s", unit,
+                md_mib((uint64_t)forward_increase(c, 0)), unit, c->it[0].number,
+                md_mib((uint64_t)forward_increase(c, c->nit - 1)), unit, c->it[c->nit - 1].number,
+                held_between_grows(c, &sum, &lo, &hi)
+                    ? ", and what a step holds until the next grows with them (not a leak: "
+                      "nothing accumulates)" : "");
+}
+
+/* Which step and phase the peak at event p falls in. */
+static void say_peak_step(fctx *c, md_finding *f, long p, uint64_t peak)
+{
+    for (size_t k = 0; k < c->nst; k++)
+        if (p > (k ? c->st[k - 1].after_zero : -1) && p <= c->st[k].after_zero) {
+            MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", md_mib(peak), c->st[k].number,
+                     p <= c->st[k].after_forward ? "at the end of the forward"
+                     : p <= c->st[k].after_backward ? "during backward" : "after backward");
+            return;
+        }
+}
+
+static void activations_advice(md_finding *f, uint64_t act, uint64_t held, int attn)
+{
+    if (held)
+        MD_ADVICE(f, "Free the previous step's tensors before the next forward: the loss or the "
+                  "outputs stay referenced until their variables are assigned again (and with "
+                  "backward(retain_graph=True) the whole graph with them); `del` them after the "
+                  "optimizer step, or drop retain_graph: %.1f MiB off the peak. Then: activation "
+                  "checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only block "
+                  "inputs and gives back most of the other %.1f MiB for ~30%% more compute.",
+                  md_mib(held), md_mib(act));
+    else
+        MD_ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) "
+                  "keeps only block inputs and gives back most of the %.1f MiB for ~30%% more "
+                  "compute; halving the batch%s halves it; bf16 autocast, where not on yet, halves "
+                  "fp32 activations%s", md_mib(act), attn ? " or sequence" : "",
+                  attn ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
+                       : ".");
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -603,7 +665,6 @@ static void find_activations(fctx *c)
     }
     f->bytes = act + held;
     f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
-    const md_indicators *in = md_analysis_indicators(c->a);
     if (held)
         MD_SUMMARY(f, "activations of two steps are live at the peak: this step's %.1f MiB and "
                    "%.1f MiB still held from the step before, %.0f%% of the peak (%.1f MiB)",
@@ -616,40 +677,12 @@ static void find_activations(fctx *c)
         MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the previous step's forward pass are still "
                     "live: its graph or outputs outlived its backward and optimizer step",
                     md_mib(held), prev.count);
-    double gsum, glo, ghi;
-    const char *unit = md_analysis_period(c->a) > 1 ? "iteration" : "step";
-    if (c->nit >= MIN_LEAK_STEPS && forward_grows(c))
-        MD_EVIDENCE(f, "the forward pass grows every %s (%.1f MiB in %s %d, %.1f MiB in %s %d): "
-                    "the inputs grow%s", unit,
-                    md_mib((uint64_t)forward_increase(c, 0)), unit, c->it[0].number,
-                    md_mib((uint64_t)forward_increase(c, c->nit - 1)), unit, c->it[c->nit - 1].number,
-                    held_between_grows(c, &gsum, &glo, &ghi) ? ", and what a step holds until the next grows with "
-                                            "them (not a leak: nothing accumulates)" : "");
+    say_inputs_grow(c, f);
+    const md_indicators *in = md_analysis_indicators(c->a);
     if (in->valid)
         MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
-    for (size_t k = 0; k < c->nst; k++)
-        if (p > (k ? c->st[k - 1].after_zero : -1) && p <= c->st[k].after_zero) {
-            MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", md_mib(peak), c->st[k].number,
-                     p <= c->st[k].after_forward ? "at the end of the forward"
-                     : p <= c->st[k].after_backward ? "during backward" : "after backward");
-            break;
-        }
-    int attn = attention_in(c, p, ca.lo);
-    if (held)
-        MD_ADVICE(f, "Free the previous step's tensors before the next forward: the loss or the "
-                  "outputs stay referenced until their variables are assigned again (and with "
-                  "backward(retain_graph=True) the whole graph with them); `del` them after the "
-                  "optimizer step, or drop retain_graph: %.1f MiB off the peak. Then: activation "
-                  "checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only block "
-                  "inputs and gives back most of the other %.1f MiB for ~30%% more compute.",
-                  md_mib(held), md_mib(act));
-    else
-    MD_ADVICE(f, "Activation checkpointing of the repeated blocks (torch.utils.checkpoint) keeps only "
-              "block inputs and gives back most of the %.1f MiB for ~30%% more compute; halving "
-              "the batch%s halves it; bf16 autocast, where not on yet, halves fp32 activations%s",
-              md_mib(act), attn ? " or sequence" : "",
-              attn ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
-                   : ".");
+    say_peak_step(c, f, p, peak);
+    activations_advice(f, act, held, attention_in(c, p, ca.lo));
 }
 
 /* ---- logits and the loss ----------------------------------------------- */
