@@ -19,12 +19,14 @@ Cases that leak GPU memory every step:
               kept detached
   accelleak   accelerate's Accelerator, 4 micro-batches a step accumulated, bf16;
               every micro-batch's logits kept detached
+  evalevery   a validation under no_grad every other step, its logits kept
 Cases that must not be called a leak:
   totalloss   the running loss summed as a tensor (`total = total + loss`) keeps
               every step's graph reachable, but backward freed what it saved
   gpt2        the plain loop: AdamW, bf16 autocast
   gpt2ckpt    the same with transformers' gradient checkpointing
   peftlora    peft's LoRA (rank 64) on GPT-2's projections, the base frozen
+  distill     a 3-layer student learning from the frozen 6-layer model (KL on logits)
   gnn         torch_geometric's GCN on random graphs of 20 000 to 200 000 nodes
   gan         two MLPs, a generator and a discriminator, each with its own Adam:
               two optimizer steps per iteration
@@ -41,8 +43,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-CASES = ("ckptleak", "evalleak", "ganleak", "wganleak", "zgleak", "accelleak", "totalloss",
-         "gpt2", "gpt2ckpt", "peftlora", "gnn", "gan", "lora", "growseq",
+CASES = ("ckptleak", "evalleak", "ganleak", "wganleak", "zgleak", "accelleak", "evalevery",
+         "totalloss", "gpt2", "gpt2ckpt", "peftlora", "distill", "gnn", "gan", "lora", "growseq",
          "retain", "sgd", "adafactor")
 
 
@@ -63,9 +65,9 @@ from torch import nn  # noqa: E402
 VOCAB = 16384
 
 
-def gpt2(dev: torch.device) -> nn.Module:
+def gpt2(dev: torch.device, layers: int = 6) -> nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
-    cfg = GPT2Config(vocab_size=VOCAB, n_positions=1024, n_embd=768, n_layer=6, n_head=12,
+    cfg = GPT2Config(vocab_size=VOCAB, n_positions=1024, n_embd=768, n_layer=layers, n_head=12,
                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     cfg._attn_implementation = "sdpa"
     return GPT2LMHeadModel(cfg).to(dev)
@@ -170,6 +172,9 @@ def lm_loop(a: argparse.Namespace, dev: torch.device) -> None:
             opt.zero_grad(set_to_none=True)
         if a.case == "ckptleak":  # "keep the best weights", on the GPU, every step
             kept.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        if a.case == "evalevery" and step % 2:  # every other step, its logits kept
+            with torch.no_grad():
+                kept.append(model(input_ids=batch_of(2, a.seq, gen, dev)).logits)
         if a.case == "evalleak":  # validation without torch.no_grad, outputs kept
             model.eval()
             kept.append(model(input_ids=batch_of(2, a.seq, gen, dev)).logits)
@@ -199,6 +204,24 @@ def gnn(a: argparse.Namespace, dev: torch.device) -> None:
         edges = torch.randint(n, (2, 10 * n), generator=gen, device=dev)
         y = torch.randint(16, (n,), generator=gen, device=dev)
         nn.functional.cross_entropy(model(x, edges), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def distill(a: argparse.Namespace, dev: torch.device) -> None:
+    """Knowledge distillation: the student matches the frozen teacher's
+    token distributions (KL divergence), bf16 autocast."""
+    teacher, student = gpt2(dev).eval().requires_grad_(False), gpt2(dev, layers=3)
+    opt = torch.optim.AdamW(student.parameters(), lr=1e-4)
+    gen = torch.Generator(device=dev).manual_seed(0)
+    for _ in range(a.steps):
+        ids = batch_of(a.batch // 2, a.seq, gen, dev)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.no_grad():
+                target = teacher(input_ids=ids).logits.float().log_softmax(-1)
+            out = student(input_ids=ids).logits.float().log_softmax(-1)
+            loss = nn.functional.kl_div(out, target, log_target=True, reduction="batchmean")
+        loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
@@ -234,6 +257,8 @@ def main() -> int:
         gnn(ARGS, dev)
     elif ARGS.case == "accelleak":
         accelerated(ARGS, dev)
+    elif ARGS.case == "distill":
+        distill(ARGS, dev)
     else:
         lm_loop(ARGS, dev)
     torch.cuda.synchronize()

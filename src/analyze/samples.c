@@ -297,11 +297,14 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     const char *unit = it.period > 1 ? "iteration" : "step";
     double thr = fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib), sum = 0;
     int follows_inputs = 1;
+    size_t ups = 0, last_up = 0;
     for (size_t j = 1; j < it.n; j++) {
         const md_sample *a = find(r, iteration_end(&it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
         const md_sample *b = find(r, iteration_end(&it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
-        if (!a || !b || b->allocated_mib - a->allocated_mib <= thr)
-            return;
+        if (!a || !b || b->allocated_mib - a->allocated_mib < -thr)
+            return; /* memory that falls is not kept */
+        if (b->allocated_mib - a->allocated_mib > thr)
+            ups++, last_up = j;
         sum += b->allocated_mib - a->allocated_mib;
         /* growing no faster than the forward pass: the inputs grow, and
          * each step's outputs are held until the next (findings.c) */
@@ -309,9 +312,12 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
                           forward_increase(r, iteration_start(&it, j)) -
                           forward_increase(r, iteration_start(&it, j - 1));
     }
-    if (follows_inputs)
+    /* every step, or in steps: at least 3 times, the last in the run's
+     * last third (findings.c, held_grows_in_steps) */
+    size_t nd = it.n - 1;
+    if (follows_inputs || (ups < nd && (ups < 3 || 3 * last_up < 2 * nd)))
         return;
-    double per = sum / (double)(it.n - 1);
+    double per = sum / (double)nd;
     md_finding *f = add(out, n, cap, "leak",
                         sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
                                                                                : MD_SEV_WARNING,
@@ -319,14 +325,22 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     if (!f)
         return;
     f->rank = r->rank;
-    md_fsay(f->summary, sizeof f->summary,
-        "memory grows by %.1f MiB every %s and is never freed", per, unit);
+    if (ups == nd)
+        md_fsay(f->summary, sizeof f->summary,
+            "memory grows by %.1f MiB every %s and is never freed", per, unit);
+    else
+        md_fsay(f->summary, sizeof f->summary, "memory grows in %zu of %zu %ss, %.1f MiB a %s on "
+                "average, and is never freed", ups, nd, unit, per, unit);
     if (it.period > 1)
         MD_EVIDENCE(f, "%zu optimizers step in turn (the capture numbers them by their first "
                     "step): each iteration is %zu optimizer steps, and memory is compared from "
                     "one iteration's end to the next", distinct_optimizers(&it), it.period);
-    MD_EVIDENCE(f, "allocated after clearing gradients grows in every one of %zu %ss: %.1f MiB "
-                "per %s, %.1f MiB in total", it.n - 1, unit, per, unit, sum);
+    if (ups == nd)
+        MD_EVIDENCE(f, "allocated after clearing gradients grows in every one of %zu %ss: %.1f MiB "
+                    "per %s, %.1f MiB in total", nd, unit, per, unit, sum);
+    else
+        MD_EVIDENCE(f, "allocated after clearing gradients grows in %zu of %zu %ss and never falls, "
+                    "the last time in the run's last third: %.1f MiB in total", ups, nd, unit, sum);
     MD_EVIDENCE(f, "samples only: an allocator snapshot of the same run names the sites");
     md_fsay(f->advice, sizeof f->advice,
         "Record a snapshot (memdiag run, or torch.cuda.memory._record_memory_history) to see "

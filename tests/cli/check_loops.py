@@ -4,8 +4,9 @@ captured on an H200 by `SCRIPT=examples/loops.py sh tests/gpu/patterns.sh`
 from examples/loops.py, GPT-2 from transformers and a GAN), none of which
 memdiag was written against. From the snapshot and from the capture alike:
 a state-dict copy kept every step, validation outputs kept with their
-graphs and logits kept in a zero_grad-first loop or under accelerate's
-accumulation are leaks; a running loss summed as a tensor (a kept graph whose
+graphs, logits kept in a zero_grad-first loop or under accelerate's
+accumulation, and an evaluation every other step keeping its logits (growth
+in steps, not every step) are leaks; a running loss summed as a tensor (a kept graph whose
 saved tensors backward freed) is not, nor is memory held between steps that
 grows with a growing sequence length. A GAN's two optimizers step in turn:
 its leak is judged iteration to iteration, from the snapshot (the optimizer
@@ -24,7 +25,8 @@ M, D = sys.argv[1], sys.argv[2]
 LEAKS = {"gpt2": None, "gan": None, "lora": None, "growseq": None, "retain": None,
          "sgd": None, "adafactor": None, "totalloss": None, "ckptleak": 264.3,
          "evalleak": 611.8, "ganleak": 4.0, "wganleak": 4.0, "zgleak": 128.0, "gpt2ckpt": None,
-         "accelleak": 511.9, "peftlora": None, "gnn": None}
+         "accelleak": 511.9, "peftlora": None, "gnn": None, "evalevery": 27.4,
+         "distill": None}
 BETWEEN_GAN = 0.0
 bad = 0
 
@@ -60,17 +62,17 @@ for case, per in LEAKS.items():
 leak = snapshot_findings("ckptleak", "leak")[0]
 check("ckptleak: kept tensors made outside the forward, at the line that copies them",
       leak["summary"].endswith("tensors created each step are kept") and
-      leak["sites"][0]["site"].endswith("examples/loops.py:172 lm_loop"))
+      leak["sites"][0]["site"].endswith("examples/loops.py:174 lm_loop"))
 leak = snapshot_findings("evalleak", "leak")[0]
 check("evalleak: a validation forward without no_grad keeps whole graphs",
       leak["summary"].endswith("each step's autograd graph (forward activations) is kept alive"))
-for case, cycle, per in (("ganleak", "loops.py:126 gan, then", 2), ("wganleak", "loops.py:126 gan 5 times, then", 6)):
+for case, cycle, per in (("ganleak", "loops.py:128 gan, then", 2), ("wganleak", "loops.py:128 gan 5 times, then", 6)):
     leak = snapshot_findings(case, "leak")[0]
     check(f"{case}: judged iteration to iteration ({per} optimizer steps), the kept batch's line",
           leak["summary"].startswith("memory grows by 4.0 MiB every iteration") and
           leak["evidence"][0].startswith("2 optimizers step in turn (") and
           cycle in leak["evidence"][0] and f"each iteration is {per} optimizer steps" in leak["evidence"][0]
-          and [s["site"][-25:] for s in leak["sites"]] == ["examples/loops.py:122 gan"])
+          and [s["site"][-25:] for s in leak["sites"]] == ["examples/loops.py:124 gan"])
     leak = [f for r in diagnose(case) if r["kind"] == "capture" for f in r["findings"]
             if f["kind"] == "leak"]
     check(f"{case}: the capture's STEP records say which optimizer stepped: the same leak",
@@ -80,8 +82,8 @@ for case, cycle, per in (("ganleak", "loops.py:126 gan, then", 2), ("wganleak", 
 ranks = diagnose("gan")
 snap = [r for r in ranks if r["kind"] == "snapshot"][0]
 check("gan: the two optimizers' call sites, and the indicators per iteration",
-      [x[-25:] for x in snap["optimizers_in_turn"]] == ["examples/loops.py:126 gan",
-                                                       "examples/loops.py:130 gan"] and
+      [x[-25:] for x in snap["optimizers_in_turn"]] == ["examples/loops.py:128 gan",
+                                                       "examples/loops.py:132 gan"] and
       abs(snap["indicators"]["between_step_growth_mib"] - BETWEEN_GAN) < 0.05)
 with tempfile.TemporaryDirectory() as tmp:
     subprocess.run([M, "report", f"{D}/wganleak", "-o", f"{tmp}/r.html"], capture_output=True,
@@ -119,7 +121,14 @@ check("lora: AdamW's state is 2 x the trained parameters (the adapters), not of 
       any("231.2 MiB, of which 18.0 MiB get gradients" in e for e in opt[0]["evidence"]))
 leak = snapshot_findings("accelleak", "leak")[0]
 check("accelleak: the user's forward line, not accelerate's fp32 wrapper inside it",
-      [s["site"][-33:] for s in leak["sites"]] == ["examples/loops.py:217 accelerated"])
+      [s["site"][-33:] for s in leak["sites"]] == ["examples/loops.py:240 accelerated"])
+leak = snapshot_findings("evalevery", "leak")[0]
+check("evalevery: an evaluation every other step keeping its logits: growth in steps, a leak",
+      leak["summary"].startswith("memory grows in 3 of 7 steps, 27.4 MiB a step on average") and
+      "192.0 MiB in total" in leak["evidence"][0])
+opt = snapshot_findings("distill", "optimizer_state")
+check("distill: the frozen teacher is not what the student's optimizer state is measured by",
+      len(opt) == 1 and "2.01 x the trained parameter bytes" in opt[0]["summary"])
 opt = snapshot_findings("peftlora", "optimizer_state")
 check("peftlora: peft's adapters are the trained parameters",
       len(opt) == 1 and "2.00 x the trained parameter bytes" in opt[0]["summary"])

@@ -12,7 +12,7 @@ M=$(pwd)/build-dev/memdiag
 W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
-*loops.py) all="ckptleak evalleak ganleak wganleak zgleak accelleak totalloss gpt2 gpt2ckpt peftlora gnn gan lora growseq retain sgd adafactor" ;;
+*loops.py) all="ckptleak evalleak ganleak wganleak zgleak accelleak evalevery totalloss gpt2 gpt2ckpt peftlora distill gnn gan lora growseq retain sgd adafactor" ;;
 *) all="hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate rankleak fsdpleak" ;;
 esac
 log=$OUT/patterns.log
@@ -31,7 +31,7 @@ import json, os, sys
 W = sys.argv[1]
 # the ranks that leak in each case (none: every other case)
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
-         "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}}
+         "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
