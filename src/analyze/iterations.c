@@ -95,6 +95,10 @@ int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_eve
     /* iterations end with the last step: a run stops at an iteration's end;
      * a first group cut short by where recording began is left out */
     size_t first = n % p, count = n / p;
+    const md_frame *cycle[MD_MAX_PERIOD]; /* the sites in an iteration's order */
+    for (size_t k = 0; k < p; k++)
+        cycle[k] = out->site[(first + k) % p];
+    memcpy(out->site, cycle, p * sizeof *cycle);
     out->steps = malloc((count ? count : 1) * sizeof *out->steps);
     if (!out->steps)
         return -1;

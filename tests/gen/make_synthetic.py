@@ -514,6 +514,95 @@ def multi_device(truncated=False):
             "allocator_settings": dict(SETTINGS), "external_annotations": anns}
 
 
+class FirstFit:
+    """Addresses as torch's large pool would hand them out of one segment
+    (first fit, split; a freed block merges with free neighbours), so a
+    made-up trace replays without anomalies. Sizes are 2 MiB multiples:
+    every remainder is split off."""
+
+    def __init__(self, base, size):
+        self.blocks = [[base, size, None]]  # address, size, requested (None: free)
+
+    def alloc(self, size):
+        for i, (addr, bsize, req) in enumerate(self.blocks):
+            if req is None and bsize >= size:
+                self.blocks[i] = [addr, size, size]
+                if bsize > size:
+                    self.blocks.insert(i + 1, [addr + size, bsize - size, None])
+                return addr
+        raise ValueError("segment full")
+
+    def free(self, addr):
+        i = next(k for k, b in enumerate(self.blocks) if b[0] == addr)
+        self.blocks[i][2] = None
+        for j in (i + 1, i):  # merge with the next, then the previous free block
+            if 0 < j < len(self.blocks) and self.blocks[j][2] is None and self.blocks[j - 1][2] is None:
+                self.blocks[j - 1][1] += self.blocks[j][1]
+                del self.blocks[j]
+
+
+def optimizers_in_turn():
+    """Two optimizers stepping in turn (a GAN), beginning with the second's
+    step (recording began mid-iteration: the first group is cut short):
+    G, D, G, D, G, D, G, D, G, nine annotated steps. Each step: a 4 MiB
+    forward activation, a 2 MiB gradient (autograd thread, no frames) kept
+    to zero_grad, a 2 MiB temporary inside the optimizer step called from
+    /home/u/gan.py:40 (D) or :50 (G), except step 5 (a G step that
+    allocates nothing: its site unknown). A D step keeps 4 MiB until the
+    next G step frees it; a G step keeps 2 MiB for good. Per step the
+    memory after zero_grad goes +4, -2, +4, -2...: no leak step to step;
+    per iteration (D then G) +2 MiB: a leak of 2 MiB an iteration, 4
+    iterations."""
+    t0, seg = 1700000000000000, FirstFit(B, 160 * MIB)
+    tr, anns, held = [], [], None
+    opt = [{"name": "_multi_tensor_adam", "filename": "/venv/lib/python3.12/site-packages/torch/optim/adam.py", "line": 600}]
+
+    def ev(t, act, addr, size, frames):
+        tr.append({"action": act, "addr": addr, "size": size, "stream": 0, "time_us": t0 + t,
+                   "frames": frames})
+
+    def alloc(t, size, frames):
+        addr = seg.alloc(size)
+        ev(t, "alloc", addr, size, frames)
+        return addr
+
+    def free(t, addr, size):
+        ev(t, "free_requested", addr, size, [])
+        ev(t, "free_completed", addr, size, [])
+        seg.free(addr)
+    ev(0, "segment_alloc", B, 160 * MIB, [])
+    for j in range(9):
+        t, d_step = 1000 * (j + 1), j % 2 == 1
+        act = alloc(t + 5, 4 * MIB, FRAMES_USER)
+        grad = alloc(t + 10, 2 * MIB, [])
+        free(t + 11, act, 4 * MIB)
+        if j != 5:
+            site = {"name": "train", "filename": "/home/u/gan.py", "line": 40 if d_step else 50}
+            free(t + 25, alloc(t + 22, 2 * MIB, opt + [site]), 2 * MIB)
+        if d_step:
+            held = alloc(t + 35, 4 * MIB, FRAMES_USER[2:])
+        else:
+            if held is not None:
+                free(t + 35, held, 4 * MIB)
+                held = None
+            alloc(t + 36, 2 * MIB, FRAMES_USER[2:])
+        free(t + 42, grad, 2 * MIB)
+        for name, a, b in (("Optimizer.step#Adam.step", 20, 30),
+                           ("Optimizer.zero_grad#Adam.zero_grad", 40, 44)):
+            anns += [{"stage": "START", "name": name, "device": 0, "time_us": t0 + t + a},
+                     {"stage": "END", "name": name, "device": 0, "time_us": t0 + t + b}]
+    blocks = [{"address": a, "size": n, "requested_size": r or 0,
+               "state": "inactive" if r is None else "active_allocated",
+               "frames": [] if r is None else FRAMES_USER[2:]} for a, n, r in seg.blocks]
+    used = sum(b["size"] for b in blocks if b["state"] != "inactive")
+    segment = {"device": 0, "address": B, "total_size": 160 * MIB, "allocated_size": used,
+               "active_size": used, "requested_size": used, "stream": 0,
+               "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False,
+               "frames": [], "blocks": blocks}
+    return {"segments": [segment], "device_traces": [tr], "allocator_settings": dict(SETTINGS),
+            "external_annotations": anns}
+
+
 def hostile_names():
     """Frame names and files written to break out of a page or a folded
     line: the HTML report and the flame graph must show them as text."""
@@ -540,6 +629,7 @@ def main():
         "multi_device.pickle": (multi_device(), 4),
         "multi_device_truncated.pickle": (multi_device(truncated=True), 4),
         "hostile_names.pickle": (hostile_names(), 4),
+        "optimizers_in_turn.pickle": (optimizers_in_turn(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),

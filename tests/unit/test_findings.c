@@ -157,6 +157,51 @@ static void test_oom(void **st)
     done(&d);
 }
 
+/* Two optimizers in turn (tests/gen/make_synthetic.py, optimizers_in_turn):
+ * nine steps beginning with the second optimizer's, one step's site
+ * unknown. Four iterations ending with the last step, the sites in an
+ * iteration's order, and the leak per iteration (none step to step). */
+static void test_optimizers_in_turn(void **st)
+{
+    (void)st;
+    diag d = run("synthetic/optimizers_in_turn.pickle", 0);
+    size_t nst, nit;
+    const md_step *steps = md_analysis_steps(d.a, &nst);
+    const md_step *it = md_analysis_iterations(d.a, &nit);
+    assert_int_equal(nst, 9);
+    assert_int_equal(md_analysis_period(d.a), 2);
+    assert_int_equal(nit, 4);
+    assert_int_equal(it[0].fwd_start, steps[1].fwd_start); /* step 0 left out */
+    assert_int_equal(it[3].after_zero, steps[8].after_zero);
+    assert_int_equal(md_analysis_period_site(d.a, 0)->line, 40);
+    assert_int_equal(md_analysis_period_site(d.a, 1)->line, 50);
+    char say[256];
+    assert_int_equal(md_analysis_period_say(d.a, say, sizeof say), 2);
+    assert_string_equal(say, "/home/u/gan.py:40 train, then /home/u/gan.py:50 train");
+    const md_finding *l = need(&d, "leak");
+    near((double)l->bytes / MIB, 2.0, 0.01, "leak per iteration");
+    assert_non_null(strstr(l->summary, "every iteration"));
+    near(md_analysis_indicators(d.a)->between_step_growth_mib, 6.0, 0.01, "between-step growth");
+    done(&d);
+}
+
+/* One optimizer: period 1, the iterations are the steps. */
+static void test_one_optimizer_no_cycle(void **st)
+{
+    (void)st;
+    diag d = run("seed-exercise/snap-beta-small-rank0.pickle", 0);
+    size_t nst, nit;
+    md_analysis_steps(d.a, &nst);
+    md_analysis_iterations(d.a, &nit);
+    assert_int_equal(md_analysis_period(d.a), 1);
+    assert_int_equal(nit, nst);
+    assert_null(md_analysis_period_site(d.a, 0));
+    char say[64];
+    assert_int_equal(md_analysis_period_say(d.a, say, sizeof say), 0);
+    assert_string_equal(say, "");
+    done(&d);
+}
+
 /* Captured with examples/workloads.py on an H200 (tests/gpu/run.sh),
  * Python-only stacks: the realistic default. */
 static void test_captured_python_stacks(void **st)
@@ -275,6 +320,8 @@ int main(void)
         cmocka_unit_test(test_rank_imbalance),
         cmocka_unit_test(test_lone_growth),
         cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_optimizers_in_turn),
+        cmocka_unit_test(test_one_optimizer_no_cycle),
         cmocka_unit_test(test_captured_python_stacks),
         cmocka_unit_test(test_captured_logits_fragmentation_oom),
         cmocka_unit_test(test_captured_ring_buffer),
