@@ -792,10 +792,13 @@ static long step_of(const md_analysis *a, long idx)
     return lo < a->nsteps ? (long)lo : -1;
 }
 
-/* Whether a backward began while the allocation at i lived (before fr):
- * what a forward inside a step's backward phase keeps that long, it kept
- * for a backward (gradient accumulation: a later micro-batch's forward
- * runs after the first backward). */
+/* Whether a backward began while the allocation at i lived (before fr,
+ * or for one kept past the backward phase, before the phase's end): what
+ * a forward inside a step's backward phase keeps that long, it kept for a
+ * backward (gradient accumulation: a later micro-batch's forward runs
+ * after the first backward; one it keeps for good is still its output,
+ * where a module called after the last backward, a cache filled there,
+ * is not). */
 static int lived_into_backward(const md_analysis *a, long i, long fr)
 {
     for (long j = i + 1; j < fr; j++)
@@ -827,9 +830,11 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     if (i <= s->after_forward)
         return (fr < 0 || fr > s->after_forward) ? MD_CAT_ACTIVATION : MD_CAT_TEMPORARY;
     if (i <= s->after_backward) {
-        if (fr < 0 || fr > s->after_backward)
-            return MD_CAT_GRADIENT;
-        if ((tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD) && lived_into_backward(a, i, fr))
+        int forward = (tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD);
+        if (fr < 0 || fr > s->after_backward) /* a later micro-batch's kept output, or a gradient */
+            return forward && lived_into_backward(a, i, s->after_backward) ? MD_CAT_ACTIVATION
+                                                                          : MD_CAT_GRADIENT;
+        if (forward && lived_into_backward(a, i, fr))
             return MD_CAT_ACTIVATION;
         return MD_CAT_TEMPORARY;
     }

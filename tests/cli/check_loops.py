@@ -120,8 +120,11 @@ check("lora: AdamW's state is 2 x the trained parameters (the adapters), not of 
       len(opt) == 1 and "2.00 x the trained parameter bytes" in opt[0]["summary"] and
       any("231.2 MiB, of which 18.0 MiB get gradients" in e for e in opt[0]["evidence"]))
 leak = snapshot_findings("accelleak", "leak")[0]
-check("accelleak: the user's forward line, not accelerate's fp32 wrapper inside it",
-      [s["site"][-33:] for s in leak["sites"]] == ["examples/loops.py:240 accelerated"])
+check("accelleak: the user's forward line, not accelerate's fp32 wrapper inside it; the "
+      "later micro-batches' kept outputs are forward outputs, not gradients",
+      [s["site"][-33:] for s in leak["sites"]] == ["examples/loops.py:240 accelerated"] and
+      leak["summary"].endswith("a few tensors made in each forward pass are kept (outputs, not "
+                               "whole graphs)") and "100% of it" in leak["evidence"][1])
 leak = snapshot_findings("evalevery", "leak")[0]
 check("evalevery: an evaluation every other step keeping its logits: growth in steps, a leak",
       leak["summary"].startswith("memory grows in 3 of 7 steps, 27.4 MiB a step on average") and
