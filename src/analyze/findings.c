@@ -517,7 +517,9 @@ static uint64_t trained_bytes(fctx *c, uint64_t params)
     for (long i = last->after_forward + 1; i >= 0 && i <= last->after_backward; i++)
         if (ev[i].action == MD_ACT_ALLOC) {
             long fr = md_replay_free_index(c->r, i);
-            if (fr < 0 || fr > last->after_backward)
+            unsigned tags = md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack);
+            int forward = (tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD);
+            if ((fr < 0 || fr > last->after_backward) && !forward) /* not a micro-batch's output */
                 grads += ev[i].size;
         }
     return grads && (double)grads < FROZEN_GRADS_SHARE * (double)params ? grads : 0;
