@@ -331,6 +331,11 @@ const md_frame *md_analysis_period_site(const md_analysis *a, size_t k);
  * of one written once with its count ("gan.py:50 train 5 times, then
  * gan.py:60 train"). Returns how many different sites (0: period 1). */
 size_t md_analysis_period_say(const md_analysis *a, char *dst, size_t n);
+/* A trace without training steps (an inference loop): the line of the
+ * script whose calls the iterations are (each call from its first
+ * allocation to the moment before the next), or NULL (steps were found,
+ * or fewer than 3 calls). */
+const md_frame *md_analysis_call_site(const md_analysis *a);
 /* The device whose optimizer annotations gave the steps: the analysed
  * device's own, or, where it has none, the lowest device of the same
  * snapshot that has them (one process: DataParallel, a model split over

@@ -28,6 +28,10 @@ typedef struct md_stack_cache {
                          0 = not computed */
 } md_stack_cache;
 
+/* The innermost frame of the user's own script (not torch, the standard
+ * library or an installed package), or NULL. */
+const md_frame *md_script_frame(const md_snapshot *s, uint32_t stack);
+
 /* md_user_frame through the analysis' cache. */
 const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
 md_stack_cache *md_analysis_cache(const md_analysis *a);
@@ -45,9 +49,18 @@ typedef struct md_iterations {
     const md_frame *site[MD_MAX_PERIOD];
     md_step *steps;
     size_t n;
+    const md_frame *call; /* a trace without steps: the steps are the calls
+                             of this line of the script (md_find_calls) */
 } md_iterations;
 int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_event *ev,
                        const md_step *st, size_t n, md_iterations *out);
+/* A trace without training steps (inference: generate() called once per
+ * batch): the calls of the script line that allocates most often, each
+ * from its first allocation to the last before the next call, as steps
+ * whose end (after_zero) is the moment before the next call begins; the
+ * last call, with no next one, is left out. Fewer than 3: none (n = 0). */
+int md_find_calls(const md_snapshot *s, const md_event *ev, size_t nev, md_iterations *out);
+
 /* How many of the n iterations end comparably. Where zero_grad comes first
  * in the loop, a step ends at the next iteration's zero_grad, and the last
  * one, with none after it, ends still holding its gradients (a capture has

@@ -407,6 +407,7 @@ static void find_leak(fctx *c)
     uint64_t peak = md_replay_peak_allocated(c->r);
     double sum, lo, hi;
     size_t nd = c->nit - 1, ups = nd;
+
     if (!held_between_grows(c, &sum, &lo, &hi) && !(ups = held_grows_in_steps(c, &sum)))
         return;
     if (growth_follows_inputs(c))
@@ -421,30 +422,39 @@ static void find_leak(fctx *c)
     size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
     free(la.fstacks);
     leak_kind kind = leak_kind_of(f, kept, la.forward_bytes, nstacks, kept_per_step(c, &la));
-    static const char *const what[] = {
-        [KEPT_GRAPHS] = "each step's autograd graph (forward activations) is kept alive",
+    static const char *const what[] = { /* %s: the unit, step or iteration or call */
+        [KEPT_GRAPHS] = "each %s's autograd graph (forward activations) is kept alive",
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
-        [KEPT_TENSORS] = "tensors created each step are kept",
+        [KEPT_TENSORS] = "tensors created each %s are kept",
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it"};
     size_t period = md_analysis_period(c->a);
-    const char *unit = period > 1 ? "iteration" : "step";
+    const md_frame *call = md_analysis_call_site(c->a);
+    const char *unit = call ? "call" : period > 1 ? "iteration" : "step";
+    const char *point = call ? "between calls" : "after zero_grad";
+    char kept_what[128];
+    snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */
     if (ups == nd)
         MD_SUMMARY(f, "memory grows by %.1f MiB every %s and is never freed: %s",
-                   md_mib((uint64_t)per), unit, what[kind]);
+                   md_mib((uint64_t)per), unit, kept_what);
     else
         MD_SUMMARY(f, "memory grows in %zu of %zu %ss, %.1f MiB a %s on average, and is never "
-                   "freed: %s", ups, nd, unit, md_mib((uint64_t)per), unit, what[kind]);
+                   "freed: %s", ups, nd, unit, md_mib((uint64_t)per), unit, kept_what);
     if (period > 1)
         say_period(c, f);
+    if (call)
+        MD_EVIDENCE(f, "no training steps: memory is compared between the calls of %s:%d %s, the "
+                    "line of the script that allocates most often (%zu calls and the last)",
+                    md_snapshot_string(c->s, call->filename), call->line,
+                    md_snapshot_string(c->s, call->name), c->nit);
     if (ups == nd)
-        MD_EVIDENCE(f, "allocated after zero_grad grows in every one of %zu %ss: %.1f MiB per %s "
+        MD_EVIDENCE(f, "allocated %s grows in every one of %zu %ss: %.1f MiB per %s "
                     "(min %.1f, max %.1f), %.1f MiB in total",
-                    nd, unit, md_mib((uint64_t)per), unit, lo / MIB, hi / MIB, sum / MIB);
+                    point, nd, unit, md_mib((uint64_t)per), unit, lo / MIB, hi / MIB, sum / MIB);
     else
-        MD_EVIDENCE(f, "allocated after zero_grad grows in %zu of %zu %ss and never falls, the "
+        MD_EVIDENCE(f, "allocated %s grows in %zu of %zu %ss and never falls, the "
                     "last time in the run's last third: %.1f MiB in total, %.1f MiB a %s on "
                     "average (something done every few %ss keeps what it made)",
-                    ups, nd, unit, sum / MIB, md_mib((uint64_t)per), unit, unit);
+                    point, ups, nd, unit, sum / MIB, md_mib((uint64_t)per), unit, unit);
     say_kept(c, f, unit, kept, &la, kind, nstacks);
     MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per %s",
              100.0 * per / (double)peak, md_mib(peak), unit);

@@ -94,6 +94,22 @@ const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
     return generated;
 }
 
+/* The innermost frame of the user's own script: user code that is not an
+ * installed package (transformers, ...). In an inference loop, the line
+ * that calls into the model. NULL when there is none. */
+const md_frame *md_script_frame(const md_snapshot *s, uint32_t stack)
+{
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    for (size_t i = 0; i < n; i++) {
+        const md_frame *f = &s->frames[ids[i]];
+        if (owner(s, f) == OWNER_USER &&
+            !strstr(md_strtab_get(&s->strs, f->filename), "-packages/"))
+            return f;
+    }
+    return NULL;
+}
+
 const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
     if (stack >= c->n || !c->user)

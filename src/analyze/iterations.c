@@ -11,6 +11,7 @@
  * in the steps that do, twice. */
 #include <stdlib.h>
 #include <string.h>
+#include "../snapshot/snapshot_int.h"
 #include "analyze.h"
 
 /* The first user frame of an allocation inside step st's optimizer
@@ -139,4 +140,101 @@ size_t md_closed_iterations(const md_step *it, size_t n)
         it[n - 2].after_zero != it[n - 2].after_optim)
         return n - 1;
     return n;
+}
+
+/* The script line of each stack, looked up once per stack. */
+typedef struct script_cache {
+    const md_frame **frame;
+    unsigned char *known;
+    size_t n;
+} script_cache;
+
+static const md_frame *script_of(const md_snapshot *s, script_cache *sc, uint32_t stack)
+{
+    if (!stack || stack >= sc->n)
+        return NULL;
+    if (!sc->known[stack]) {
+        sc->frame[stack] = md_script_frame(s, stack);
+        sc->known[stack] = 1;
+    }
+    return sc->frame[stack];
+}
+
+/* The script line that allocates most often, where it makes at least
+ * half of the script's allocations (a loop around one call: generate(),
+ * a forward; not any line of a job that does many things). */
+static const md_frame *busiest_line(const md_snapshot *s, script_cache *sc, const md_event *ev,
+                                    size_t nev)
+{
+    uint32_t *count = calloc(s->nframes ? s->nframes : 1, sizeof *count);
+    const md_frame *best = NULL;
+    size_t total = 0;
+    for (size_t i = 0; count && i < nev; i++) {
+        const md_frame *f = ev[i].action == MD_ACT_ALLOC ? script_of(s, sc, ev[i].stack) : NULL;
+        if (!f)
+            continue;
+        total++;
+        if (++count[f - s->frames] > (best ? count[best - s->frames] : 0))
+            best = f;
+    }
+    if (best && 2 * (size_t)count[best - s->frames] < total)
+        best = NULL;
+    free(count);
+    return best;
+}
+
+/* Appends a call, from its first allocation to just before the next
+ * call's (end). */
+static int add_call(md_iterations *out, size_t *cap, long first, long last, long end)
+{
+    if (md_grow((void **)&out->steps, cap, out->n + 1, sizeof *out->steps))
+        return -1;
+    md_step *c = &out->steps[out->n];
+    memset(c, 0, sizeof *c);
+    c->number = (int)out->n++;
+    c->fwd_start = first - 1;
+    c->after_forward = last;
+    c->after_backward = c->after_optim = c->after_zero = end;
+    return 0;
+}
+
+int md_find_calls(const md_snapshot *s, const md_event *ev, size_t nev, md_iterations *out)
+{
+    memset(out, 0, sizeof *out);
+    out->period = 1;
+    script_cache sc = {calloc(s->nstacks ? s->nstacks : 1, sizeof *sc.frame),
+                       calloc(s->nstacks ? s->nstacks : 1, 1), s->nstacks};
+    size_t cap = 0;
+    int rc = sc.frame && sc.known ? 0 : -1;
+    const md_frame *line = rc ? NULL : busiest_line(s, &sc, ev, nev);
+    long first = -1, last = -1;
+    int between = 0; /* another line of the script allocated since the last */
+    /* a call: consecutive allocations from that line; one from another line
+     * of the script ends it, one with no script frame (C++) does not */
+    for (size_t i = 0; line && !rc && i < nev; i++) {
+        const md_frame *f = ev[i].action == MD_ACT_ALLOC ? script_of(s, &sc, ev[i].stack) : NULL;
+        if (!f)
+            continue;
+        if (!same_site(f, line)) {
+            between = first >= 0;
+            continue;
+        }
+        if (between) {
+            rc = add_call(out, &cap, first, last, (long)i - 1);
+            first = -1;
+            between = 0;
+        }
+        if (first < 0)
+            first = (long)i;
+        last = (long)i;
+    }
+    /* the last call has no next one: what is live after it is the job's
+     * end (and its teardown), not comparable; it is left out */
+    free(sc.frame);
+    free(sc.known);
+    if (!rc && out->n >= 3)
+        out->call = line;
+    else
+        out->n = 0;
+    return rc;
 }

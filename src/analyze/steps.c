@@ -679,7 +679,8 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     step_peaks(a, lo);
     free(lo);
     free(ends);
-    if (md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters))
+    if (a->nsteps ? md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters)
+                  : md_find_calls(s, a->ev, a->n, &a->iters))
         goto nomem_after;
     indicators(a);
     prefetch_lives(a);
@@ -721,6 +722,8 @@ const md_step *md_analysis_iterations(const md_analysis *a, size_t *n)
     *n = a->iters.n;
     return a->iters.steps;
 }
+
+const md_frame *md_analysis_call_site(const md_analysis *a) { return a->iters.call; }
 
 const md_frame *md_analysis_period_site(const md_analysis *a, size_t k)
 {

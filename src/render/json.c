@@ -35,6 +35,19 @@ static void steps(md_jw *w, const md_rank *rk)
     if (src == MD_STEPS_FROM_ANNOTATIONS && md_analysis_step_device(rk->a) != rk->device)
         KV(w, "steps_device", md_jw_int(w, md_analysis_step_device(rk->a)));
     KV(w, "optimizer", md_jw_str(w, md_analysis_optimizer(rk->a)));
+    const md_frame *call = md_analysis_call_site(rk->a);
+    if (call) {
+        char site[512];
+        size_t ncalls;
+        md_analysis_iterations(rk->a, &ncalls);
+        snprintf(site, sizeof site, "%s:%d %s", md_snapshot_string(rk->s, call->filename),
+                 call->line, md_snapshot_string(rk->s, call->name));
+        md_jw_key(w, "calls");
+        md_jw_open(w, '{');
+        KV(w, "site", md_jw_str(w, site));
+        KV(w, "compared", md_jw_int(w, (long)ncalls));
+        md_jw_close(w, '}');
+    }
     size_t period = md_analysis_period(rk->a);
     if (period > 1) {
         md_jw_key(w, "optimizers_in_turn");

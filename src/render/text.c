@@ -62,6 +62,19 @@ static void peak_line(FILE *o, const md_rank *rk)
             md_mib(end.reserved));
 }
 
+/* A trace without steps: the calls leaks are judged by. */
+static void calls_line(FILE *o, const md_rank *rk)
+{
+    const md_frame *call = md_analysis_call_site(rk->a);
+    size_t n;
+    md_analysis_iterations(rk->a, &n);
+    if (call)
+        fprintf(o, "  calls       %zu and the last of %s:%d %s (the line of the script that "
+                "allocates most often): leaks are judged call to call\n", n,
+                md_snapshot_string(rk->s, call->filename), call->line,
+                md_snapshot_string(rk->s, call->name));
+}
+
 /* Several optimizers stepping in turn: which, and what an iteration is. */
 static void period_line(FILE *o, const md_rank *rk, size_t nsteps)
 {
@@ -84,6 +97,7 @@ static void steps_table(FILE *o, const md_rank *rk)
     const char *opt = md_analysis_optimizer(rk->a);
     if (n == 0) {
         fprintf(o, "  steps       none found (no optimizer annotations or optimizer/backward frames)\n");
+        calls_line(o, rk);
         return;
     }
     char from[64] = "";

@@ -4,7 +4,8 @@
 # Needs build-dev/ (see tests/gpu/memdiag_run.sh). Each case runs under
 # `memdiag run`; the leak cases must be diagnosed as a leak, the others
 # must not be. ONLY="case ..." runs only those; SCRIPT=examples/loops.py
-# runs that script's cases (other loop shapes: GPT-2, a GAN, LoRA, ...).
+# runs that script's cases (other loop shapes: GPT-2, a GAN, LoRA, ...),
+# SCRIPT=examples/infer.py inference loops (generate(), no training step).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -12,6 +13,7 @@ M=$(pwd)/build-dev/memdiag
 W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
+*infer.py) all="gen genleak" ;;
 *loops.py) all="ckptleak evalleak ganleak wganleak zgleak accelleak evalevery totalloss gpt2 gpt2ckpt peftlora distill gnn gan lora growseq retain sgd adafactor" ;;
 *) all="hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate rankleak fsdpleak" ;;
 esac
@@ -31,7 +33,7 @@ import json, os, sys
 W = sys.argv[1]
 # the ranks that leak in each case (none: every other case)
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
-         "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}}
+         "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
