@@ -30,7 +30,7 @@ typedef struct md_stack_cache {
 
 /* The innermost frame of the user's own script (not torch, the standard
  * library or an installed package), or NULL. */
-const md_frame *md_script_frame(const md_snapshot *s, uint32_t stack);
+const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
 
 /* md_user_frame through the analysis' cache. */
 const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
@@ -59,7 +59,8 @@ int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_eve
  * from its first allocation to the last before the next call, as steps
  * whose end (after_zero) is the moment before the next call begins; the
  * last call, with no next one, is left out. Fewer than 3: none (n = 0). */
-int md_find_calls(const md_snapshot *s, const md_event *ev, size_t nev, md_iterations *out);
+int md_find_calls(const md_snapshot *s, md_stack_cache *cache, const md_event *ev, size_t nev,
+                  md_iterations *out);
 
 /* How many of the n iterations end comparably. Where zero_grad comes first
  * in the loop, a step ends at the next iteration's zero_grad, and the last

@@ -94,22 +94,6 @@ const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
     return generated;
 }
 
-/* The innermost frame of the user's own script: user code that is not an
- * installed package (transformers, ...). In an inference loop, the line
- * that calls into the model. NULL when there is none. */
-const md_frame *md_script_frame(const md_snapshot *s, uint32_t stack)
-{
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
-    for (size_t i = 0; i < n; i++) {
-        const md_frame *f = &s->frames[ids[i]];
-        if (owner(s, f) == OWNER_USER &&
-            !strstr(md_strtab_get(&s->strs, f->filename), "-packages/"))
-            return f;
-    }
-    return NULL;
-}
-
 const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
     if (stack >= c->n || !c->user)
@@ -143,7 +127,8 @@ static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
  * Python). torch.compile's forward runs inside one such apply. */
 #define FT_PYTHON 0x1000
 #define FT_FUNCTION_APPLY 0x2000
-#define FT_INTERNAL (FT_PYTHON | FT_FUNCTION_APPLY)
+#define FT_SCRIPT 0x4000 /* the user's own script (md_script_frame) */
+#define FT_INTERNAL (FT_PYTHON | FT_FUNCTION_APPLY | FT_SCRIPT)
 
 /* What one frame says about the phase (see classify). */
 /* "Attention"/"attention" in a class or file name, attn in a module's */
@@ -164,6 +149,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         tags |= MD_TAG_MATMUL;
     if (is_python(s, f)) {
         tags |= FT_PYTHON;
+        if (owner(s, f) == OWNER_USER && !frame_in(s, f, "-packages/"))
+            tags |= FT_SCRIPT;
         if (frame_in(s, f, "torch/optim/"))
             tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
         else if (name_is(s, f, "zero_grad"))
@@ -199,6 +186,16 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
     return tags;
 }
 
+/* A frame's tags through the cache. */
+static unsigned cached_frame_tags(md_stack_cache *c, const md_snapshot *s, uint32_t f)
+{
+    if (f >= c->nframes)
+        return frame_tags(s, &s->frames[f]);
+    if (!(c->ftags[f] & MD_TAG_KNOWN))
+        c->ftags[f] = (uint16_t)(frame_tags(s, &s->frames[f]) | MD_TAG_KNOWN);
+    return c->ftags[f] & ~MD_TAG_KNOWN;
+}
+
 /* Phase a stack belongs to: the union of its frames' tags (optimizer
  * code, zero_grad, autograd backward, module forward, workspace). Frame
  * tags are cached too: stacks share most frames. */
@@ -208,15 +205,7 @@ static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
     unsigned tags = 0, outer_py = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t f = ids[i];
-        unsigned t;
-        if (f < c->nframes) {
-            if (!(c->ftags[f] & MD_TAG_KNOWN))
-                c->ftags[f] = (uint16_t)(frame_tags(s, &s->frames[f]) | MD_TAG_KNOWN);
-            t = c->ftags[f] & ~MD_TAG_KNOWN;
-        } else {
-            t = frame_tags(s, &s->frames[f]);
-        }
+        unsigned t = cached_frame_tags(c, s, ids[i]);
         tags |= t;
         if (t & FT_PYTHON)
             outer_py = t;
@@ -224,6 +213,16 @@ static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack
     if (outer_py & FT_FUNCTION_APPLY)
         tags |= MD_TAG_BACKWARD; /* the engine ran a custom function's backward */
     return tags & ~FT_INTERNAL;
+}
+
+const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+{
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    for (size_t i = 0; i < n; i++)
+        if (cached_frame_tags(c, s, ids[i]) & FT_SCRIPT)
+            return &s->frames[ids[i]];
+    return NULL;
 }
 
 unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)

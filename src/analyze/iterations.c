@@ -147,6 +147,7 @@ typedef struct script_cache {
     const md_frame **frame;
     unsigned char *known;
     size_t n;
+    md_stack_cache *tags; /* the frames' own, shared with the analysis */
 } script_cache;
 
 static const md_frame *script_of(const md_snapshot *s, script_cache *sc, uint32_t stack)
@@ -154,7 +155,7 @@ static const md_frame *script_of(const md_snapshot *s, script_cache *sc, uint32_
     if (!stack || stack >= sc->n)
         return NULL;
     if (!sc->known[stack]) {
-        sc->frame[stack] = md_script_frame(s, stack);
+        sc->frame[stack] = md_script_frame(sc->tags, s, stack);
         sc->known[stack] = 1;
     }
     return sc->frame[stack];
@@ -198,12 +199,13 @@ static int add_call(md_iterations *out, size_t *cap, long first, long last, long
     return 0;
 }
 
-int md_find_calls(const md_snapshot *s, const md_event *ev, size_t nev, md_iterations *out)
+int md_find_calls(const md_snapshot *s, md_stack_cache *cache, const md_event *ev, size_t nev,
+                  md_iterations *out)
 {
     memset(out, 0, sizeof *out);
     out->period = 1;
     script_cache sc = {calloc(s->nstacks ? s->nstacks : 1, sizeof *sc.frame),
-                       calloc(s->nstacks ? s->nstacks : 1, 1), s->nstacks};
+                       calloc(s->nstacks ? s->nstacks : 1, 1), s->nstacks, cache};
     size_t cap = 0;
     int rc = sc.frame && sc.known ? 0 : -1;
     const md_frame *line = rc ? NULL : busiest_line(s, &sc, ev, nev);

@@ -680,7 +680,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     free(lo);
     free(ends);
     if (a->nsteps ? md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters)
-                  : md_find_calls(s, a->ev, a->n, &a->iters))
+                  : md_find_calls(s, &a->cache, a->ev, a->n, &a->iters))
         goto nomem_after;
     indicators(a);
     prefetch_lives(a);
