@@ -320,6 +320,29 @@ static void rank_head(FILE *o, const md_rank *rk)
     }
 }
 
+/* What leaks are judged by where it is not every step: the calls of a
+ * trace without steps, or the iterations of optimizers stepping in turn. */
+static void iterations_html(FILE *o, const md_rank *rk)
+{
+    const md_frame *call = md_analysis_call_site(rk->a);
+    char text[1024];
+    size_t nit, distinct = md_analysis_period_say(rk->a, text, sizeof text);
+    md_analysis_iterations(rk->a, &nit);
+    if (call) {
+        snprintf(text, sizeof text, "%s:%d %s", md_snapshot_string(rk->s, call->filename),
+                 call->line, md_snapshot_string(rk->s, call->name));
+        fprintf(o, "<div>%zu calls and the last of ", nit);
+        md_html_text(o, text);
+        fputs(" (the line of the script that allocates most often): leaks are judged call to "
+              "call</div>\n", o);
+    } else if (distinct) {
+        fprintf(o, "<div>%zu optimizers step in turn (", distinct);
+        md_html_text(o, text);
+        fprintf(o, "): %zu iterations of %zu steps; leaks and indicators count iterations</div>\n",
+                nit, md_analysis_period(rk->a));
+    }
+}
+
 static void steps_html(FILE *o, const md_rank *rk)
 {
     size_t n;
@@ -329,17 +352,10 @@ static void steps_html(FILE *o, const md_rank *rk)
     if (!n) {
         fputs("<div>no steps found (no optimizer annotations or optimizer/backward frames)"
               "</div>\n", o);
+        iterations_html(o, rk);
         return;
     }
-    char sites[1024];
-    size_t distinct = md_analysis_period_say(rk->a, sites, sizeof sites), nit;
-    if (distinct) {
-        md_analysis_iterations(rk->a, &nit);
-        fprintf(o, "<div>%zu optimizers step in turn (", distinct);
-        md_html_text(o, sites);
-        fprintf(o, "): %zu iterations of %zu steps; leaks and indicators count iterations</div>\n",
-                nit, md_analysis_period(rk->a));
-    }
+    iterations_html(o, rk);
     fputs("<table><tr><th>MiB allocated</th><th>before forward</th><th>after forward</th>"
           "<th>after backward</th><th>after optimizer</th><th>after zero_grad</th>"
           "<th>peak</th></tr>\n", o);

@@ -96,6 +96,11 @@ with tempfile.TemporaryDirectory() as tmp:
     page = open(f"{tmp}/r.html", encoding="utf-8").read()
     check("wganleak: the report names the cycle", "2 optimizers step in turn (" in page and
           "gan 5 times, then " in page and "8 iterations of 6 steps" in page)
+    subprocess.run([M, "report", f"{D}/genleak", "-o", f"{tmp}/g.html"], capture_output=True,
+                   check=True)
+    page = open(f"{tmp}/g.html", encoding="utf-8").read()
+    check("genleak: the report names the calls", "7 calls and the last of " in page and
+          "examples/infer.py:44 main" in page)
 ranks = diagnose("gpt2")
 check("gpt2: one optimizer, no optimizers_in_turn",
       all("optimizers_in_turn" not in r for r in ranks))
