@@ -400,6 +400,32 @@ static void say_period(fctx *c, md_finding *f)
                 distinct, sites, md_analysis_period(c->a));
 }
 
+/* What memory is compared between: steps, iterations of optimizers in
+ * turn, or calls (no steps); and the moment of each. */
+static const char *leak_unit(const fctx *c)
+{
+    return md_analysis_call_site(c->a) ? "call" : md_analysis_period(c->a) > 1 ? "iteration"
+                                                                             : "step";
+}
+
+static const char *leak_point(const fctx *c)
+{
+    return md_analysis_call_site(c->a) ? "between calls" : "after zero_grad";
+}
+
+/* Evidence of what the leak compares, where it is not plain steps. */
+static void say_compared(fctx *c, md_finding *f)
+{
+    const md_frame *call = md_analysis_call_site(c->a);
+    if (md_analysis_period(c->a) > 1)
+        say_period(c, f);
+    if (call)
+        MD_EVIDENCE(f, "no training steps: memory is compared between the calls of %s:%d %s, the "
+                    "line of the script that allocates most often (%zu calls and the last)",
+                    md_snapshot_string(c->s, call->filename), call->line,
+                    md_snapshot_string(c->s, call->name), c->nit);
+}
+
 static void find_leak(fctx *c)
 {
     if (c->nit < MIN_LEAK_STEPS)
@@ -407,7 +433,6 @@ static void find_leak(fctx *c)
     uint64_t peak = md_replay_peak_allocated(c->r);
     double sum, lo, hi;
     size_t nd = c->nit - 1, ups = nd;
-
     if (!held_between_grows(c, &sum, &lo, &hi) && !(ups = held_grows_in_steps(c, &sum)))
         return;
     if (growth_follows_inputs(c))
@@ -427,10 +452,7 @@ static void find_leak(fctx *c)
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
         [KEPT_TENSORS] = "tensors created each %s are kept",
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it"};
-    size_t period = md_analysis_period(c->a);
-    const md_frame *call = md_analysis_call_site(c->a);
-    const char *unit = call ? "call" : period > 1 ? "iteration" : "step";
-    const char *point = call ? "between calls" : "after zero_grad";
+    const char *unit = leak_unit(c);
     char kept_what[128];
     snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */
     if (ups == nd)
@@ -439,22 +461,16 @@ static void find_leak(fctx *c)
     else
         MD_SUMMARY(f, "memory grows in %zu of %zu %ss, %.1f MiB a %s on average, and is never "
                    "freed: %s", ups, nd, unit, md_mib((uint64_t)per), unit, kept_what);
-    if (period > 1)
-        say_period(c, f);
-    if (call)
-        MD_EVIDENCE(f, "no training steps: memory is compared between the calls of %s:%d %s, the "
-                    "line of the script that allocates most often (%zu calls and the last)",
-                    md_snapshot_string(c->s, call->filename), call->line,
-                    md_snapshot_string(c->s, call->name), c->nit);
+    say_compared(c, f);
     if (ups == nd)
         MD_EVIDENCE(f, "allocated %s grows in every one of %zu %ss: %.1f MiB per %s "
-                    "(min %.1f, max %.1f), %.1f MiB in total",
-                    point, nd, unit, md_mib((uint64_t)per), unit, lo / MIB, hi / MIB, sum / MIB);
+                    "(min %.1f, max %.1f), %.1f MiB in total", leak_point(c), nd, unit,
+                    md_mib((uint64_t)per), unit, lo / MIB, hi / MIB, sum / MIB);
     else
         MD_EVIDENCE(f, "allocated %s grows in %zu of %zu %ss and never falls, the "
                     "last time in the run's last third: %.1f MiB in total, %.1f MiB a %s on "
                     "average (something done every few %ss keeps what it made)",
-                    point, ups, nd, unit, sum / MIB, md_mib((uint64_t)per), unit, unit);
+                    leak_point(c), ups, nd, unit, sum / MIB, md_mib((uint64_t)per), unit, unit);
     say_kept(c, f, unit, kept, &la, kind, nstacks);
     MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per %s",
              100.0 * per / (double)peak, md_mib(peak), unit);

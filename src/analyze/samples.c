@@ -286,6 +286,34 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
                        "driver's own memory, which no allocation call shows", gap - explained);
 }
 
+/* How memory after clearing gradients moved from one iteration's end to
+ * the next. */
+typedef struct growth {
+    double sum;          /* MiB over the run */
+    size_t ups, last_up; /* intervals it grew in, the last of them */
+    int follows_inputs;  /* never faster than the forward pass grew */
+    int fell;            /* it fell in some interval (or a sample is missing) */
+} growth;
+
+static growth growth_of(const md_sample_rank *r, const iterations *it, double thr)
+{
+    growth g = {0, 0, 0, 1, 0};
+    for (size_t j = 1; j < it->n && !g.fell; j++) {
+        const md_sample *a = find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
+        const md_sample *b = find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
+        double d = a && b ? b->allocated_mib - a->allocated_mib : -INFINITY;
+        g.fell = d < -thr; /* memory that falls is not kept */
+        if (d > thr)
+            g.ups++, g.last_up = j;
+        g.sum += d;
+        /* growing no faster than the forward pass: the inputs grow, and
+         * each step's outputs are held until the next (findings.c) */
+        g.follows_inputs &= d <= forward_increase(r, iteration_start(it, j)) -
+                                 forward_increase(r, iteration_start(it, j - 1));
+    }
+    return g;
+}
+
 static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
     int last = max_step(r);
@@ -295,52 +323,37 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     if (it.n < 3)
         return;
     const char *unit = it.period > 1 ? "iteration" : "step";
-    double thr = fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib), sum = 0;
-    int follows_inputs = 1;
-    size_t ups = 0, last_up = 0;
-    for (size_t j = 1; j < it.n; j++) {
-        const md_sample *a = find(r, iteration_end(&it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
-        const md_sample *b = find(r, iteration_end(&it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
-        if (!a || !b || b->allocated_mib - a->allocated_mib < -thr)
-            return; /* memory that falls is not kept */
-        if (b->allocated_mib - a->allocated_mib > thr)
-            ups++, last_up = j;
-        sum += b->allocated_mib - a->allocated_mib;
-        /* growing no faster than the forward pass: the inputs grow, and
-         * each step's outputs are held until the next (findings.c) */
-        follows_inputs &= b->allocated_mib - a->allocated_mib <=
-                          forward_increase(r, iteration_start(&it, j)) -
-                          forward_increase(r, iteration_start(&it, j - 1));
-    }
+    growth g = growth_of(r, &it, fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib));
     /* every step, or in steps: at least 3 times, the last in the run's
      * last third (findings.c, held_grows_in_steps) */
     size_t nd = it.n - 1;
-    if (follows_inputs || (ups < nd && (ups < 3 || 3 * last_up < 2 * nd)))
+    if (g.fell || g.follows_inputs || (g.ups < nd && (g.ups < 3 || 3 * g.last_up < 2 * nd)))
         return;
-    double per = sum / (double)nd;
+    double per = g.sum / (double)nd;
     md_finding *f = add(out, n, cap, "leak",
-                        sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
-                                                                               : MD_SEV_WARNING,
+                        g.sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
+                                                                                 : MD_SEV_WARNING,
                         per);
     if (!f)
         return;
     f->rank = r->rank;
-    if (ups == nd)
+    if (g.ups == nd)
         md_fsay(f->summary, sizeof f->summary,
             "memory grows by %.1f MiB every %s and is never freed", per, unit);
     else
         md_fsay(f->summary, sizeof f->summary, "memory grows in %zu of %zu %ss, %.1f MiB a %s on "
-                "average, and is never freed", ups, nd, unit, per, unit);
+                "average, and is never freed", g.ups, nd, unit, per, unit);
     if (it.period > 1)
         MD_EVIDENCE(f, "%zu optimizers step in turn (the capture numbers them by their first "
                     "step): each iteration is %zu optimizer steps, and memory is compared from "
                     "one iteration's end to the next", distinct_optimizers(&it), it.period);
-    if (ups == nd)
+    if (g.ups == nd)
         MD_EVIDENCE(f, "allocated after clearing gradients grows in every one of %zu %ss: %.1f MiB "
-                    "per %s, %.1f MiB in total", nd, unit, per, unit, sum);
+                    "per %s, %.1f MiB in total", nd, unit, per, unit, g.sum);
     else
         MD_EVIDENCE(f, "allocated after clearing gradients grows in %zu of %zu %ss and never falls, "
-                    "the last time in the run's last third: %.1f MiB in total", ups, nd, unit, sum);
+                    "the last time in the run's last third: %.1f MiB in total", g.ups, nd, unit,
+                    g.sum);
     MD_EVIDENCE(f, "samples only: an allocator snapshot of the same run names the sites");
     md_fsay(f->advice, sizeof f->advice,
         "Record a snapshot (memdiag run, or torch.cuda.memory._record_memory_history) to see "
