@@ -603,6 +603,52 @@ def optimizers_in_turn():
             "external_annotations": anns}
 
 
+def calls():
+    """An inference loop, no optimizer: five calls of /home/u/infer.py:20
+    (into an installed package's model code), each after an input made at
+    :18; a call allocates a 4 MiB temporary (freed in the call, with one
+    C++-only allocation between, which does not end it) and keeps 2 MiB.
+    Memory between calls grows by 2 MiB a call: four calls compared (the
+    last has no next), a leak of 2 MiB a call."""
+    t0, seg = 1700000000000000, FirstFit(B, 64 * MIB)
+    tr = []
+    model = [{"name": "forward", "filename": "/venv/lib/python3.12/site-packages/tf/model.py", "line": 7},
+             {"name": "main", "filename": "/home/u/infer.py", "line": 20}]
+    inputs = [{"name": "main", "filename": "/home/u/infer.py", "line": 18}]
+
+    def alloc(t, size, frames):
+        addr = seg.alloc(size)
+        tr.append({"action": "alloc", "addr": addr, "size": size, "stream": 0,
+                   "time_us": t0 + t, "frames": frames})
+        return addr
+
+    def free(t, addr, size):
+        for act in ("free_requested", "free_completed"):
+            tr.append({"action": act, "addr": addr, "size": size, "stream": 0,
+                       "time_us": t0 + t, "frames": []})
+        seg.free(addr)
+    tr.append({"action": "segment_alloc", "addr": B, "size": 64 * MIB, "stream": 0,
+               "time_us": t0, "frames": []})
+    for k in range(5):
+        t = 1000 * (k + 1)
+        ids = alloc(t, 2 * MIB, inputs)
+        tmp = alloc(t + 10, 4 * MIB, model)
+        cxx = alloc(t + 11, 2 * MIB, [])
+        free(t + 12, cxx, 2 * MIB)
+        alloc(t + 13, 2 * MIB, model)  # kept
+        free(t + 14, tmp, 4 * MIB)
+        free(t + 15, ids, 2 * MIB)
+    blocks = [{"address": a, "size": n, "requested_size": r or 0,
+               "state": "inactive" if r is None else "active_allocated",
+               "frames": [] if r is None else model} for a, n, r in seg.blocks]
+    used = sum(b["size"] for b in blocks if b["state"] != "inactive")
+    segment = {"device": 0, "address": B, "total_size": 64 * MIB, "allocated_size": used,
+               "active_size": used, "requested_size": used, "stream": 0,
+               "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False,
+               "frames": [], "blocks": blocks}
+    return {"segments": [segment], "device_traces": [tr], "allocator_settings": dict(SETTINGS)}
+
+
 def hostile_names():
     """Frame names and files written to break out of a page or a folded
     line: the HTML report and the flame graph must show them as text."""
@@ -630,6 +676,7 @@ def main():
         "multi_device_truncated.pickle": (multi_device(truncated=True), 4),
         "hostile_names.pickle": (hostile_names(), 4),
         "optimizers_in_turn.pickle": (optimizers_in_turn(), 4),
+        "calls.pickle": (calls(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),

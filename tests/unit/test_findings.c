@@ -185,6 +185,30 @@ static void test_optimizers_in_turn(void **st)
     done(&d);
 }
 
+/* No training steps (tests/gen/make_synthetic.py, calls): the calls of
+ * the script line that allocates most, a C++ allocation inside a call not
+ * ending it, the last call left out; a leak per call. */
+static void test_calls(void **st)
+{
+    (void)st;
+    diag d = run("synthetic/calls.pickle", 0);
+    size_t nst, nit;
+    md_analysis_steps(d.a, &nst);
+    const md_step *it = md_analysis_iterations(d.a, &nit);
+    assert_int_equal(nst, 0);
+    assert_int_equal(nit, 4);
+    const md_frame *call = md_analysis_call_site(d.a);
+    assert_non_null(call);
+    assert_int_equal(call->line, 20);
+    near(((double)md_replay_at(d.r, it[3].after_zero).allocated -
+          (double)md_replay_at(d.r, it[0].after_zero).allocated) / MIB, 6.0, 0.01,
+         "growth over calls");
+    const md_finding *l = need(&d, "leak");
+    near((double)l->bytes / MIB, 2.0, 0.01, "leak per call");
+    assert_non_null(strstr(l->summary, "every call"));
+    done(&d);
+}
+
 /* One optimizer: period 1, the iterations are the steps. */
 static void test_one_optimizer_no_cycle(void **st)
 {
@@ -196,6 +220,7 @@ static void test_one_optimizer_no_cycle(void **st)
     assert_int_equal(md_analysis_period(d.a), 1);
     assert_int_equal(nit, nst);
     assert_null(md_analysis_period_site(d.a, 0));
+    assert_null(md_analysis_call_site(d.a)); /* steps were found */
     char say[64];
     assert_int_equal(md_analysis_period_say(d.a, say, sizeof say), 0);
     assert_string_equal(say, "");
@@ -322,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_optimizers_in_turn),
         cmocka_unit_test(test_one_optimizer_no_cycle),
+        cmocka_unit_test(test_calls),
         cmocka_unit_test(test_captured_python_stacks),
         cmocka_unit_test(test_captured_logits_fragmentation_oom),
         cmocka_unit_test(test_captured_ring_buffer),
