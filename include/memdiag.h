@@ -174,6 +174,8 @@ unsigned md_snapshot_features(const md_snapshot *s);
 #define MD_HAS_CPP_FRAMES 0x40     /* stacks='all' */
 
 const char *md_snapshot_string(const md_snapshot *s, uint32_t id);
+/* "file:line function" of a frame into buf (n bytes); returns buf. */
+const char *md_frame_label(const md_snapshot *s, const md_frame *f, char *buf, size_t n);
 /* Frame ids of a stack, innermost first; md_snapshot_frame resolves one. */
 const uint32_t *md_snapshot_stack(const md_snapshot *s, uint32_t stack, size_t *n);
 const md_frame *md_snapshot_frame(const md_snapshot *s, uint32_t frame);

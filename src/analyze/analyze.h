@@ -54,6 +54,11 @@ typedef struct md_iterations {
 } md_iterations;
 int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_event *ev,
                        const md_step *st, size_t n, md_iterations *out);
+/* The shortest cycle (2..MD_MAX_PERIOD) that ids (< 0: unknown) repeat at
+ * least twice, every position known and not all one id, with each
+ * position's id in rep; 1 when none. Steps' call sites, or the optimizers
+ * a capture numbers. */
+size_t md_cycle_period(const long *id, size_t n, long rep[MD_MAX_PERIOD]);
 /* A trace without training steps (inference: generate() called once per
  * batch): the calls of the script line that allocates most often, each
  * from its first allocation to the last before the next call, as steps
@@ -89,6 +94,21 @@ const md_live_set *md_analysis_live(const md_analysis *a, long index);
 md_finding *md_finding_new(md_finding **arr, size_t *n, size_t *cap, const char *kind,
                            int severity, uint64_t bytes);
 void md_fsay(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The memory held between steps (or iterations, or calls), interval by
+ * interval, from a replay or from samples alike. A leak when it grew (by
+ * more than thr) in every interval, or in steps: it never fell (by more
+ * than thr), grew at least 3 times, the last in the run's last third (an
+ * evaluation every few steps that keeps what it made; a warm-up grows
+ * early and stops, a copy made once grows once). */
+typedef struct md_held_growth {
+    double sum, lo, hi;     /* over the intervals */
+    size_t n, ups, last_up; /* intervals, those it grew in, the last of them (1-based) */
+    int fell;
+} md_held_growth;
+#define MD_HELD_GROWTH_INIT {0, INFINITY, -INFINITY, 0, 0, 0, 0}
+void md_held_growth_add(md_held_growth *g, double d, double thr);
+/* 0: no leak; else how many intervals it grew in (n: every one). */
+size_t md_held_growth_leak(const md_held_growth *g);
 /* The summary, first evidence and advice of a stray-device finding
  * (memory on another rank's GPU), from a snapshot or from samples. */
 void md_stray_say(md_finding *f, const md_stray *w, double mib);

@@ -62,6 +62,24 @@ md_finding *md_finding_new(md_finding **arr, size_t *n, size_t *cap, const char 
     return f;
 }
 
+void md_held_growth_add(md_held_growth *g, double d, double thr)
+{
+    g->n++;
+    g->fell |= d < -thr;
+    if (d > thr)
+        g->ups++, g->last_up = g->n;
+    g->sum += d;
+    g->lo = fmin(g->lo, d);
+    g->hi = fmax(g->hi, d);
+}
+
+size_t md_held_growth_leak(const md_held_growth *g)
+{
+    if (g->n && g->ups == g->n)
+        return g->n;
+    return !g->fell && g->ups >= MIN_LEAK_STEPS && 3 * g->last_up >= 2 * g->n ? g->ups : 0;
+}
+
 void md_fsay(char *dst, size_t n, const char *fmt, ...)
 {
     va_list ap;
@@ -102,8 +120,7 @@ static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred
         if (live[i].alloc_index < 0 && live[i].stack == 0)
             snprintf(label, sizeof label, "(allocated before the recorded history began)");
         else if (fr)
-            snprintf(label, sizeof label, "%s:%d %s", md_snapshot_string(c->s, fr->filename),
-                     fr->line, md_snapshot_string(c->s, fr->name));
+            md_frame_label(c->s, fr, label, sizeof label);
         else
             snprintf(label, sizeof label, "(no frames outside torch: autograd engine or C++)");
         size_t k = 0;
@@ -307,42 +324,16 @@ static int growth_follows_inputs(fctx *c)
     return (double)kept < 0.5 * (allocated_at(c, to) - allocated_at(c, from));
 }
 
-/* Whether the memory held between steps grew in every step by more than
- * noise (1 MiB, 0.2% of the peak): the sum, least and most growth. */
-static int held_between_grows(const fctx *c, double *sum, double *lo, double *hi)
+/* How the memory held between steps moved, step by step, against noise
+ * (1 MiB, 0.2% of the peak). */
+static md_held_growth held_growth(const fctx *c)
 {
     double thr = fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)md_replay_peak_allocated(c->r));
-    *sum = 0, *lo = INFINITY, *hi = -INFINITY;
-    for (size_t k = 1; k < c->nit; k++) {
-        double d = allocated_at(c, c->it[k].after_zero) - allocated_at(c, c->it[k - 1].after_zero);
-        if (d <= thr)
-            return 0;
-        *sum += d;
-        *lo = fmin(*lo, d);
-        *hi = fmax(*hi, d);
-    }
-    return c->nit > 1;
-}
-
-/* Memory held between steps that grows in steps rather than every step
- * (logging or an evaluation every few steps that keeps what it made): it
- * never falls, grows in at least MIN_LEAK_STEPS intervals, and still
- * grows in the last third of the run. A warm-up grows early and stops; a
- * copy made once grows once. The number of intervals it grew in (0: no
- * staircase), and the growth over the run. */
-static size_t held_grows_in_steps(const fctx *c, double *sum)
-{
-    double thr = fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)md_replay_peak_allocated(c->r));
-    size_t ups = 0, last_up = 0;
-    for (size_t k = 1; k < c->nit; k++) {
-        double d = allocated_at(c, c->it[k].after_zero) - allocated_at(c, c->it[k - 1].after_zero);
-        if (d < -thr)
-            return 0;
-        if (d > thr)
-            ups++, last_up = k;
-    }
-    *sum = allocated_at(c, c->it[c->nit - 1].after_zero) - allocated_at(c, c->it[0].after_zero);
-    return ups >= MIN_LEAK_STEPS && 3 * last_up >= 2 * (c->nit - 1) ? ups : 0;
+    md_held_growth g = MD_HELD_GROWTH_INIT;
+    for (size_t k = 1; k < c->nit; k++)
+        md_held_growth_add(&g, allocated_at(c, c->it[k].after_zero) -
+                                   allocated_at(c, c->it[k - 1].after_zero), thr);
+    return g;
 }
 
 /* Whether every step's forward pass added more than the one before. */
@@ -384,10 +375,10 @@ static void say_kept(fctx *c, md_finding *f, const char *unit, uint64_t kept,
                                          : ": what the layers saved for backward");
     const md_frame *caller = kind == KEPT_METRIC ? metric_caller(c, c->it[c->nit - 1].after_zero,
                                                                   la->after) : NULL;
+    char where[512];
     if (caller)
-        MD_EVIDENCE(f, "the metric is updated from %s:%d %s",
-                    md_snapshot_string(c->s, caller->filename), caller->line,
-                    md_snapshot_string(c->s, caller->name));
+        MD_EVIDENCE(f, "the metric is updated from %s",
+                    md_frame_label(c->s, caller, where, sizeof where));
 }
 
 /* Which optimizers step in turn, as leak evidence. */
@@ -417,13 +408,13 @@ static const char *leak_point(const fctx *c)
 static void say_compared(fctx *c, md_finding *f)
 {
     const md_frame *call = md_analysis_call_site(c->a);
+    char where[512];
     if (md_analysis_period(c->a) > 1)
         say_period(c, f);
     if (call)
-        MD_EVIDENCE(f, "no training steps: memory is compared between the calls of %s:%d %s, the "
+        MD_EVIDENCE(f, "no training steps: memory is compared between the calls of %s, the "
                     "line of the script that allocates most often (%zu calls and the last)",
-                    md_snapshot_string(c->s, call->filename), call->line,
-                    md_snapshot_string(c->s, call->name), c->nit);
+                    md_frame_label(c->s, call, where, sizeof where), c->nit);
 }
 
 static void find_leak(fctx *c)
@@ -431,11 +422,10 @@ static void find_leak(fctx *c)
     if (c->nit < MIN_LEAK_STEPS)
         return;
     uint64_t peak = md_replay_peak_allocated(c->r);
-    double sum, lo, hi;
-    size_t nd = c->nit - 1, ups = nd;
-    if (!held_between_grows(c, &sum, &lo, &hi) && !(ups = held_grows_in_steps(c, &sum)))
-        return;
-    if (growth_follows_inputs(c))
+    md_held_growth g = held_growth(c);
+    size_t nd = c->nit - 1, ups = md_held_growth_leak(&g);
+    double sum = g.sum, lo = g.lo, hi = g.hi;
+    if (!ups || growth_follows_inputs(c))
         return;
     double per = sum / (double)nd;
     md_finding *f = add(c, "leak", sum >= 0.25 * (double)peak ? MD_SEV_CRITICAL : MD_SEV_WARNING,
@@ -529,25 +519,22 @@ static int params_sharded(fctx *c, long index)
 }
 
 /* The bytes of the parameters that are trained, where most are not (a
- * frozen base under LoRA adapters, a frozen backbone): the gradients, what
- * the last step's backward allocated and kept past its end, when under
- * half of all parameter bytes; else 0 and the optimizer is judged against
- * every parameter. Gradients kept as views of DDP's buckets are not
- * allocated in the backward: 0. (Counted from the events: a live set of
- * its own would cost a replay.) */
+ * frozen base under LoRA adapters, a frozen backbone): the gradients the
+ * last step's backward allocated, when under half of all parameter bytes;
+ * else 0 and the optimizer is judged against every parameter. Gradients
+ * kept as views of DDP's buckets are not allocated in the backward: 0.
+ * (Each of the backward's allocations categorized alone: a live set there
+ * would cost a replay.) */
 static uint64_t trained_bytes(fctx *c, uint64_t params)
 {
     const md_step *last = &c->st[c->nst - 1];
     const md_event *ev = md_replay_events(c->r);
     uint64_t grads = 0;
-    for (long i = last->after_forward + 1; i >= 0 && i <= last->after_backward; i++)
-        if (ev[i].action == MD_ACT_ALLOC) {
-            long fr = md_replay_free_index(c->r, i);
-            unsigned tags = md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack);
-            int forward = (tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD);
-            if ((fr < 0 || fr > last->after_backward) && !forward) /* not a micro-batch's output */
-                grads += ev[i].size;
-        }
+    for (long i = last->after_forward + 1; i >= 0 && i <= last->after_backward; i++) {
+        md_live l = {.requested = ev[i].size, .alloc_index = i, .stack = ev[i].stack};
+        if (ev[i].action == MD_ACT_ALLOC && md_categorize(c->a, &l) == MD_CAT_GRADIENT)
+            grads += ev[i].size;
+    }
     return grads && (double)grads < FROZEN_GRADS_SHARE * (double)params ? grads : 0;
 }
 
@@ -655,15 +642,15 @@ static int attention_in(fctx *c, long index, long lo)
 /* Evidence that the inputs grow: every step's forward pass adds more. */
 static void say_inputs_grow(fctx *c, md_finding *f)
 {
-    double sum, lo, hi;
-    const char *unit = md_analysis_period(c->a) > 1 ? "iteration" : "step";
+    const char *unit = leak_unit(c);
     if (c->nit < MIN_LEAK_STEPS || !forward_grows(c))
         return;
+    md_held_growth g = held_growth(c);
     MD_EVIDENCE(f, "the forward pass grows every %s (%.1f MiB in %s %d, %.1f MiB in %s %d): "
                 "the inputs grow%s", unit,
                 md_mib((uint64_t)forward_increase(c, 0)), unit, c->it[0].number,
                 md_mib((uint64_t)forward_increase(c, c->nit - 1)), unit, c->it[c->nit - 1].number,
-                held_between_grows(c, &sum, &lo, &hi)
+                g.ups == g.n
                     ? ", and what a step holds until the next grows with them (not a leak: "
                       "nothing accumulates)" : "");
 }

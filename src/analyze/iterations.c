@@ -33,29 +33,37 @@ static int same_site(const md_frame *x, const md_frame *y)
     return x->filename == y->filename && x->line == y->line && x->name == y->name;
 }
 
-/* Whether the known sites repeat with period p, every position of the
- * cycle known at least once, and not all the same (WGAN's critic steps
- * five times for each generator step: a cycle of 6, two sites). */
-static int cycles(const md_frame *const *site, size_t n, size_t p, const md_frame **rep)
+/* Whether the known ids (>= 0) repeat with period p, every position of
+ * the cycle known at least once, and not all the same (WGAN's critic
+ * steps five times for each generator step: a cycle of 6, two ids); rep
+ * gets each position's id. */
+static int cycles(const long *id, size_t n, size_t p, long *rep)
 {
     for (size_t k = 0; k < p; k++)
-        rep[k] = NULL;
+        rep[k] = -1;
     for (size_t k = 0; k < n; k++) {
-        if (!site[k])
+        if (id[k] < 0)
             continue;
-        const md_frame **r = &rep[k % p];
-        if (!*r)
-            *r = site[k];
-        else if (!same_site(*r, site[k]))
+        if (rep[k % p] < 0)
+            rep[k % p] = id[k];
+        else if (rep[k % p] != id[k])
             return 0;
     }
     int differ = 0;
     for (size_t k = 0; k < p; k++) {
-        if (!rep[k])
+        if (rep[k] < 0)
             return 0;
-        differ |= !same_site(rep[k], rep[0]);
+        differ |= rep[k] != rep[0];
     }
     return differ;
+}
+
+size_t md_cycle_period(const long *id, size_t n, long rep[MD_MAX_PERIOD])
+{
+    for (size_t p = 2; p <= MD_MAX_PERIOD && n >= 2 * p; p++)
+        if (cycles(id, n, p, rep))
+            return p;
+    return 1;
 }
 
 /* Steps first..first+p-1 as one iteration: the first one's start and
@@ -81,18 +89,18 @@ int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_eve
 {
     memset(out, 0, sizeof *out);
     out->period = 1;
-    const md_frame **site = n >= 2 * 2 ? calloc(n, sizeof *site) : NULL;
-    if (n >= 2 * 2 && !site)
+    long *id = n >= 2 * 2 ? malloc(n * sizeof *id) : NULL, rep[MD_MAX_PERIOD];
+    if (n >= 2 * 2 && !id)
         return -1;
-    for (size_t k = 0; site && k < n; k++)
-        site[k] = step_site(s, cache, ev, &st[k]);
-    for (size_t p = 2; site && p <= MD_MAX_PERIOD && n >= 2 * p; p++)
-        if (cycles(site, n, p, out->site)) {
-            out->period = p;
-            break;
-        }
-    free(site);
+    for (size_t k = 0; id && k < n; k++) { /* frames are interned: an index is a site */
+        const md_frame *f = step_site(s, cache, ev, &st[k]);
+        id[k] = f ? (long)(f - s->frames) : -1;
+    }
+    out->period = id ? md_cycle_period(id, n, rep) : 1;
+    free(id);
     size_t p = out->period;
+    for (size_t k = 0; p > 1 && k < p; k++)
+        out->site[k] = &s->frames[rep[k]];
     /* iterations end with the last step: a run stops at an iteration's end;
      * a first group cut short by where recording began is left out */
     size_t first = n % p, count = n / p;
@@ -122,13 +130,12 @@ size_t md_analysis_period_say(const md_analysis *a, char *dst, size_t n)
         for (size_t j = 0; j < k; j++)
             seen |= same_site(md_analysis_period_site(a, j), fr);
         distinct += !seen;
-        char times[32] = "";
+        char times[32] = "", label[512];
         if (run > 1)
             snprintf(times, sizeof times, " %zu times", run);
         if (used < n)
-            used += (size_t)snprintf(dst + used, n - used, "%s%s:%d %s%s", k ? ", then " : "",
-                                     md_snapshot_string(s, fr->filename), fr->line,
-                                     md_snapshot_string(s, fr->name), times);
+            used += (size_t)snprintf(dst + used, n - used, "%s%s%s", k ? ", then " : "",
+                                     md_frame_label(s, fr, label, sizeof label), times);
         k += run;
     }
     return distinct;

@@ -33,19 +33,13 @@ static int max_step(const md_sample_rank *r)
  * optimizer or no cycle shows twice. */
 static size_t optimizer_period(const md_sample_rank *r)
 {
-    const md_step_optimizer *so = r->step_optimizers;
     size_t n = r->nstep_optimizers;
-    for (size_t p = 2; p <= MD_MAX_PERIOD && n >= 2 * p; p++) {
-        int ok = 1;
-        for (size_t k = p; k < n && ok; k++)
-            ok = so[k].optimizer == so[k - p].optimizer;
-        int differ = 0;
-        for (size_t k = 1; k < p; k++)
-            differ |= so[k].optimizer != so[0].optimizer;
-        if (ok && differ)
-            return p;
-    }
-    return 1;
+    long *id = n ? malloc(n * sizeof *id) : NULL, rep[MD_MAX_PERIOD];
+    for (size_t k = 0; id && k < n; k++)
+        id[k] = r->step_optimizers[k].optimizer;
+    size_t p = id ? md_cycle_period(id, n, rep) : 1;
+    free(id);
+    return p;
 }
 
 /* The training iterations' ends: every step (period 1), or each
@@ -287,29 +281,21 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
 }
 
 /* How memory after clearing gradients moved from one iteration's end to
- * the next. */
-typedef struct growth {
-    double sum;          /* MiB over the run */
-    size_t ups, last_up; /* intervals it grew in, the last of them */
-    int follows_inputs;  /* never faster than the forward pass grew */
-    int fell;            /* it fell in some interval (or a sample is missing) */
-} growth;
-
-static growth growth_of(const md_sample_rank *r, const iterations *it, double thr)
+ * the next; follows_inputs: never faster than the forward pass grew (the
+ * inputs grow, and each step's outputs are held until the next:
+ * findings.c). A missing sample counts as memory that fell. */
+static md_held_growth growth_of(const md_sample_rank *r, const iterations *it, double thr,
+                                int *follows_inputs)
 {
-    growth g = {0, 0, 0, 1, 0};
+    md_held_growth g = MD_HELD_GROWTH_INIT;
+    *follows_inputs = 1;
     for (size_t j = 1; j < it->n && !g.fell; j++) {
         const md_sample *a = find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
         const md_sample *b = find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
         double d = a && b ? b->allocated_mib - a->allocated_mib : -INFINITY;
-        g.fell = d < -thr; /* memory that falls is not kept */
-        if (d > thr)
-            g.ups++, g.last_up = j;
-        g.sum += d;
-        /* growing no faster than the forward pass: the inputs grow, and
-         * each step's outputs are held until the next (findings.c) */
-        g.follows_inputs &= d <= forward_increase(r, iteration_start(it, j)) -
-                                 forward_increase(r, iteration_start(it, j - 1));
+        md_held_growth_add(&g, d, thr);
+        *follows_inputs &= d <= forward_increase(r, iteration_start(it, j)) -
+                                forward_increase(r, iteration_start(it, j - 1));
     }
     return g;
 }
@@ -323,11 +309,11 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     if (it.n < 3)
         return;
     const char *unit = it.period > 1 ? "iteration" : "step";
-    growth g = growth_of(r, &it, fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib));
-    /* every step, or in steps: at least 3 times, the last in the run's
-     * last third (findings.c, held_grows_in_steps) */
+    int follows_inputs;
+    md_held_growth g = growth_of(r, &it, fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib),
+                                 &follows_inputs);
     size_t nd = it.n - 1;
-    if (g.fell || g.follows_inputs || (g.ups < nd && (g.ups < 3 || 3 * g.last_up < 2 * nd)))
+    if (!md_held_growth_leak(&g) || follows_inputs)
         return;
     double per = g.sum / (double)nd;
     md_finding *f = add(out, n, cap, "leak",

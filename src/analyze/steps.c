@@ -538,9 +538,10 @@ static void indicators(md_analysis *a)
     in->valid = 1;
     in->first_step_recorded = s[0].number == 0;
     /* where several optimizers step in turn, a training step is an
-     * iteration of them all: its end is the last one's */
-    const md_step *it = a->iters.n ? a->iters.steps : s;
-    size_t ni = md_closed_iterations(it, a->iters.n ? a->iters.n : n);
+     * iteration of them all: its end is the last one's (one optimizer: the
+     * iterations are the steps) */
+    const md_step *it = a->iters.steps;
+    size_t ni = md_closed_iterations(it, a->iters.n);
     in->first_step_persistent_change_mib = mib_at(a, it[0].after_zero) - mib_at(a, it[0].fwd_start);
     in->between_step_growth_mib = mib_at(a, it[ni - 1].after_zero) - mib_at(a, it[0].after_zero);
     double best = -1e300;

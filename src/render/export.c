@@ -62,9 +62,7 @@ int md_render_csv(FILE *o, const md_rank *rk)
         const md_frame *f = e->stack ? md_user_frame(rk->s, e->stack) : NULL;
         if (f) {
             char site[640];
-            snprintf(site, sizeof site, "%s:%d %s", md_snapshot_string(rk->s, f->filename),
-                     f->line, md_snapshot_string(rk->s, f->name));
-            csv_field(o, site);
+            csv_field(o, md_frame_label(rk->s, f, site, sizeof site));
         }
         fputc('\n', o);
     }

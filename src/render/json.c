@@ -40,11 +40,9 @@ static void steps(md_jw *w, const md_rank *rk)
         char site[512];
         size_t ncalls;
         md_analysis_iterations(rk->a, &ncalls);
-        snprintf(site, sizeof site, "%s:%d %s", md_snapshot_string(rk->s, call->filename),
-                 call->line, md_snapshot_string(rk->s, call->name));
         md_jw_key(w, "calls");
         md_jw_open(w, '{');
-        KV(w, "site", md_jw_str(w, site));
+        KV(w, "site", md_jw_str(w, md_frame_label(rk->s, call, site, sizeof site)));
         KV(w, "compared", md_jw_int(w, (long)ncalls));
         md_jw_close(w, '}');
     }
@@ -52,13 +50,10 @@ static void steps(md_jw *w, const md_rank *rk)
     if (period > 1) {
         md_jw_key(w, "optimizers_in_turn");
         md_jw_open(w, '[');
-        for (size_t k = 0; k < period; k++) {
-            const md_frame *fr = md_analysis_period_site(rk->a, k);
-            char site[512];
-            snprintf(site, sizeof site, "%s:%d %s", md_snapshot_string(rk->s, fr->filename),
-                     fr->line, md_snapshot_string(rk->s, fr->name));
-            md_jw_str(w, site);
-        }
+        char site[512];
+        for (size_t k = 0; k < period; k++)
+            md_jw_str(w, md_frame_label(rk->s, md_analysis_period_site(rk->a, k), site,
+                                        sizeof site));
         md_jw_close(w, ']');
     }
     md_jw_key(w, "steps");

@@ -329,10 +329,8 @@ static void iterations_html(FILE *o, const md_rank *rk)
     size_t nit, distinct = md_analysis_period_say(rk->a, text, sizeof text);
     md_analysis_iterations(rk->a, &nit);
     if (call) {
-        snprintf(text, sizeof text, "%s:%d %s", md_snapshot_string(rk->s, call->filename),
-                 call->line, md_snapshot_string(rk->s, call->name));
         fprintf(o, "<div>%zu calls and the last of ", nit);
-        md_html_text(o, text);
+        md_html_text(o, md_frame_label(rk->s, call, text, sizeof text));
         fputs(" (the line of the script that allocates most often): leaks are judged call to "
               "call</div>\n", o);
     } else if (distinct) {

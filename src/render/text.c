@@ -67,22 +67,22 @@ static void calls_line(FILE *o, const md_rank *rk)
 {
     const md_frame *call = md_analysis_call_site(rk->a);
     size_t n;
+    char site[512];
     md_analysis_iterations(rk->a, &n);
     if (call)
-        fprintf(o, "  calls       %zu and the last of %s:%d %s (the line of the script that "
+        fprintf(o, "  calls       %zu and the last of %s (the line of the script that "
                 "allocates most often): leaks are judged call to call\n", n,
-                md_snapshot_string(rk->s, call->filename), call->line,
-                md_snapshot_string(rk->s, call->name));
+                md_frame_label(rk->s, call, site, sizeof site));
 }
 
 /* Several optimizers stepping in turn: which, and what an iteration is. */
 static void period_line(FILE *o, const md_rank *rk, size_t nsteps)
 {
     size_t period = md_analysis_period(rk->a), nit;
-    char sites[1024];
-    size_t distinct = md_analysis_period_say(rk->a, sites, sizeof sites);
     if (period < 2)
         return;
+    char sites[1024];
+    size_t distinct = md_analysis_period_say(rk->a, sites, sizeof sites);
     md_analysis_iterations(rk->a, &nit);
     fprintf(o, "              %zu optimizers step in turn (%s): %zu iterations of %zu steps%s; "
             "leaks and indicators count iterations\n", distinct, sites, nit, period,

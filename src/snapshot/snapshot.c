@@ -786,6 +786,13 @@ const char *md_snapshot_string(const md_snapshot *s, uint32_t id)
     return md_strtab_get(&s->strs, id);
 }
 
+const char *md_frame_label(const md_snapshot *s, const md_frame *f, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s:%d %s", md_snapshot_string(s, f->filename), f->line,
+             md_snapshot_string(s, f->name));
+    return buf;
+}
+
 const uint32_t *md_snapshot_stack(const md_snapshot *s, uint32_t stack, size_t *n)
 {
     if (stack == 0 || stack >= s->nstacks) {
