@@ -109,6 +109,10 @@ typedef struct md_held_growth {
 void md_held_growth_add(md_held_growth *g, double d, double thr);
 /* 0: no leak; else how many intervals it grew in (n: every one). */
 size_t md_held_growth_leak(const md_held_growth *g);
+/* A leak under the totals' noise is said if it reaches 1 GiB within this
+ * many steps (10.5 KiB a step): predictions kept every step are; a kept
+ * loss scalar (512 B, 1 GiB after two million steps) is not. */
+#define MD_SMALL_LEAK_HORIZON 100000.0
 /* The summary, first evidence and advice of a stray-device finding
  * (memory on another rank's GPU), from a snapshot or from samples. */
 void md_stray_say(md_finding *f, const md_stray *w, double mib);

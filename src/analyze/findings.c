@@ -173,18 +173,39 @@ typedef struct leak_arg {
     long after, until; /* allocated in (after, until]: after the first step,
                           before the last (what the last holds until the
                           next, its gradients or outputs, is no leak's) */
-    uint64_t forward_bytes;
+    uint64_t forward_bytes, backward_bytes; /* kept bytes made in those phases */
     uint32_t *fstacks; /* stacks of the kept forward allocations */
     size_t nf, fcap;
     int nomem;
 } leak_arg;
 
+/* Whether a live allocation was made by the autograd engine in a backward
+ * phase ((after_forward, after_backward] of its iteration): no Python
+ * frames, or autograd's own, not a line of the script run after backward. */
+static int made_in_backward(const fctx *c, const md_live *l)
+{
+    long i = l->alloc_index;
+    if (l->stack ? !(md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_BACKWARD)
+                 : !(c->s->features & MD_HAS_FRAMES))
+        return 0;
+    size_t lo = 0, hi = c->nit;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (i <= c->it[mid].after_zero)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo < c->nit && i > c->it[lo].after_forward && i <= c->it[lo].after_backward;
+}
+
 static int retained_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
 {
     leak_arg *la = arg;
-    (void)c;
     if (l->alloc_index <= la->after || l->alloc_index > la->until || cat == MD_CAT_WORKSPACE)
         return 0;
+    if (cat != MD_CAT_ACTIVATION && made_in_backward(c, l))
+        la->backward_bytes += l->block_size;
     if (cat == MD_CAT_ACTIVATION) {
         la->forward_bytes += l->block_size;
         if (md_grow((void **)&la->fstacks, &la->fcap, la->nf + 1, sizeof *la->fstacks))
@@ -202,7 +223,7 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
  * allocations a step from one or two stacks. A torchmetrics metric with a
  * list state (AUROC and the like, thresholds=None) keeps every update's
  * inputs until reset(): its own code is then the largest site. */
-typedef enum { KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC } leak_kind;
+typedef enum { KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC, KEPT_BACKWARD } leak_kind;
 #define OUTPUT_MAX_SITES 4
 #define OUTPUT_MAX_PER_STEP 8.0
 
@@ -249,43 +270,64 @@ static const md_frame *metric_caller(fctx *c, long index, long after)
     return NULL;
 }
 
-/* Which of the leak_kind cases the kept allocations look like: mostly
- * made outside a forward pass; a metric's own code as the largest site;
- * few forward tensors a step from few stacks; else whole graphs. */
-static leak_kind leak_kind_of(const md_finding *f, uint64_t kept, uint64_t forward_bytes,
+/* Which of the leak_kind cases the kept allocations look like: a
+ * metric's own code as the largest site; mostly made in backward passes
+ * (gradients of intermediate tensors, which a tensor hook or
+ * autograd.grad hands out); mostly made outside a forward pass; few
+ * forward tensors a step from few stacks; else whole graphs. */
+static leak_kind leak_kind_of(const md_finding *f, uint64_t kept, const leak_arg *la,
                               size_t nstacks, double per_step)
 {
     if (f->nsites && strstr(f->sites[0].site, "/torchmetrics/"))
         return KEPT_METRIC;
-    if (!kept || forward_bytes * 2 < kept)
+    if (kept && la->backward_bytes * 2 >= kept)
+        return KEPT_BACKWARD;
+    if (!kept || la->forward_bytes * 2 < kept)
         return KEPT_TENSORS;
     return nstacks <= OUTPUT_MAX_SITES && per_step <= OUTPUT_MAX_PER_STEP ? KEPT_OUTPUTS
                                                                           : KEPT_GRAPHS;
 }
 
+/* Bytes as a report says them: KiB below a MiB (a small leak's), else MiB. */
+static void say_bytes(char *dst, size_t n, double bytes)
+{
+    if (bytes < MIB)
+        snprintf(dst, n, "%.1f KiB", bytes / 1024.0);
+    else
+        snprintf(dst, n, "%.1f MiB", bytes / MIB);
+}
+
 static void leak_advice(md_finding *f, leak_kind kind, double per, const char *unit)
 {
+    char each[32];
+    say_bytes(each, sizeof each, per);
     if (kind == KEPT_GRAPHS)
         MD_ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
                   "output appended to a list (store loss.item() or loss.detach()), or "
                   "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
-                  "about %.1f MiB per %s.", md_mib((uint64_t)per), unit);
+                  "about %s per %s.", each, unit);
     else if (kind == KEPT_OUTPUTS)
         MD_ADVICE(f, "Outputs of the forward pass stay referenced every step: predictions or "
                   "logits kept for metrics (.detach() alone keeps them on the GPU: keep .cpu() "
-                  "copies or reduce them to numbers with .item()), a forward hook that stores "
-                  "outputs, or a cache. Fixing it frees about %.1f MiB per %s.",
-                  md_mib((uint64_t)per), unit);
+                  "copies or reduce them to numbers with .item(); a slice or view such as "
+                  "logits[:, -1] keeps the whole tensor: .clone() it), a forward hook that stores "
+                  "outputs, or a cache. Fixing it frees about %s per %s.", each, unit);
+    else if (kind == KEPT_BACKWARD)
+        MD_ADVICE(f, "Gradients of intermediate tensors stay referenced: a hook registered with "
+                  "Tensor.register_hook (or a module's backward hook) that stores its argument, or "
+                  "the outputs of torch.autograd.grad kept in a list. Keep a number "
+                  "(g.norm().item()) or a .detach().cpu() copy, or remove the hook when done; that "
+                  "frees about %s per %s.", each, unit);
     else if (kind == KEPT_METRIC)
         MD_ADVICE(f, "Metrics with list states (AUROC, AveragePrecision, ROC or PR curves with "
                   "thresholds=None, CatMetric, retrieval metrics) keep every update's tensors on the "
                   "GPU until reset(): call compute() and reset() each epoch or more often, pass "
                   "compute_on_cpu=True to keep them in host memory, or thresholds=N for a fixed-size "
-                  "binned state. About %.1f MiB per %s.", md_mib((uint64_t)per), unit);
+                  "binned state. About %s per %s.", each, unit);
     else
         MD_ADVICE(f, "Tensors made every step stay referenced (a list, cache or history buffer). "
-                  "Drop the references, or keep .detach().cpu() copies; that frees about %.1f MiB "
-                  "per %s.", md_mib((uint64_t)per), unit);
+                  "Drop the references, or keep .detach().cpu() copies; that frees about %s "
+                  "per %s.", each, unit);
 }
 
 static double allocated_at(const fctx *c, long index)
@@ -326,9 +368,14 @@ static int growth_follows_inputs(fctx *c)
 
 /* How the memory held between steps moved, step by step, against noise
  * (1 MiB, 0.2% of the peak). */
+static double held_noise(const fctx *c)
+{
+    return fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)md_replay_peak_allocated(c->r));
+}
+
 static md_held_growth held_growth(const fctx *c)
 {
-    double thr = fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)md_replay_peak_allocated(c->r));
+    double thr = held_noise(c);
     md_held_growth g = MD_HELD_GROWTH_INIT;
     for (size_t k = 1; k < c->nit; k++)
         md_held_growth_add(&g, allocated_at(c, c->it[k].after_zero) -
@@ -363,11 +410,19 @@ static void say_kept(fctx *c, md_finding *f, const char *unit, uint64_t kept,
         snprintf(made, sizeof made, "%s %d", unit, c->it[1].number);
     else
         snprintf(made, sizeof made, "%ss %d to %d", unit, c->it[1].number, c->it[c->nit - 2].number);
-    MD_EVIDENCE(f, "%.1f MiB allocated in %s is still live after the last %s; "
-                "%.0f%% of it was allocated in a forward pass%s",
-             md_mib(kept), made, unit,
-             kept ? 100.0 * (double)la->forward_bytes / (double)kept : 0.0,
-             kind == KEPT_GRAPHS ? " (saved for backward)" : "");
+    char bytes[32];
+    say_bytes(bytes, sizeof bytes, (double)kept);
+    if (kind == KEPT_BACKWARD)
+        MD_EVIDENCE(f, "%s allocated in %s is still live after the last %s; %.0f%% of it was "
+                    "allocated in a backward pass, not as a parameter's gradient (those are "
+                    "replaced every %s)", bytes, made, unit,
+                    100.0 * (double)la->backward_bytes / (double)kept, unit);
+    else
+        MD_EVIDENCE(f, "%s allocated in %s is still live after the last %s; "
+                    "%.0f%% of it was allocated in a forward pass%s",
+                    bytes, made, unit,
+                    kept ? 100.0 * (double)la->forward_bytes / (double)kept : 0.0,
+                    kind == KEPT_GRAPHS ? " (saved for backward)" : "");
     if ((kind == KEPT_GRAPHS || kind == KEPT_OUTPUTS) && nstacks != SIZE_MAX)
         MD_EVIDENCE(f, "%.1f forward allocations a %s stay, from %zu call stack%s%s",
                     kept_per_step(c, la), unit, nstacks, nstacks == 1 ? "" : "s",
@@ -417,6 +472,133 @@ static void say_compared(fctx *c, md_finding *f)
                     md_frame_label(c->s, call, where, sizeof where), c->nit);
 }
 
+/* ---- leaks below the totals' noise floor ---------------------------------- */
+
+/* A live allocation of the kept range: its call stack and its step. */
+typedef struct stack_step {
+    uint32_t stack, step;
+} stack_step;
+
+static int by_stack_step(const void *x, const void *y)
+{
+    const stack_step *a = x, *b = y;
+    if (a->stack != b->stack)
+        return a->stack < b->stack ? -1 : 1;
+    return a->step < b->step ? -1 : a->step > b->step;
+}
+
+/* The iteration (1 .. nit-2) that allocation index i was made in. */
+static uint32_t step_of(const fctx *c, long i)
+{
+    size_t lo = 1, hi = c->nit - 2;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (i <= c->it[mid].after_zero)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return (uint32_t)lo;
+}
+
+/* The call stacks that made an allocation in every step of the kept range
+ * (steps after the first, before the last) that is still live after the
+ * last step, sorted, into *out (to free); their count (0 on no memory). */
+static size_t steady_stacks(const fctx *c, const md_live_set *ls, uint32_t **out)
+{
+    long from = c->it[0].after_zero, to = c->it[c->nit - 2].after_zero;
+    stack_step *ks = NULL;
+    size_t nk = 0, cap = 0, found = 0;
+    *out = NULL;
+    for (size_t i = 0; i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        if (l->alloc_index <= from || l->alloc_index > to || l->stack == 0 ||
+            l->category == MD_CAT_WORKSPACE)
+            continue;
+        if (md_grow((void **)&ks, &cap, nk + 1, sizeof *ks))
+            break;
+        ks[nk++] = (stack_step){l->stack, step_of(c, l->alloc_index)};
+    }
+    if (nk && (*out = malloc(nk * sizeof **out)) != NULL) {
+        qsort(ks, nk, sizeof *ks, by_stack_step);
+        for (size_t i = 0, j; i < nk; i = j) {
+            size_t steps = 0;
+            for (j = i; j < nk && ks[j].stack == ks[i].stack; j++)
+                steps += j == i || ks[j].step != ks[j - 1].step;
+            if (steps == c->nit - 2)
+                (*out)[found++] = ks[i].stack;
+        }
+    }
+    free(ks);
+    return found;
+}
+
+typedef struct steady_arg {
+    leak_arg la;
+    const uint32_t *stacks;
+    size_t n;
+} steady_arg;
+
+static int steady_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    steady_arg *sa = arg;
+    if (!bsearch(&l->stack, sa->stacks, sa->n, sizeof *sa->stacks, cmp_u32))
+        return 0;
+    return retained_pred(c, l, cat, &sa->la);
+}
+
+/* Memory held between steps grows too little for the totals to tell it
+ * from noise (the allocator's rounding, a cache warming), yet one call
+ * stack leaves a tensor from every step live at the end: predictions
+ * (argmax) or losses kept on the GPU. Small now; it grows with the run. */
+static void find_small_leak(fctx *c, const md_held_growth *g)
+{
+    if (c->nit < MIN_LEAK_STEPS + 2 || g->fell)
+        return;
+    const md_live_set *ls = live_at(c, c->it[c->nit - 1].after_zero);
+    uint32_t *stacks = NULL;
+    size_t ns = ls ? steady_stacks(c, ls, &stacks) : 0;
+    if (!ns) {
+        free(stacks);
+        return;
+    }
+    md_finding *f = add(c, "leak", MD_SEV_INFO, 0);
+    steady_arg sa = {{.after = c->it[0].after_zero, .until = c->it[c->nit - 2].after_zero},
+                     stacks, ns};
+    uint64_t kept = f ? collect_sites(c, f, c->it[c->nit - 1].after_zero, steady_pred, &sa) : 0;
+    size_t nstacks = sa.la.nomem ? SIZE_MAX : distinct_stacks(sa.la.fstacks, sa.la.nf);
+    free(sa.la.fstacks);
+    free(stacks);
+    if (!f)
+        return;
+    size_t steps = c->nit - 2;
+    double per = (double)kept / (double)steps;
+    if (per * MD_SMALL_LEAK_HORIZON < 1024.0 * MIB) {
+        c->n--; /* harmless within any run's length */
+        return;
+    }
+    f->bytes = (uint64_t)per;
+    leak_kind kind = leak_kind_of(f, kept, &sa.la, nstacks, kept_per_step(c, &sa.la));
+    const char *unit = leak_unit(c);
+    char each[32], gib_after[32];
+    say_bytes(each, sizeof each, per);
+    snprintf(gib_after, sizeof gib_after, "%.0f", 1024.0 * MIB / per);
+    MD_SUMMARY(f, "memory grows by %s every %s and is never freed: %s from the same line each "
+               "%s are kept (small now; 1 GiB after %s %ss)", each, unit,
+               kind == KEPT_TENSORS ? "tensors made" : "forward outputs", unit, gib_after, unit);
+    say_compared(c, f);
+    MD_EVIDENCE(f, "each of %ss %d to %d left an allocation from the same call stack that is "
+                "still live after the last %s: %s a %s",
+                unit, c->it[1].number, c->it[c->nit - 2].number, unit, each, unit);
+    char sum[32];
+    say_bytes(sum, sizeof sum, g->sum);
+    MD_EVIDENCE(f, "allocated %s grows by %s over %zu %ss, under the %.1f MiB a %s that the "
+                "totals can tell from noise: the totals alone show no leak", leak_point(c), sum,
+                c->nit - 1, unit, held_noise(c) / MIB, unit);
+    say_kept(c, f, unit, kept, &sa.la, kind, nstacks);
+    leak_advice(f, kind, per, unit);
+}
+
 static void find_leak(fctx *c)
 {
     if (c->nit < MIN_LEAK_STEPS)
@@ -425,23 +607,29 @@ static void find_leak(fctx *c)
     md_held_growth g = held_growth(c);
     size_t nd = c->nit - 1, ups = md_held_growth_leak(&g);
     double sum = g.sum, lo = g.lo, hi = g.hi;
-    if (!ups || growth_follows_inputs(c))
+    if (!ups) {
+        find_small_leak(c, &g);
+        return;
+    }
+    if (growth_follows_inputs(c))
         return;
     double per = sum / (double)nd;
     md_finding *f = add(c, "leak", sum >= 0.25 * (double)peak ? MD_SEV_CRITICAL : MD_SEV_WARNING,
                         (uint64_t)per);
     if (!f)
         return;
-    leak_arg la = {c->it[0].after_zero, c->it[c->nit - 2].after_zero, 0, NULL, 0, 0, 0};
+    leak_arg la = {.after = c->it[0].after_zero, .until = c->it[c->nit - 2].after_zero};
     uint64_t kept = collect_sites(c, f, c->it[c->nit - 1].after_zero, retained_pred, &la);
     size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
     free(la.fstacks);
-    leak_kind kind = leak_kind_of(f, kept, la.forward_bytes, nstacks, kept_per_step(c, &la));
+    leak_kind kind = leak_kind_of(f, kept, &la, nstacks, kept_per_step(c, &la));
     static const char *const what[] = { /* %s: the unit, step or iteration or call */
         [KEPT_GRAPHS] = "each %s's autograd graph (forward activations) is kept alive",
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
         [KEPT_TENSORS] = "tensors created each %s are kept",
-        [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it"};
+        [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
+        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (gradients of "
+                          "intermediate tensors, not of the parameters)"};
     const char *unit = leak_unit(c);
     char kept_what[128];
     snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */

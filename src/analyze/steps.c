@@ -107,13 +107,29 @@ static int forward_then_backward(md_analysis *a, long lo, long hi)
     return 0;
 }
 
+/* Whether the first forward or backward event after event z is a
+ * backward: a zero_grad between a forward and its backward (or a gradient
+ * penalty's autograd.grad before it), which closes no skipped step. */
+static int backward_follows(md_analysis *a, long z)
+{
+    for (long i = z + 1; i < (long)a->n; i++) {
+        if (md_stack_tags(&a->cache, a->s, ev_at(a, i)->stack) & MD_TAG_FORWARD)
+            return 0;
+        if (backward_event(a, i))
+            return 1;
+    }
+    return 0;
+}
+
 /* Optimizer/zero_grad intervals from annotations, for one device. With a
  * truncated history (ring buffer), steps whose previous boundary lies
  * before the first recorded event are marked partial. A zero_grad that
  * closes no optimizer step but follows a forward and a backward closes a
  * step whose optimizer step was skipped (GradScaler skips it when the
  * gradients overflow, typically at the first steps of fp16 training): it
- * counts, with an empty optimizer phase. */
+ * counts, with an empty optimizer phase; unless a backward comes next (the
+ * zero_grad then sits inside an iteration, after a forward and an
+ * autograd.grad, as in a gradient penalty). */
 static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, size_t *cap)
 {
     const md_snapshot *s = a->s;
@@ -157,7 +173,8 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
                 (*out)[n - 1].zero_e = z;
                 (*out)[n - 1].m_zero_e = (moment){an->time_us, 1};
                 prev_end = an->time_us;
-            } else if (forward_then_backward(a, n ? (*out)[n - 1].zero_e : -1, zs)) {
+            } else if (forward_then_backward(a, n ? (*out)[n - 1].zero_e : -1, zs) &&
+                       !backward_follows(a, z)) {
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
                 int partial = t0 >= 0 && (prev_end >= 0 ? prev_end < t0 : open_zero < t0);

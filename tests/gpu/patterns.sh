@@ -5,7 +5,9 @@
 # `memdiag run`; the leak cases must be diagnosed as a leak, the others
 # must not be. ONLY="case ..." runs only those; SCRIPT=examples/loops.py
 # runs that script's cases (other loop shapes: GPT-2, a GAN, LoRA, ...),
-# SCRIPT=examples/infer.py inference loops (generate(), no training step).
+# SCRIPT=examples/infer.py inference loops (generate(), no training step),
+# SCRIPT=examples/shapes.py more habits (views kept, gradient hooks, CUDA
+# graphs, torch.compile, a gradient penalty, mixture of experts, ...).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -14,6 +16,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*shapes.py) all="viewleak smallleak gradhookleak serveleak gp gpudata graphs compiled epochs moe bucketseq emptycache serve" ;;
 *loops.py) all="ckptleak evalleak ganleak wganleak zgleak accelleak evalevery totalloss gpt2 gpt2ckpt peftlora distill gnn gan lora growseq retain sgd adafactor" ;;
 *) all="hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate rankleak fsdpleak" ;;
 esac
@@ -33,7 +36,8 @@ import json, os, sys
 W = sys.argv[1]
 # the ranks that leak in each case (none: every other case)
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
-         "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0}}
+         "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
+         "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
