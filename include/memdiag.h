@@ -505,6 +505,7 @@ typedef struct md_capture_info {
     size_t ooms;
     uint64_t oom_requested, oom_device_free;
     uint64_t oom_limit;      /* the allocator's limit: device total or memory fraction */
+    size_t steps_after_oom;  /* STEP records after the last OOM: the job caught it */
     char snapshot[512];      /* the last snapshot record's path */
     char snapshot_reason[32];
     int world_size;          /* from META, 0 if absent */

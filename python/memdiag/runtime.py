@@ -120,6 +120,8 @@ class Recorder:
         self.disabled = False
         self.recording = False
         self.oom_seen = False
+        self.oom_steps = -1  # self.steps at the last out-of-memory error
+        self.failed_zero = False  # this zero_grad ends an attempt an OOM failed
         self.pci = None
         self.device = None  # the process's own device: the current one (see _own_device)
         self.ndevices = 1
@@ -309,7 +311,13 @@ class Recorder:
         # step: GradScaler skipped it (the gradients overflowed, typically
         # at the first steps of fp16 training). It still counts as a step,
         # with an empty optimizer phase. (Inside a closure: the step's own.)
-        if self.sampled_forward == self.steps and not self.in_step:
+        # After an out-of-memory error in this step, the attempt failed (the
+        # job caught it and tries again, smaller): no step; the retry's
+        # forward is sampled anew.
+        self.failed_zero = self.oom_steps == self.steps and not self.in_step
+        if self.failed_zero:
+            self.sampled_forward = -1
+        elif self.sampled_forward == self.steps and not self.in_step:
             self.sample("after_backward")
             self.sample("after_optimizer_step")
             self._end_step()
@@ -342,8 +350,9 @@ class Recorder:
         # zero_grad closes the step just finished (also when called at the
         # start of the next one); before any step, or inside a closure
         # (after the next step's forward), it closes nothing
-        if self.steps and not self.in_step:
+        if self.steps and not self.in_step and not self.failed_zero:
             self.sample("after_clear_gradients", step=self.steps - 1)
+        self.failed_zero = False
 
     # ---- allocator history ------------------------------------------------------
     def start_history(self) -> None:
@@ -400,6 +409,7 @@ class Recorder:
             # torch passes the allocator's limit: the device total, or the
             # memory fraction's share of it
             self.oom_seen = True
+            self.oom_steps = self.steps
             self._open()
             self.cap.oom(int(alloc), int(device_free), int(limit))
             self.dump("oom")
@@ -442,7 +452,9 @@ class Recorder:
             self.dump("exit")
             self.stop_history()
         if self.cap is not None:
-            self.cap.close(3 if self.oom_seen else 0)
+            # 3: out of memory, and no step completed after it (a job that
+            # caught the error and went on ends 0)
+            self.cap.close(3 if self.oom_seen and self.steps <= self.oom_steps else 0)
             self.cap = None
 
 

@@ -768,9 +768,16 @@ static void find_optimizer_state(fctx *c)
     if (want > 0 && params)
         MD_EVIDENCE(f, "%s's expected state is %.0f x the %sparameters (%s)", opt, want, whose,
                  want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
+    else if (!strcmp(opt, "LBFGS"))
+        MD_EVIDENCE(f, "L-BFGS keeps 2 x history_size past updates (old_dirs, old_stps) plus a few "
+                    "flat copies of the parameters: it grows until the history is full "
+                    "(history_size defaults to 100, 200 x the parameters)");
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
-    if (params_sharded(c, end))
+    if (!strcmp(opt, "LBFGS"))
+        MD_ADVICE(f, "Expected for L-BFGS: a smaller history_size shrinks it by 2 x the parameters "
+                  "an entry, at some convergence speed (of the %.1f MiB).", md_mib(state));
+    else if (params_sharded(c, end))
         MD_ADVICE(f, "Expected for this optimizer; FSDP already shards it with the parameters (this "
                   "is this rank's share). To shrink it further: shard over more ranks, an 8-bit "
                   "optimizer (about a quarter of fp32 Adam state), or a stateless optimizer; saving "
@@ -1057,6 +1064,16 @@ static int any_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
     return 1;
 }
 
+/* The steps that began after event i: a job that caught the error went on. */
+static size_t steps_after(const fctx *c, long i, const md_step **first)
+{
+    size_t k = 0;
+    while (k < c->nst && c->st[k].fwd_start < i)
+        k++;
+    *first = k < c->nst ? &c->st[k] : NULL;
+    return c->nst - k;
+}
+
 static void find_oom(fctx *c)
 {
     size_t n = md_replay_nevents(c->r);
@@ -1064,7 +1081,9 @@ static void find_oom(fctx *c)
     for (size_t i = 0; i < n; i++) {
         if (ev[i].action != MD_ACT_OOM)
             continue;
-        md_finding *f = add(c, "oom", MD_SEV_CRITICAL, ev[i].size);
+        const md_step *next;
+        size_t went_on = steps_after(c, (long)i, &next);
+        md_finding *f = add(c, "oom", went_on ? MD_SEV_WARNING : MD_SEV_CRITICAL, ev[i].size);
         if (!f)
             return;
         any_arg aa;
@@ -1079,14 +1098,19 @@ static void find_oom(fctx *c)
             memset(&cs, 0, sizeof cs);
         uint64_t req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
         uint64_t avail = ev[i].addr + cs.largest_free;
+        const char *caught = went_on ? " (caught: the job went on)" : "";
         if (ev[i].addr > req + pt.reserved)
-            MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed at the process's limit, "
+            MD_SUMMARY(f, "out of memory%s: a request for %.1f MiB failed at the process's limit, "
                           "with %.1f MiB reserved and %.1f MiB allocated (the device had room)",
-                       md_mib(ev[i].size), md_mib(pt.reserved), md_mib(pt.allocated));
+                       caught, md_mib(ev[i].size), md_mib(pt.reserved), md_mib(pt.allocated));
         else
-            MD_SUMMARY(f, "out of memory: a request for %.1f MiB failed with %.1f MiB free on the "
-                          "device and %.1f MiB allocated",
+            MD_SUMMARY(f, "out of memory%s: a request for %.1f MiB failed with %.1f MiB free on the "
+                          "device and %.1f MiB allocated", caught,
                        md_mib(ev[i].size), md_mib(ev[i].addr), md_mib(pt.allocated));
+        if (went_on)
+            MD_EVIDENCE(f, "%zu step%s ran after it, from step %d (peak %.1f MiB): the error was "
+                        "caught and the work tried again, smaller or after freeing memory",
+                        went_on, went_on == 1 ? "" : "s", next->number, md_mib(next->peak));
         MD_EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", md_mib(ev[i].size),
                  md_mib(ev[i].addr));
         MD_EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "

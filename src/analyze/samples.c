@@ -10,9 +10,11 @@
 
 #define NONFW_MIN_MIB 256.0  /* below this, the context of a small job */
 
+/* The sample of a step's phase; where there are two, the later (a step
+ * that ran out of memory and was tried again samples its forward again). */
 static const md_sample *find(const md_sample_rank *r, int step, int phase)
 {
-    for (size_t i = 0; i < r->nsamples; i++)
+    for (size_t i = r->nsamples; i-- > 0;)
         if (r->samples[i].step == step && r->samples[i].phase == phase)
             return &r->samples[i];
     return NULL;
@@ -402,22 +404,31 @@ static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *ca
     const md_capture_info *ci = &r->capture;
     double req = (double)ci->oom_requested / 1048576.0, fr = (double)ci->oom_device_free / 1048576.0;
     double lim = (double)ci->oom_limit / 1048576.0;
-    md_finding *f = add(out, n, cap, "oom", MD_SEV_CRITICAL, req);
+    size_t went_on = ci->steps_after_oom;
+    md_finding *f = add(out, n, cap, "oom", went_on ? MD_SEV_WARNING : MD_SEV_CRITICAL, req);
     if (!f)
         return;
     f->rank = r->rank;
+    const char *caught = went_on ? " (caught: the job went on)" : "";
     if (ci->oom_limit && r->device_total_mib > 0 && lim < 0.95 * r->device_total_mib)
         md_fsay(f->summary, sizeof f->summary,
-            "out of memory: a request for %.1f MiB failed at the process's limit of %.1f MiB "
-            "(a memory fraction), with %.1f MiB still free on the device", req, lim, fr);
+            "out of memory%s: a request for %.1f MiB failed at the process's limit of %.1f MiB "
+            "(a memory fraction), with %.1f MiB still free on the device", caught, req, lim, fr);
     else
         md_fsay(f->summary, sizeof f->summary,
-            "out of memory: a request for %.1f MiB failed with %.1f MiB free on the device",
-            req, fr);
-    MD_EVIDENCE(f, "%zu out-of-memory event%s recorded by the allocator's OOM observer", ci->ooms,
-       ci->ooms == 1 ? "" : "s");
-    if (ci->snapshot[0])
+            "out of memory%s: a request for %.1f MiB failed with %.1f MiB free on the device",
+            caught, req, fr);
+    MD_EVIDENCE(f, "%zu out-of-memory event%s recorded by the allocator's OOM observer%s", ci->ooms,
+       ci->ooms == 1 ? "" : "s", ci->ooms > 1 ? " (this is the last)" : "");
+    if (went_on)
+        MD_EVIDENCE(f, "%zu step%s ran after the last one: the error was caught and the work "
+                    "tried again, smaller or after freeing memory", went_on,
+                    went_on == 1 ? "" : "s");
+    if (ci->snapshot[0] && !strcmp(ci->snapshot_reason, "oom"))
         MD_EVIDENCE(f, "snapshot written at the failure: %s", ci->snapshot);
+    else if (ci->snapshot[0])
+        MD_EVIDENCE(f, "the last snapshot written (%s): %s",
+                    ci->snapshot_reason[0] ? ci->snapshot_reason : "no reason given", ci->snapshot);
     md_fsay(f->advice, sizeof f->advice,
         "Open the snapshot (memdiag diagnose %s) to see what was live by site and category.",
         ci->snapshot[0] ? ci->snapshot : "<snapshot>");

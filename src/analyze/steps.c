@@ -39,6 +39,10 @@ struct md_analysis {
     md_stack_cache cache;
     md_live_set lives[MD_LIVE_CACHE]; /* filled lazily; mutable behind const */
     int next_live;
+    long pre_oom; /* the last out-of-memory error before the first step's
+                     forward (an attempt tried again smaller), or -1 */
+    long start;   /* the state training starts from: before the first step's
+                     forward, or before the first attempt where one failed */
 };
 
 /* A moment given by an annotation: the state before time t, or up to and
@@ -51,7 +55,8 @@ typedef struct moment {
 typedef struct step_end {
     long opt_s, opt_e, zero_e; /* state indices */
     int number;
-    int partial; /* began before the recorded history: not a full step */
+    int partial; /* not a full step: began before the recorded history, or
+                    an out-of-memory error ended it (number -1) */
     moment m_opt_s, m_opt_e, m_zero_e; /* what the three indices stand for */
 } step_end;
 
@@ -104,6 +109,15 @@ static int forward_then_backward(md_analysis *a, long lo, long hi)
         else if (backward_event(a, i))
             return 1;
     }
+    return 0;
+}
+
+/* Whether an allocation failed (out of memory) among events (lo, hi]. */
+static int oom_between(md_analysis *a, long lo, long hi)
+{
+    for (long i = lo + 1; i <= hi; i++)
+        if (ev_at(a, i)->action == MD_ACT_OOM)
+            return 1;
     return 0;
 }
 
@@ -177,9 +191,12 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
                        !backward_follows(a, z)) {
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
-                int partial = t0 >= 0 && (prev_end >= 0 ? prev_end < t0 : open_zero < t0);
+                /* an attempt that ran out of memory (caught, the batch
+                 * halved, tried again) is no step; its end bounds the next */
+                int failed = oom_between(a, n ? (*out)[n - 1].zero_e : -1, zs);
+                int partial = failed || (t0 >= 0 && (prev_end >= 0 ? prev_end < t0 : open_zero < t0));
                 moment ms = {open_zero, 0}, me = {an->time_us, 1};
-                (*out)[n++] = (step_end){zs, zs, z, ord++, partial, ms, ms, me};
+                (*out)[n++] = (step_end){zs, zs, z, failed ? -1 : ord++, partial, ms, ms, me};
                 prev_end = an->time_us;
             }
             open_zero = -1;
@@ -559,11 +576,12 @@ static void indicators(md_analysis *a)
      * iterations are the steps) */
     const md_step *it = a->iters.steps;
     size_t ni = md_closed_iterations(it, a->iters.n);
-    in->first_step_persistent_change_mib = mib_at(a, it[0].after_zero) - mib_at(a, it[0].fwd_start);
+    long start = it[0].fwd_start == s[0].fwd_start ? a->start : it[0].fwd_start;
+    in->first_step_persistent_change_mib = mib_at(a, it[0].after_zero) - mib_at(a, start);
     in->between_step_growth_mib = mib_at(a, it[ni - 1].after_zero) - mib_at(a, it[0].after_zero);
     double best = -1e300;
     for (size_t k = 0; k < n; k++) {
-        long base = k == 0 ? s[0].fwd_start : s[k - 1].after_zero;
+        long base = k == 0 ? a->start : s[k - 1].after_zero;
         double inc = mib_at(a, s[k].after_forward) - mib_at(a, base);
         if (inc > best)
             best = inc;
@@ -697,6 +715,13 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     step_peaks(a, lo);
     free(lo);
     free(ends);
+    a->pre_oom = -1;
+    for (long i = 0; a->nsteps && i <= a->steps[0].fwd_start && i < (long)a->n; i++)
+        if (a->ev[i].action == MD_ACT_OOM)
+            a->pre_oom = i;
+    a->start = a->nsteps ? a->steps[0].fwd_start : -1;
+    if (a->pre_oom >= 0) /* the indicators count from before the attempts, as a capture does */
+        a->start = first_tagged(a, -1, a->pre_oom, MD_TAG_FORWARD, 0) - 1;
     if (a->nsteps ? md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters)
                   : md_find_calls(s, &a->cache, a->ev, a->n, &a->iters))
         goto nomem_after;
@@ -839,8 +864,15 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     long fr = md_replay_free_index(a->r, i);
     if (tags & MD_TAG_GRAD_ACCUM)
         return MD_CAT_GRADIENT;
-    if (a->nsteps && i <= a->steps[0].fwd_start)
-        return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_INPUT;
+    if (a->nsteps && i <= a->steps[0].fwd_start) {
+        if (tags & MD_TAG_MODEL_INIT)
+            return MD_CAT_PARAMETER;
+        /* made by an attempt that ran out of memory and was tried again
+         * smaller (gone before training began), not an input */
+        if (i < a->pre_oom && fr >= 0 && fr <= a->steps[0].fwd_start)
+            return (tags & MD_TAG_FORWARD) ? MD_CAT_ACTIVATION : MD_CAT_TEMPORARY;
+        return MD_CAT_INPUT;
+    }
     long k = step_of(a, i);
     if (k < 0) /* no steps, or after the last: a model moved or built late is still one */
         return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER

@@ -44,8 +44,9 @@ static void help(void)
            "  --driver on|off      driver-level tracing (CUPTI): every device allocation of\n"
            "                       every CUDA process, by library (default on)\n"
            "  --quiet              no line from the job when recording starts\n\n"
-           "Exit status: the command's, or 3 when it ran out of GPU memory (the evidence is\n"
-           "written), 2 for unusable arguments. Snapshots are also written on SIGUSR1.\n");
+           "Exit status: the command's, or 3 when it ran out of GPU memory and did not go on\n"
+           "(the evidence is written; an error the job caught, with steps after it, keeps the\n"
+           "command's status), 2 for unusable arguments. Snapshots are also written on SIGUSR1.\n");
 }
 
 /* {run} {rank} {local_rank} {step} {host} {pid} only, as the glue expands */
@@ -321,13 +322,19 @@ static int run_child(char **cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Did any process record an out-of-memory event? (capture files' END
- * status 3 or an OOM record) */
-static int any_oom(const char *dir)
+/* Out-of-memory errors the processes recorded: how many, and whether any
+ * process ended with one (END status 3: no step completed after it; or no
+ * END at all after one) rather than catching it and going on. */
+typedef struct ooms {
+    size_t n;
+    int fatal;
+} ooms;
+
+static ooms count_ooms(const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    int oom = 0;
+    ooms o = {0, 0};
     while (d && (e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
         if (n < 7 || strcmp(e->d_name + n - 6, ".mdcap") || is_driver_file(e->d_name))
@@ -338,13 +345,14 @@ static int any_oom(const char *dir)
         md_capture_info info;
         md_err err;
         if (md_capture_load(path, &r, &info, &err) == MD_OK) {
-            oom |= info.ooms > 0 || info.status == 3;
+            o.n += info.ooms;
+            o.fatal |= info.status == 3 || (info.ooms && !info.complete);
             md_sample_rank_clear(&r);
         }
     }
     if (d)
         closedir(d);
-    return oom;
+    return o;
 }
 
 static int has_outputs(const char *dir)
@@ -385,11 +393,15 @@ int cmd_run(int argc, char **argv)
     time_t start = time(NULL);
     int status = run_child(o.cmd);
     manifest(dir, &o, start, time(NULL), status);
-    int oom = any_oom(dir);
+    ooms oom = count_ooms(dir);
     fflush(stdout);
     if (has_outputs(dir)) {
+        char went_on[96] = "";
+        if (oom.n && !oom.fatal)
+            snprintf(went_on, sizeof went_on, " after %zu out-of-memory error%s it went on from",
+                     oom.n, oom.n == 1 ? "" : "s");
         printf("\nmemdiag: %s finished with status %d%s; recorded in %s\n\n", o.cmd[0], status,
-               oom ? " (out of GPU memory)" : "", dir);
+               oom.fatal ? " (out of GPU memory)" : went_on, dir);
         fflush(stdout);
         char *sargs[] = {"summary", dir, "--brief", NULL};
         cmd_summary(3, sargs, 0);
@@ -401,5 +413,5 @@ int cmd_run(int argc, char **argv)
         printf("\nmemdiag: %s finished with status %d; no process used torch with CUDA, "
                "nothing recorded in %s\n", o.cmd[0], status, dir);
     }
-    return oom ? 3 : status;
+    return oom.fatal ? 3 : status;
 }

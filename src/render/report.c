@@ -34,6 +34,26 @@ int md_rank_phase_of(const md_step *st, long i)
     return -1;
 }
 
+/* Whether the peak p, in step st's forward phase, was a pass whose memory
+ * the backward never used (an evaluation, a no_grad forward run before the
+ * training forward): most of what the phase added by the peak is
+ * temporaries (freed within it, where a training forward's activations
+ * live on), and memory fell back to where the phase began (within 1 MiB)
+ * before the backward. (A graph kept from the step before, freed as the
+ * new forward runs, also falls back: its memory at the peak is
+ * activations.) */
+static int freed_before_backward(const md_rank *rk, const md_step *st, long p)
+{
+    uint64_t base = md_replay_at(rk->r, st->fwd_start).allocated;
+    uint64_t added = md_replay_at(rk->r, p).allocated - base;
+    if (2 * rk->by_cat[MD_CAT_TEMPORARY] < added)
+        return 0;
+    for (long i = p + 1; i <= st->after_forward; i++)
+        if (md_replay_at(rk->r, i).allocated <= base + (1u << 20))
+            return 1;
+    return 0;
+}
+
 static void locate_peak(md_rank *rk)
 {
     size_t n;
@@ -41,11 +61,19 @@ static void locate_peak(md_rank *rk)
     long p = md_replay_peak_index(rk->r);
     rk->peak_step = -1;
     rk->peak_phase = -1;
+    rk->peak_failed = 0;
+    rk->peak_unused = 0;
     long lo = -1;
+    size_t nev;
+    const md_event *ev = md_snapshot_events(rk->s, rk->device, &nev);
     for (size_t k = 0; k < n; k++) {
         if (p > lo && p <= st[k].after_zero) {
             rk->peak_step = st[k].number;
             rk->peak_phase = md_rank_phase_of(&st[k], p);
+            for (long i = p + 1; rk->peak_phase < 0 && i <= st[k].fwd_start && i < (long)nev; i++)
+                rk->peak_failed |= ev[i].action == MD_ACT_OOM;
+            if (rk->peak_phase == MD_PHASE_FORWARD)
+                rk->peak_unused = freed_before_backward(rk, &st[k], p);
             return;
         }
         lo = st[k].after_zero;

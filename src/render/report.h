@@ -24,6 +24,10 @@ typedef struct md_rank {
     size_t nfindings;
     long peak_step;         /* -1 = outside any step */
     int peak_phase;         /* md_phase, -1 = between phases */
+    int peak_failed;        /* the peak came before peak_step's forward, in an
+                               attempt an out-of-memory error ended */
+    int peak_unused;        /* in the forward phase, in a pass all freed before
+                               the backward (an evaluation, a no_grad forward) */
     size_t nevents;
 } md_rank;
 

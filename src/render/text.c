@@ -54,7 +54,12 @@ static void peak_line(FILE *o, const md_rank *rk)
     fprintf(o, "  peak        %.1f MiB allocated", md_mib(md_replay_peak_allocated(rk->r)));
     if (secs(rk, p) >= 0)
         fprintf(o, " at +%.3f s", secs(rk, p));
-    if (rk->peak_step >= 0)
+    if (rk->peak_failed)
+        fprintf(o, " (before step %ld, in an attempt that ran out of memory)", rk->peak_step);
+    else if (rk->peak_unused)
+        fprintf(o, " (step %ld, forward: in a pass all freed before the backward, such as an "
+                   "evaluation)", rk->peak_step);
+    else if (rk->peak_step >= 0)
         fprintf(o, " (step %ld, %s)", rk->peak_step,
                 rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase) : "between phases");
     fprintf(o, "; reserved peak %.1f MiB\n", md_mib(md_replay_peak_reserved(rk->r)));

@@ -219,11 +219,15 @@ static int one_record(reading *x, int type, const unsigned char *p, uint32_t len
     case MD_CAP_DEVICE_SAMPLE:
         return len == MD_CAP_DEVICE_SAMPLE_LEN && x->f ? device_sample(x->f, p) : 0;
     case MD_CAP_DRIVER: return driver_event(&x->r->driver, &x->driver, p, len);
-    case MD_CAP_STEP: info->steps++; return step_optimizer(x, p, len);
+    case MD_CAP_STEP:
+        info->steps++;
+        info->steps_after_oom += info->ooms > 0;
+        return step_optimizer(x, p, len);
     case MD_CAP_SNAPSHOT: snapshot(info, p, len); return 0;
     case MD_CAP_OOM:
         if (len >= 32) {
             info->ooms++;
+            info->steps_after_oom = 0;
             info->oom_requested = get_u64(p + 8);
             info->oom_device_free = get_u64(p + 16);
             info->oom_limit = get_u64(p + 24);

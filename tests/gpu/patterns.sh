@@ -7,7 +7,9 @@
 # runs that script's cases (other loop shapes: GPT-2, a GAN, LoRA, ...),
 # SCRIPT=examples/infer.py inference loops (generate(), no training step),
 # SCRIPT=examples/shapes.py more habits (views kept, gradient hooks, CUDA
-# graphs, torch.compile, a gradient penalty, mixture of experts, ...).
+# graphs, torch.compile, a gradient penalty, mixture of experts, ...),
+# SCRIPT=examples/schedules.py memory that changes by design (an OOM retried
+# with a smaller batch, a larger evaluation, layers unfrozen, L-BFGS).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -16,6 +18,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*schedules.py) all="oomretry evalpeak unfreeze replaycap lbfgs" ;;
 *shapes.py) all="viewleak smallleak gradhookleak serveleak gp gpudata graphs compiled epochs moe bucketseq emptycache serve" ;;
 *loops.py) all="ckptleak evalleak ganleak wganleak zgleak accelleak evalevery totalloss gpt2 gpt2ckpt peftlora distill gnn gan lora growseq retain sgd adafactor" ;;
 *) all="hookleak detachleak cacheleak accum evalloop keepgrads ema warmup lossitem auroc resnet vit generate rankleak fsdpleak" ;;

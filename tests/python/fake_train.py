@@ -13,6 +13,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--leak", type=int, default=0)
 ap.add_argument("--oom-at", type=int, default=-1)
+ap.add_argument("--oom-retry", type=int, default=-1,
+                help="at this step a larger batch runs out of memory in backward; the error "
+                     "is caught, the gradients cleared, and the step tried again")
 ap.add_argument("--sigusr1", action="store_true")
 ap.add_argument("--skip-step", type=int, default=-1,
                 help="no optimizer step in this iteration (as GradScaler on overflow)")
@@ -75,6 +78,15 @@ for step in range(a.steps):
     if step == a.oom_at:  # a larger batch's forward, then a request that fails
         torch.fake_alloc(400 * MIB)
         torch.fake_oom(1 << 30)
+    if step == a.oom_retry:  # accelerate's find_executable_batch_size
+        try:
+            net(0)
+            torch.fake_alloc(400 * MIB)
+            torch.Tensor().backward()
+            torch.fake_oom(1 << 30)
+        except torch.cuda.OutOfMemoryError:
+            torch.fake_alloc(-600 * MIB)
+            opt.zero_grad()
     net(0)
     torch.fake_alloc(a.replica * MIB, device=1)
     torch.Tensor().backward()

@@ -62,6 +62,13 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/b -- python3 $TRAIN --oom-at 2 >$T/b.out
 DESC="the failing step's peak, after the last hook, is in the capture (sampled at exit)"
 ok sh -c "$M diagnose --json $T/b | python3 -c 'import json,sys; r=[r for r in json.load(sys.stdin)[\"ranks\"] if r[\"kind\"]==\"capture\"][0]; assert r[\"indicators\"][\"maximum_peak_allocated_mib\"]==500, r[\"indicators\"]'"
 
+DESC="an out-of-memory error the job caught and retried: its exit status, no step for the failed attempt, the OOM a warning"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/r -- python3 $TRAIN --oom-retry 2 >$T/r.out 2>&1 &&
+  grep -q 'finished with status 0 after 1 out-of-memory error it went on from' $T/r.out &&
+  $M summary $T/r/rank0.mdcap | grep -q 'complete, status 0, 5 optimizer steps' &&
+  $M diagnose $T/r/rank0.mdcap > $T/r.txt && grep -q 'warning. oom: out of memory (caught: the job went on)' $T/r.txt &&
+  grep -q '3 steps ran after the last one' $T/r.txt"
+
 DESC="the job's own exit status passes through"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/c -- python3 -c 'import sys; sys.exit(7)'; test \$? -eq 7"
 
