@@ -15,6 +15,8 @@ enum {
     MD_TAG_MATMUL = 0x80,     /* a matmul-like frame (cuBLAS workspace sites) */
     MD_TAG_SHARDED = 0x100,   /* parameters FSDP sharded (fully_shard, FSDP's __init__) */
     MD_TAG_ATTENTION = 0x200, /* attention code: "Attention"/"attn" in a frame's file or name */
+    MD_TAG_LOSS = 0x400,      /* a loss over logits: cross_entropy, log_softmax, ForCausalLMLoss... */
+    MD_TAG_EVAL_GATHER = 0x800, /* the HF Trainer's evaluation gathering outputs (nested_concat) */
     MD_TAG_KNOWN = 0x8000
 };
 

@@ -628,8 +628,7 @@ static void find_leak(fctx *c)
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
         [KEPT_TENSORS] = "tensors created each %s are kept",
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
-        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (gradients of "
-                          "intermediate tensors, not of the parameters)"};
+        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)"};
     const char *unit = leak_unit(c);
     char kept_what[128];
     snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */
@@ -932,20 +931,41 @@ static void find_activations(fctx *c)
 
 /* Frames of the loss computation over the logits: torch's cross-entropy
  * family and transformers' loss functions. */
-static int loss_frame(const md_snapshot *s, uint32_t stack)
+static int loss_frame(fctx *c, uint32_t stack)
 {
-    static const char *const names[] = {"cross_entropy", "nll_loss", "log_softmax",
-                                        "ForCausalLMLoss", "fixed_cross_entropy",
-                                        "ForMaskedLMLoss", "loss_function"};
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
-    for (size_t i = 0; i < n; i++) {
-        const char *nm = md_snapshot_string(s, s->frames[ids[i]].name);
-        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-            if (!strcmp(nm, names[k]))
-                return 1;
-    }
-    return 0;
+    return (md_stack_tags(md_analysis_cache(c->a), c->s, stack) & MD_TAG_LOSS) != 0;
+}
+
+/* The Trainer's evaluation keeps every batch's logits on the GPU until the
+ * evaluation ends (without eval_accumulation_steps): at the peak, at least
+ * 30% of it in the gathering frames. */
+static void find_eval_logits(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r), held = 0;
+    const md_live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
+    size_t count = 0;
+    for (size_t i = 0; ls && i < ls->n; i++)
+        if (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & MD_TAG_EVAL_GATHER) {
+            held += ls->live[i].block_size;
+            count++;
+        }
+    if ((double)held < 0.30 * (double)peak)
+        return;
+    md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
+                                                                       : MD_SEV_INFO, held);
+    if (!f)
+        return;
+    MD_SUMMARY(f, "the Trainer's evaluation gathers every batch's logits on the GPU: %.1f MiB, "
+               "%.0f%% of the peak", md_mib(held), 100.0 * (double)held / (double)peak);
+    MD_EVIDENCE(f, "%zu allocation%s of the evaluation loop's gathering (nested_concat, "
+                "torch_pad_and_concatenate) live at the peak of %.1f MiB; each batch's "
+                "concatenation copies all the batches before it", count, count == 1 ? "" : "s",
+                md_mib(peak));
+    MD_ADVICE(f, "Set eval_accumulation_steps (the gathered logits move to the CPU every N "
+              "evaluation steps), or preprocess_logits_for_metrics to keep what the metric needs "
+              "(e.g. logits.argmax(-1)); prediction_loss_only=True when only the loss matters. "
+              "Saving: most of %.1f MiB.", md_mib(held));
 }
 
 static void find_logits(fctx *c)
@@ -963,7 +983,7 @@ static void find_logits(fctx *c)
     long first_loss = -1, lo = step_before(c, p);
     size_t nloss = 0;
     for (size_t i = 0; i < nl; i++)
-        if (live[i].alloc_index > lo && loss_frame(c->s, live[i].stack)) {
+        if (live[i].alloc_index > lo && loss_frame(c, live[i].stack)) {
             loss += live[i].block_size;
             nloss++;
             big = live[i].requested > big ? live[i].requested : big;
@@ -977,7 +997,7 @@ static void find_logits(fctx *c)
     uint64_t largest = 0;
     for (size_t i = 0; i < nl && big; i++) {
         double r = (double)live[i].requested / (double)big;
-        if (live[i].alloc_index > lo && !loss_frame(c->s, live[i].stack) &&
+        if (live[i].alloc_index > lo && !loss_frame(c, live[i].stack) &&
             ((r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53))) {
             logits += live[i].block_size;
             ncopies++;
@@ -1163,6 +1183,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_workspace(&c);
     find_activations(&c);
     find_logits(&c);
+    find_eval_logits(&c);
     find_fragmentation(&c);
     *out = c.out;
     *n = c.n;

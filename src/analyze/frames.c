@@ -137,6 +137,18 @@ static int mentions_attention(const char *s)
     return strstr(s, "ttention") || strstr(s, "attn") || strstr(s, "scaled_dot_product");
 }
 
+/* The functions a loss over logits runs in (torch's and transformers'). */
+static int loss_name(const char *nm)
+{
+    static const char *const names[] = {"cross_entropy", "nll_loss", "log_softmax",
+                                        "ForCausalLMLoss", "fixed_cross_entropy",
+                                        "ForMaskedLMLoss", "loss_function"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!strcmp(nm, names[k]))
+            return 1;
+    return 0;
+}
+
 static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
 {
     const char *nm = md_strtab_get(&s->strs, f->name);
@@ -147,6 +159,9 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         strstr(nm, "addmm") || strstr(nm, "bmm") || strstr(nm, "attention") ||
         strstr(nm, "in_projection"))
         tags |= MD_TAG_MATMUL;
+    tags |= loss_name(nm) ? MD_TAG_LOSS : 0;
+    if (!strcmp(nm, "nested_concat") || !strcmp(nm, "torch_pad_and_concatenate"))
+        tags |= MD_TAG_EVAL_GATHER;
     if (is_python(s, f)) {
         tags |= FT_PYTHON;
         if (owner(s, f) == OWNER_USER && !frame_in(s, f, "-packages/"))

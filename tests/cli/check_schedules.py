@@ -9,39 +9,13 @@ capture), the run's peak is named as in such an attempt and its memory as
 activations; an evaluation at 4 x the batch makes the peak and is named;
 layers unfrozen at step 3 add memory once; L-BFGS's history is explained.
     python3 tests/cli/check_schedules.py MEMDIAG DIR"""
-import json
-import subprocess
 import sys
 
-M, D = sys.argv[1], sys.argv[2]
-CASES = ("oomretry", "evalpeak", "unfreeze", "replaycap", "lbfgs")
-bad = 0
+from runcheck import Runs
 
-
-def check(what, ok):
-    global bad
-    if not ok:
-        bad += 1
-        print(f"failed: {what}", file=sys.stderr)
-
-
-def run(*args):
-    return subprocess.run([M, *args], capture_output=True, text=True, check=True).stdout
-
-
-def ranks(case):
-    return json.loads(run("diagnose", "--json", f"{D}/{case}"))["ranks"]
-
-
-def rank(case, kind):
-    return [r for r in ranks(case) if r["kind"] == kind][0]
-
-
-for case in CASES:
-    rs = ranks(case)
-    check(f"{case}: a snapshot and a capture", sorted(r["kind"] for r in rs) ==
-          ["capture", "snapshot"])
-    check(f"{case}: no leak", not [f for r in rs for f in r["findings"] if f["kind"] == "leak"])
+runs = Runs(sys.argv[1], sys.argv[2])
+check, run, rank, D = runs.check, runs.run, runs.rank, runs.root
+runs.leaks({case: None for case in ("oomretry", "evalpeak", "unfreeze", "replaycap", "lbfgs")})
 
 snap, cap = rank("oomretry", "snapshot"), rank("oomretry", "capture")
 ooms = [f for f in snap["findings"] if f["kind"] == "oom"]
@@ -74,4 +48,4 @@ check("lbfgs: the state is L-BFGS's history, the advice its history_size",
       len(opt) == 1 and opt[0]["summary"].startswith("LBFGS keeps 240.1 MiB of state") and
       any("2 x history_size past updates" in e for e in opt[0]["evidence"]) and
       "smaller history_size" in opt[0]["advice"])
-sys.exit(1 if bad else 0)
+sys.exit(runs.done())

@@ -13,55 +13,18 @@ no skipped step; a dataset on the GPU is inputs, not a leak; CUDA graphs,
 torch.compile, a mixture of experts, random sequence lengths, per-epoch
 metrics and empty_cache() are no leaks.
     python3 tests/cli/check_shapes.py MEMDIAG DIR"""
-import json
-import subprocess
 import sys
 
-M, D = sys.argv[1], sys.argv[2]
-# case -> MiB kept per step (or call) by its leak (None: no leak)
-LEAKS = {"viewleak": 128.0, "smallleak": 32 / 1024, "gradhookleak": 12.0, "serveleak": 6.0,
-         "gp": None, "gpudata": None, "graphs": None, "compiled": None, "epochs": None,
-         "moe": None, "bucketseq": None, "emptycache": None, "serve": None}
-# a capture samples at training steps' phases: a request loop has none
-SNAPSHOT_ONLY = {"serveleak"}
-bad = 0
+from runcheck import Runs
 
-
-def check(what, ok):
-    global bad
-    if not ok:
-        bad += 1
-        print(f"failed: {what}", file=sys.stderr)
-
-
-def diagnose(case):
-    out = subprocess.run([M, "diagnose", "--json", f"{D}/{case}"], capture_output=True,
-                         text=True, check=True).stdout
-    return json.loads(out)["ranks"]
-
-
-def rank(case, kind):
-    return [r for r in diagnose(case) if r["kind"] == kind][0]
-
-
-def finding(case, kind, what="snapshot"):
-    """The first finding of that kind, or an empty one (its checks then fail)."""
-    found = [f for f in rank(case, what)["findings"] if f["kind"] == kind]
-    return found[0] if found else {"summary": "", "severity": "", "evidence": ["", ""],
-                                   "sites": [{"site": "", "count": 0}], "advice": ""}
-
-
-for case, per in LEAKS.items():
-    ranks = diagnose(case)
-    check(f"{case}: a snapshot and a capture", sorted(r["kind"] for r in ranks) ==
-          ["capture", "snapshot"])
-    for r in ranks:
-        if case in SNAPSHOT_ONLY and r["kind"] == "capture":
-            continue
-        leaks = [f for f in r["findings"] if f["kind"] == "leak"]
-        ok = not leaks if per is None else (
-            len(leaks) == 1 and abs(leaks[0]["bytes"] / 2**20 - per) < 0.001)
-        check(f"{case} ({r['kind']}): leak {per}, found {[f['summary'] for f in leaks]}", ok)
+runs = Runs(sys.argv[1], sys.argv[2])
+check, rank, finding = runs.check, runs.rank, runs.finding
+# case -> MiB kept per step (or call) by its leak (None: no leak); a request
+# loop has no training steps for a capture to sample
+runs.leaks({"viewleak": 128.0, "smallleak": 32 / 1024, "gradhookleak": 12.0, "serveleak": 6.0,
+            "gp": None, "gpudata": None, "graphs": None, "compiled": None, "epochs": None,
+            "moe": None, "bucketseq": None, "emptycache": None, "serve": None},
+           snapshot_only={"serveleak"})
 
 leak = finding("viewleak", "leak")
 check("viewleak: the kept view's whole logits, at the head's line, as forward outputs; the "
@@ -107,4 +70,4 @@ check("gpudata: the dataset on the GPU is the largest site at the peak, as input
       top["site"].endswith("examples/shapes.py:105 tokens"))
 check("graphs: the captured step's memory is one private pool",
       rank("graphs", "snapshot")["private_pools"]["count"] == 1)
-sys.exit(1 if bad else 0)
+sys.exit(runs.done())

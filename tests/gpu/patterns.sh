@@ -9,7 +9,9 @@
 # SCRIPT=examples/shapes.py more habits (views kept, gradient hooks, CUDA
 # graphs, torch.compile, a gradient penalty, mixture of experts, ...),
 # SCRIPT=examples/schedules.py memory that changes by design (an OOM retried
-# with a smaller batch, a larger evaluation, layers unfrozen, L-BFGS).
+# with a smaller batch, a larger evaluation, layers unfrozen, L-BFGS),
+# SCRIPT=examples/libraries.py library features (activations offloaded to the
+# CPU, a side-stream prefetcher, cuDNN's autotuner, the HF Trainer's evaluation).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -18,6 +20,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*libraries.py) all="offload prefetch cudnnbench hfeval customfn" ;;
 *schedules.py) all="oomretry evalpeak unfreeze replaycap lbfgs" ;;
 *shapes.py) all="viewleak smallleak gradhookleak serveleak gp gpudata graphs compiled epochs moe bucketseq emptycache serve" ;;
 *loops.py) all="ckptleak evalleak ganleak wganleak zgleak accelleak evalevery totalloss gpt2 gpt2ckpt peftlora distill gnn gan lora growseq retain sgd adafactor" ;;
@@ -40,7 +43,8 @@ W = sys.argv[1]
 # the ranks that leak in each case (none: every other case)
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
-         "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0}}
+         "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
+         "customfn": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
