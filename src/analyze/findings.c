@@ -179,16 +179,10 @@ typedef struct leak_arg {
     int nomem;
 } leak_arg;
 
-/* Whether a live allocation was made by the autograd engine in a backward
- * phase ((after_forward, after_backward] of its iteration): no Python
- * frames, or autograd's own, not a line of the script run after backward. */
-static int made_in_backward(const fctx *c, const md_live *l)
+/* The first iteration k in [lo, hi) whose end is at or after event i (hi:
+ * none): the one event i belongs to. */
+static size_t iteration_of(const fctx *c, long i, size_t lo, size_t hi)
 {
-    long i = l->alloc_index;
-    if (l->stack ? !(md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_BACKWARD)
-                 : !(c->s->features & MD_HAS_FRAMES))
-        return 0;
-    size_t lo = 0, hi = c->nit;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (i <= c->it[mid].after_zero)
@@ -196,7 +190,20 @@ static int made_in_backward(const fctx *c, const md_live *l)
         else
             lo = mid + 1;
     }
-    return lo < c->nit && i > c->it[lo].after_forward && i <= c->it[lo].after_backward;
+    return lo;
+}
+
+/* Whether a live allocation was made by the autograd engine in a backward
+ * phase ((after_forward, after_backward] of its iteration): no Python
+ * frames, or autograd's own, not a line of the script run after backward. */
+static int made_in_backward(const fctx *c, const md_live *l)
+{
+    if (l->stack ? !(md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_BACKWARD)
+                 : !(c->s->features & MD_HAS_FRAMES))
+        return 0;
+    size_t k = iteration_of(c, l->alloc_index, 0, c->nit);
+    return k < c->nit && l->alloc_index > c->it[k].after_forward &&
+           l->alloc_index <= c->it[k].after_backward;
 }
 
 static int retained_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
@@ -366,13 +373,13 @@ static int growth_follows_inputs(fctx *c)
     return (double)kept < 0.5 * (allocated_at(c, to) - allocated_at(c, from));
 }
 
-/* How the memory held between steps moved, step by step, against noise
- * (1 MiB, 0.2% of the peak). */
+/* What the totals cannot tell from noise: 1 MiB, or 0.2% of the peak. */
 static double held_noise(const fctx *c)
 {
     return fmax(LEAK_MIN_PER_STEP, LEAK_PEAK_FRACTION * (double)md_replay_peak_allocated(c->r));
 }
 
+/* How the memory held between steps moved, step by step, against noise. */
 static md_held_growth held_growth(const fctx *c)
 {
     double thr = held_noise(c);
@@ -487,20 +494,6 @@ static int by_stack_step(const void *x, const void *y)
     return a->step < b->step ? -1 : a->step > b->step;
 }
 
-/* The iteration (1 .. nit-2) that allocation index i was made in. */
-static uint32_t step_of(const fctx *c, long i)
-{
-    size_t lo = 1, hi = c->nit - 2;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (i <= c->it[mid].after_zero)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return (uint32_t)lo;
-}
-
 /* The call stacks that made an allocation in every step of the kept range
  * (steps after the first, before the last) that is still live after the
  * last step, sorted, into *out (to free); their count (0 on no memory). */
@@ -517,7 +510,7 @@ static size_t steady_stacks(const fctx *c, const md_live_set *ls, uint32_t **out
             continue;
         if (md_grow((void **)&ks, &cap, nk + 1, sizeof *ks))
             break;
-        ks[nk++] = (stack_step){l->stack, step_of(c, l->alloc_index)};
+        ks[nk++] = (stack_step){l->stack, (uint32_t)iteration_of(c, l->alloc_index, 1, c->nit - 2)};
     }
     if (nk && (*out = malloc(nk * sizeof **out)) != NULL) {
         qsort(ks, nk, sizeof *ks, by_stack_step);
@@ -545,6 +538,34 @@ static int steady_pred(const fctx *c, const md_live *l, md_category cat, void *a
     if (!bsearch(&l->stack, sa->stacks, sa->n, sizeof *sa->stacks, cmp_u32))
         return 0;
     return retained_pred(c, l, cat, &sa->la);
+}
+
+/* A small leak's summary, evidence and advice; f->bytes is its bytes a step. */
+static void say_small_leak(fctx *c, md_finding *f, const md_held_growth *g, uint64_t kept,
+                           const leak_arg *la, size_t nstacks)
+{
+    static const char *const what[] = {
+        [KEPT_GRAPHS] = "forward tensors", [KEPT_OUTPUTS] = "forward outputs",
+        [KEPT_TENSORS] = "tensors made", [KEPT_METRIC] = "a metric's tensors",
+        [KEPT_BACKWARD] = "tensors made in backward"};
+    leak_kind kind = leak_kind_of(f, kept, la, nstacks, kept_per_step(c, la));
+    const char *unit = leak_unit(c);
+    double per = (double)f->bytes;
+    char each[32], sum[32];
+    say_bytes(each, sizeof each, per);
+    say_bytes(sum, sizeof sum, g->sum);
+    MD_SUMMARY(f, "memory grows by %s every %s and is never freed: %s from the same line each "
+               "%s are kept (small now; 1 GiB after %.0f %ss)", each, unit, what[kind], unit,
+               1024.0 * MIB / per, unit);
+    say_compared(c, f);
+    MD_EVIDENCE(f, "each of %ss %d to %d left an allocation from the same call stack that is "
+                "still live after the last %s: %s a %s",
+                unit, c->it[1].number, c->it[c->nit - 2].number, unit, each, unit);
+    MD_EVIDENCE(f, "allocated %s grows by %s over %zu %ss, under the %.1f MiB a %s that the "
+                "totals can tell from noise: the totals alone show no leak", leak_point(c), sum,
+                c->nit - 1, unit, held_noise(c) / MIB, unit);
+    say_kept(c, f, unit, kept, la, kind, nstacks);
+    leak_advice(f, kind, per, unit);
 }
 
 /* Memory held between steps grows too little for the totals to tell it
@@ -578,25 +599,7 @@ static void find_small_leak(fctx *c, const md_held_growth *g)
         return;
     }
     f->bytes = (uint64_t)per;
-    leak_kind kind = leak_kind_of(f, kept, &sa.la, nstacks, kept_per_step(c, &sa.la));
-    const char *unit = leak_unit(c);
-    char each[32], gib_after[32];
-    say_bytes(each, sizeof each, per);
-    snprintf(gib_after, sizeof gib_after, "%.0f", 1024.0 * MIB / per);
-    MD_SUMMARY(f, "memory grows by %s every %s and is never freed: %s from the same line each "
-               "%s are kept (small now; 1 GiB after %s %ss)", each, unit,
-               kind == KEPT_TENSORS ? "tensors made" : "forward outputs", unit, gib_after, unit);
-    say_compared(c, f);
-    MD_EVIDENCE(f, "each of %ss %d to %d left an allocation from the same call stack that is "
-                "still live after the last %s: %s a %s",
-                unit, c->it[1].number, c->it[c->nit - 2].number, unit, each, unit);
-    char sum[32];
-    say_bytes(sum, sizeof sum, g->sum);
-    MD_EVIDENCE(f, "allocated %s grows by %s over %zu %ss, under the %.1f MiB a %s that the "
-                "totals can tell from noise: the totals alone show no leak", leak_point(c), sum,
-                c->nit - 1, unit, held_noise(c) / MIB, unit);
-    say_kept(c, f, unit, kept, &sa.la, kind, nstacks);
-    leak_advice(f, kind, per, unit);
+    say_small_leak(c, f, g, kept, &sa.la, nstacks);
 }
 
 static void find_leak(fctx *c)
