@@ -115,6 +115,9 @@ class Recorder:
         self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.step_optimizer = -1
         self.in_step = False  # between the optimizer step's pre- and post-hook
+        self.stepping = None  # id() of the optimizer whose step runs: a wrapper
+        # (ZeroRedundancyOptimizer) steps the one it wraps inside its own step,
+        # one step, the wrapper's
         self.closure = False  # this step's backward runs inside its optimizer step
         self.pending_backward = False
         self.disabled = False
@@ -282,7 +285,10 @@ class Recorder:
             self.sampled_forward = self.steps
             self.sample("after_forward")
 
-    def before_optimizer_step(self) -> None:
+    def before_optimizer_step(self, optimizer=None) -> None:
+        if self.in_step and self.stepping not in (None, id(optimizer)):
+            return  # an optimizer stepped inside another's step
+        self.stepping = id(optimizer)
         self.in_step = True
         # no backward yet: a closure (PyTorch Lightning's automatic
         # optimization) runs forward and backward inside the step; the
@@ -299,6 +305,9 @@ class Recorder:
             self.sample("after_backward")
 
     def after_optimizer_step(self, optimizer=None) -> None:
+        if self.in_step and self.stepping not in (None, id(optimizer)):
+            return  # the inner step's end; the wrapper's comes next
+        self.stepping = None
         self.in_step = False
         self.step_optimizer = self._optimizer_number(optimizer)
         self.sample("after_optimizer_step")
@@ -517,7 +526,8 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     torch.autograd.backward = backward
 
     from torch.optim import optimizer as optmod
-    optmod.register_optimizer_step_pre_hook(_safe(rec, rec.before_optimizer_step))
+    optmod.register_optimizer_step_pre_hook(
+        _safe(rec, rec.before_optimizer_step, with_optimizer=True))
     optmod.register_optimizer_step_post_hook(
         _safe(rec, rec.after_optimizer_step, with_optimizer=True))
     after_zero_grad = _safe(rec, rec.after_zero_grad)

@@ -621,8 +621,19 @@ static void find_leak(fctx *c)
                         (uint64_t)per);
     if (!f)
         return;
-    leak_arg la = {.after = c->it[0].after_zero, .until = c->it[c->nit - 2].after_zero};
-    uint64_t kept = collect_sites(c, f, c->it[c->nit - 1].after_zero, retained_pred, &la);
+    /* what the leak keeps: where some call stacks keep an allocation from
+     * every step of the range, theirs (a one-off in the range, such as
+     * DDP's buckets rebuilt at step 1, is not the leak's); else all */
+    long last = c->it[c->nit - 1].after_zero;
+    const md_live_set *ls = c->nit >= MIN_LEAK_STEPS + 2 ? live_at(c, last) : NULL;
+    steady_arg sa = {{.after = c->it[0].after_zero, .until = c->it[c->nit - 2].after_zero}, NULL, 0};
+    uint32_t *stacks = NULL;
+    sa.n = ls ? steady_stacks(c, ls, &stacks) : 0;
+    sa.stacks = stacks;
+    uint64_t kept = sa.n ? collect_sites(c, f, last, steady_pred, &sa)
+                         : collect_sites(c, f, last, retained_pred, &sa.la);
+    free(stacks);
+    leak_arg la = sa.la;
     size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
     free(la.fstacks);
     leak_kind kind = leak_kind_of(f, kept, &la, nstacks, kept_per_step(c, &la));
@@ -728,6 +739,67 @@ static uint64_t trained_bytes(fctx *c, uint64_t params)
     return grads && (double)grads < FROZEN_GRADS_SHARE * (double)params ? grads : 0;
 }
 
+/* The optimizer ZeroRedundancyOptimizer wraps, from the frames of the
+ * state's allocations live at end ("" when none says). */
+static const char *inner_optimizer(fctx *c, long end)
+{
+    const md_live_set *ls = live_at(c, end);
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const char *o = ls->live[i].category == MD_CAT_OPTIMIZER_STATE
+                            ? md_optimizer_from_stack(c->s, ls->live[i].stack) : NULL;
+        if (o)
+            return o;
+    }
+    return "";
+}
+
+static int is_zero(const char *opt)
+{
+    return !strcmp(opt, "ZeroRedundancyOptimizer");
+}
+
+/* What this optimizer's state should be, as evidence. */
+static void say_state_expected(fctx *c, md_finding *f, const char *opt, double ratio,
+                               const char *whose, int has_params, long end)
+{
+    const char *inner = is_zero(opt) ? inner_optimizer(c, end) : opt;
+    double want = expected_state_multiple(inner);
+    if (is_zero(opt) && want > 0 && has_params && ratio > 0)
+        MD_EVIDENCE(f, "ZeroRedundancyOptimizer shards %s's state (%.0f x the %sparameters) across "
+                    "the data-parallel ranks: this rank keeps its share, %.2f x, about 1/%.0f "
+                    "of it", inner, want, whose, ratio, want / ratio);
+    else if (is_zero(opt))
+        MD_EVIDENCE(f, "ZeroRedundancyOptimizer shards the wrapped optimizer's state across the "
+                    "data-parallel ranks: this is this rank's share");
+    else if (want > 0 && has_params)
+        MD_EVIDENCE(f, "%s's expected state is %.0f x the %sparameters (%s)", opt, want, whose,
+                 want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
+    else if (!strcmp(opt, "LBFGS"))
+        MD_EVIDENCE(f, "L-BFGS keeps 2 x history_size past updates (old_dirs, old_stps) plus a few "
+                    "flat copies of the parameters: it grows until the history is full "
+                    "(history_size defaults to 100, 200 x the parameters)");
+}
+
+static void say_state_advice(fctx *c, md_finding *f, const char *opt, uint64_t state, long end)
+{
+    const char *sharder = is_zero(opt) ? "ZeroRedundancyOptimizer" : params_sharded(c, end)
+                                                                       ? "FSDP" : NULL;
+    const char *with = sharder && !is_zero(opt) ? " with the parameters" : "";
+    if (!strcmp(opt, "LBFGS"))
+        MD_ADVICE(f, "Expected for L-BFGS: a smaller history_size shrinks it by 2 x the parameters "
+                  "an entry, at some convergence speed (of the %.1f MiB).", md_mib(state));
+    else if (sharder)
+        MD_ADVICE(f, "Expected for this optimizer; %s already shards it%s (this is this rank's "
+                  "share). To shrink it further: shard over more ranks, an 8-bit optimizer (about "
+                  "a quarter of fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.",
+                  sharder, with, md_mib(state));
+    else
+        MD_ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
+                  "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter "
+                  "of fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.",
+                  md_mib(state));
+}
+
 static void find_optimizer_state(fctx *c)
 {
     if (!c->nst)
@@ -766,29 +838,10 @@ static void find_optimizer_state(fctx *c)
                     "state / trained parameters = %.2f", md_mib(all_params), md_mib(trained), ratio);
     else if (params)
         MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params), ratio);
-    double want = expected_state_multiple(opt);
-    if (want > 0 && params)
-        MD_EVIDENCE(f, "%s's expected state is %.0f x the %sparameters (%s)", opt, want, whose,
-                 want >= 2 ? "two moment buffers, exp_avg and exp_avg_sq" : "one buffer, e.g. momentum");
-    else if (!strcmp(opt, "LBFGS"))
-        MD_EVIDENCE(f, "L-BFGS keeps 2 x history_size past updates (old_dirs, old_stps) plus a few "
-                    "flat copies of the parameters: it grows until the history is full "
-                    "(history_size defaults to 100, 200 x the parameters)");
+    say_state_expected(c, f, opt, ratio, whose, params != 0, end);
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
-    if (!strcmp(opt, "LBFGS"))
-        MD_ADVICE(f, "Expected for L-BFGS: a smaller history_size shrinks it by 2 x the parameters "
-                  "an entry, at some convergence speed (of the %.1f MiB).", md_mib(state));
-    else if (params_sharded(c, end))
-        MD_ADVICE(f, "Expected for this optimizer; FSDP already shards it with the parameters (this "
-                  "is this rank's share). To shrink it further: shard over more ranks, an 8-bit "
-                  "optimizer (about a quarter of fp32 Adam state), or a stateless optimizer; saving "
-                  "up to %.1f MiB.", md_mib(state));
-    else
-        MD_ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
-                  "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter "
-                  "of fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.",
-                  md_mib(state));
+    say_state_advice(c, f, opt, state, end);
 }
 
 /* ---- library workspaces ---------------------------------------------------------- */

@@ -183,6 +183,9 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&
                  (name_is(s, f, "_apply") || name_is(s, f, "to") || name_is(s, f, "cuda")))
             tags |= MD_TAG_MODEL_INIT;
+        else if (frame_in(s, f, "torch/nn/parallel/distributed.py") &&
+                 (name_is(s, f, "_pre_forward") || name_is(s, f, "_ddp_init_helper")))
+            tags |= MD_TAG_GRAD_ACCUM; /* DDP's gradient buckets, (re)built there */
         else if (frame_in(s, f, "torch/distributed/") && /* FSDP's sharded parameters: */
                  (name_is(s, f, "fully_shard") ||           /* FSDP2 */
                   (frame_in(s, f, "fully_sharded_data_parallel.py") && name_is(s, f, "__init__"))))
@@ -196,7 +199,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         name_has(s, f, "cublasLtWorkspace") ||
         (name_has(s, f, "cudnn") && name_has(s, f, "orkspace")))
         tags |= MD_TAG_WORKSPACE;
-    if (name_has(s, f, "AccumulateGrad"))
+    if (name_has(s, f, "AccumulateGrad") || name_has(s, f, "Reducer::initialize_buckets") ||
+        name_has(s, f, "Reducer::rebuild_buckets"))
         tags |= MD_TAG_GRAD_ACCUM;
     return tags;
 }

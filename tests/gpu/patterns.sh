@@ -11,7 +11,9 @@
 # SCRIPT=examples/schedules.py memory that changes by design (an OOM retried
 # with a smaller batch, a larger evaluation, layers unfrozen, L-BFGS),
 # SCRIPT=examples/libraries.py library features (activations offloaded to the
-# CPU, a side-stream prefetcher, cuDNN's autotuner, the HF Trainer's evaluation).
+# CPU, a side-stream prefetcher, cuDNN's autotuner, the HF Trainer's evaluation),
+# SCRIPT=examples/distributed.py data-parallel habits on 2 GPUs (ZeRO-1, DDP's
+# bucket views, no_sync accumulation).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -20,6 +22,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*distributed.py) all="zero1 bucketview nosync" ;;
 *libraries.py) all="offload prefetch cudnnbench hfeval customfn" ;;
 *schedules.py) all="oomretry evalpeak unfreeze replaycap lbfgs" ;;
 *shapes.py) all="viewleak smallleak gradhookleak serveleak gp gpudata graphs compiled epochs moe bucketseq emptycache serve" ;;
@@ -29,7 +32,7 @@ esac
 log=$OUT/patterns.log
 for c in ${ONLY:-$all}; do
     py=python3
-    case $c in rankleak|fsdpleak) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
+    case $c in rankleak|fsdpleak|zero1|bucketview|nosync) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
     PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py "$SCRIPT" --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"

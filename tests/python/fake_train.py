@@ -16,6 +16,9 @@ ap.add_argument("--oom-at", type=int, default=-1)
 ap.add_argument("--oom-retry", type=int, default=-1,
                 help="at this step a larger batch runs out of memory in backward; the error "
                      "is caught, the gradients cleared, and the step tried again")
+ap.add_argument("--wrapped", action="store_true",
+                help="the optimizer steps another inside its own step "
+                     "(ZeroRedundancyOptimizer over AdamW)")
 ap.add_argument("--sigusr1", action="store_true")
 ap.add_argument("--skip-step", type=int, default=-1,
                 help="no optimizer step in this iteration (as GradScaler on overflow)")
@@ -45,8 +48,16 @@ class Opt(torch.optim.Optimizer):
         pass
 
 
+class Wrapper(torch.optim.Optimizer):
+    def __init__(self):
+        self.inner = Opt()
+
+    def _step(self):
+        self.inner.step()
+
+
 torch.fake_alloc(100 * MIB)  # parameters
-net, opt = Net(), Opt()
+net, opt = Net(), (Wrapper() if a.wrapped else Opt())
 if a.closure:
     grads = [0]
 

@@ -69,6 +69,10 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/r -- python3 $TRAIN --oom-retry 2 >$T/r.
   $M diagnose $T/r/rank0.mdcap > $T/r.txt && grep -q 'warning. oom: out of memory (caught: the job went on)' $T/r.txt &&
   grep -q '3 steps ran after the last one' $T/r.txt"
 
+DESC="an optimizer that steps another inside its step (ZeroRedundancyOptimizer): one step each"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/w -- python3 $TRAIN --wrapped --steps 4 >/dev/null 2>&1 &&
+  $M summary $T/w/rank0.mdcap | grep -q 'complete, status 0, 4 optimizer steps'"
+
 DESC="the job's own exit status passes through"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/c -- python3 -c 'import sys; sys.exit(7)'; test \$? -eq 7"
 
