@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Checks memdiag's diagnosis of data-parallel habits on 2 GPUs
+(tests/data/distributed, captured on 2 x H200 by
+`SCRIPT=examples/distributed.py sh tests/gpu/patterns.sh` from
+examples/distributed.py). No leaks. DDP's gradient buckets are gradients
+(with gradient_as_bucket_view they are the gradients), not activations;
+ZeroRedundancyOptimizer keeps half of AdamW's state on each of 2 ranks and
+says so, its step counted once by the capture (the AdamW it wraps steps
+inside it); no_sync accumulation's steps are the optimizer's.
+    python3 tests/cli/check_distributed.py MEMDIAG DIR"""
+import sys
+
+from runcheck import Runs
+
+runs = Runs(sys.argv[1], sys.argv[2])
+check, run = runs.check, runs.run
+for case in ("zero1", "bucketview", "nosync"):
+    ranks = runs.ranks(case)
+    check(f"{case}: two ranks, each a snapshot and a capture",
+          sorted((r["rank"], r["kind"]) for r in ranks) ==
+          [(0, "capture"), (0, "snapshot"), (1, "capture"), (1, "snapshot")])
+    check(f"{case}: no leak", not [f for r in ranks for f in r["findings"] if f["kind"] == "leak"])
+    for r in ranks:
+        cats = r.get("peak", {}).get("by_category_mib", {})
+        if r["kind"] == "snapshot" and case != "nosync":  # the one forward's activations only
+            check(f"{case} rank {r['rank']}: DDP's buckets (258.2 MiB; twice where the peak "
+                  f"came as they were rebuilt) are gradients at the peak, not activations",
+                  min(abs(cats["gradients"] - 258.2), abs(cats["gradients"] - 516.5)) < 0.1 and
+                  abs(cats["activations"] - 1005.5) < 0.5)
+        elif r["kind"] == "snapshot":  # buckets and the gradients accumulated beside them
+            check(f"nosync rank {r['rank']}: gradients at the peak are the buckets and the "
+                  f"accumulated gradients", abs(cats["gradients"] - 522.2) < 0.1)
+for r in runs.ranks("zero1"):
+    if r["kind"] != "snapshot":
+        continue
+    opt = [f for f in r["findings"] if f["kind"] == "optimizer_state"]
+    check(f"zero1 rank {r['rank']}: this rank's share of AdamW's state, and ZeRO in the advice",
+          len(opt) == 1 and opt[0]["summary"].startswith(
+              "ZeroRedundancyOptimizer keeps 261.4 MiB of state, 1.01 x") and
+          any("this rank keeps its share, 1.01 x, about 1/2 of it" in e for e in opt[0]["evidence"])
+          and "ZeroRedundancyOptimizer already shards it" in opt[0]["advice"])
+text = run("summary", runs.path("zero1"))
+check("zero1: the capture counts the wrapper's step once",
+      text.count("capture     complete, status 0, 8 optimizer steps") == 2)
+check("nosync: 8 steps of 4 micro-batches", "steps       8, found from optimizer annotations" in
+      run("summary", runs.path("nosync", "rank0.pickle.xz")))
+sys.exit(runs.done())
