@@ -230,7 +230,9 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
  * allocations a step from one or two stacks. A torchmetrics metric with a
  * list state (AUROC and the like, thresholds=None) keeps every update's
  * inputs until reset(): its own code is then the largest site. */
-typedef enum { KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC, KEPT_BACKWARD } leak_kind;
+typedef enum {
+    KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC, KEPT_BACKWARD, KEPT_KV_CACHE
+} leak_kind;
 #define OUTPUT_MAX_SITES 4
 #define OUTPUT_MAX_PER_STEP 8.0
 
@@ -287,6 +289,8 @@ static leak_kind leak_kind_of(const md_finding *f, uint64_t kept, const leak_arg
 {
     if (f->nsites && strstr(f->sites[0].site, "/torchmetrics/"))
         return KEPT_METRIC;
+    if (f->nsites && strstr(f->sites[0].site, "transformers/cache_utils.py"))
+        return KEPT_KV_CACHE;
     if (kept && la->backward_bytes * 2 >= kept)
         return KEPT_BACKWARD;
     if (!kept || la->forward_bytes * 2 < kept)
@@ -325,6 +329,12 @@ static void leak_advice(md_finding *f, leak_kind kind, double per, const char *u
                   "the outputs of torch.autograd.grad kept in a list. Keep a number "
                   "(g.norm().item()) or a .detach().cpu() copy, or remove the hook when done; that "
                   "frees about %s per %s.", each, unit);
+    else if (kind == KEPT_KV_CACHE)
+        MD_ADVICE(f, "Attention KV caches (past_key_values, a DynamicCache) stay referenced after "
+                  "their request: a session store, or outputs kept with their caches. Drop a "
+                  "cache when its session ends, bound how many stay on the GPU, or keep them in "
+                  "host memory (OffloadedCache) or quantized (QuantizedCache); that frees about "
+                  "%s per %s.", each, unit);
     else if (kind == KEPT_METRIC)
         MD_ADVICE(f, "Metrics with list states (AUROC, AveragePrecision, ROC or PR curves with "
                   "thresholds=None, CatMetric, retrieval metrics) keep every update's tensors on the "
@@ -547,7 +557,7 @@ static void say_small_leak(fctx *c, md_finding *f, const md_held_growth *g, uint
     static const char *const what[] = {
         [KEPT_GRAPHS] = "forward tensors", [KEPT_OUTPUTS] = "forward outputs",
         [KEPT_TENSORS] = "tensors made", [KEPT_METRIC] = "a metric's tensors",
-        [KEPT_BACKWARD] = "tensors made in backward"};
+        [KEPT_BACKWARD] = "tensors made in backward", [KEPT_KV_CACHE] = "KV caches"};
     leak_kind kind = leak_kind_of(f, kept, la, nstacks, kept_per_step(c, la));
     const char *unit = leak_unit(c);
     double per = (double)f->bytes;
@@ -642,7 +652,8 @@ static void find_leak(fctx *c)
         [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
         [KEPT_TENSORS] = "tensors created each %s are kept",
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
-        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)"};
+        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
+        [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept"};
     const char *unit = leak_unit(c);
     char kept_what[128];
     snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */

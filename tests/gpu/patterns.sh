@@ -13,7 +13,8 @@
 # SCRIPT=examples/libraries.py library features (activations offloaded to the
 # CPU, a side-stream prefetcher, cuDNN's autotuner, the HF Trainer's evaluation),
 # SCRIPT=examples/distributed.py data-parallel habits on 2 GPUs (ZeRO-1, DDP's
-# bucket views, no_sync accumulation).
+# bucket views, no_sync accumulation), SCRIPT=examples/serving.py serving loops
+# (a static KV cache, requests of random shapes, chat sessions).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -22,6 +23,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*serving.py) all="staticcache dynserve sessions sessionleak" ;;
 *distributed.py) all="zero1 bucketview nosync" ;;
 *libraries.py) all="offload prefetch cudnnbench hfeval customfn" ;;
 *schedules.py) all="oomretry evalpeak unfreeze replaycap lbfgs" ;;
@@ -47,7 +49,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}}
+         "customfn": {0}, "sessionleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
