@@ -491,48 +491,51 @@ static void say_compared(fctx *c, md_finding *f)
 
 /* ---- leaks below the totals' noise floor ---------------------------------- */
 
-/* A live allocation of the kept range: its call stack and its step. */
-typedef struct stack_step {
-    uint32_t stack, step;
-} stack_step;
-
-static int by_stack_step(const void *x, const void *y)
+/* Whether a live allocation was made in the kept range by a known stack
+ * (not a workspace). */
+static int kept_from_step(const md_live *l, long from, long to, size_t nstacks)
 {
-    const stack_step *a = x, *b = y;
-    if (a->stack != b->stack)
-        return a->stack < b->stack ? -1 : 1;
-    return a->step < b->step ? -1 : a->step > b->step;
+    return l->alloc_index > from && l->alloc_index <= to && l->stack != 0 &&
+           l->stack < nstacks && l->category != MD_CAT_WORKSPACE;
 }
 
 /* The call stacks that made an allocation in every step of the kept range
  * (steps after the first, before the last) that is still live after the
- * last step, sorted, into *out (to free); their count (0 on no memory). */
+ * last step, sorted, into *out (to free); their count (0 on no memory).
+ * Counting, not sorting: the allocations grouped by stack (a counting
+ * sort over stack ids), each group's distinct steps marked in one array. */
 static size_t steady_stacks(const fctx *c, const md_live_set *ls, uint32_t **out)
 {
     long from = c->it[0].after_zero, to = c->it[c->nit - 2].after_zero;
-    stack_step *ks = NULL;
-    size_t nk = 0, cap = 0, found = 0;
-    *out = NULL;
+    size_t ns = c->s->nstacks, need = c->nit - 2, found = 0;
+    uint32_t *first = calloc(ns + 1, sizeof *first), *mark = calloc(c->nit, sizeof *mark);
+    uint32_t *step = malloc((ls->n ? ls->n : 1) * sizeof *step);
+    *out = malloc((ls->n ? ls->n : 1) * sizeof **out);
+    if (!first || !mark || !step || !*out)
+        goto done;
+    for (size_t i = 0; i < ls->n; i++) /* group sizes, then where each group starts */
+        if (kept_from_step(&ls->live[i], from, to, ns))
+            first[ls->live[i].stack + 1]++;
+    for (size_t k = 1; k <= ns; k++)
+        first[k] += first[k - 1];
     for (size_t i = 0; i < ls->n; i++) {
         const md_live *l = &ls->live[i];
-        if (l->alloc_index <= from || l->alloc_index > to || l->stack == 0 ||
-            l->category == MD_CAT_WORKSPACE)
-            continue;
-        if (md_grow((void **)&ks, &cap, nk + 1, sizeof *ks))
-            break;
-        ks[nk++] = (stack_step){l->stack, (uint32_t)iteration_of(c, l->alloc_index, 1, c->nit - 2)};
+        if (kept_from_step(l, from, to, ns))
+            step[first[l->stack]++] = (uint32_t)iteration_of(c, l->alloc_index, 1, c->nit - 2);
     }
-    if (nk && (*out = malloc(nk * sizeof **out)) != NULL) {
-        qsort(ks, nk, sizeof *ks, by_stack_step);
-        for (size_t i = 0, j; i < nk; i = j) {
-            size_t steps = 0;
-            for (j = i; j < nk && ks[j].stack == ks[i].stack; j++)
-                steps += j == i || ks[j].step != ks[j - 1].step;
-            if (steps == c->nit - 2)
-                (*out)[found++] = ks[i].stack;
-        }
+    /* first[k] is now where group k ends (group k-1's end is its start) */
+    for (size_t k = 0, lo = 0; k < ns; lo = first[k++]) {
+        size_t steps = 0;
+        for (size_t j = lo; j < first[k]; j++)
+            if (mark[step[j]] != k + 1)
+                mark[step[j]] = (uint32_t)(k + 1), steps++;
+        if (steps == need)
+            (*out)[found++] = (uint32_t)k;
     }
-    free(ks);
+done:
+    free(first);
+    free(mark);
+    free(step);
     return found;
 }
 
