@@ -649,6 +649,59 @@ def calls():
     return {"segments": [segment], "device_traces": [tr], "allocator_settings": dict(SETTINGS)}
 
 
+def small_leaks():
+    """Eight annotated steps, each a 4 MiB forward activation and a 2 MiB
+    gradient (autograd thread, no frames) freed by zero_grad; after it,
+    /home/u/train.py:60 keeps 16 KiB every step and :70 keeps 16 KiB every
+    step but the fourth (small pool, segment A). Memory after zero_grad
+    grows 16-32 KiB a step, under the totals' 1 MiB noise: only :60 keeps
+    something from every step of the kept range (steps 1 to 6), so the
+    small leak is 16 KiB a step, at :60 alone."""
+    t0, big, small = 1700000000000000, FirstFit(B, 64 * MIB), FirstFit(A, 2 * MIB)
+    tr, anns = [], []
+
+    def ev(t, act, addr, size, frames):
+        tr.append({"action": act, "addr": addr, "size": size, "stream": 0, "time_us": t0 + t,
+                   "frames": frames})
+
+    def alloc(seg, t, size, frames):
+        addr = seg.alloc(size)
+        ev(t, "alloc", addr, size, frames)
+        return addr
+
+    def free(seg, t, addr, size):
+        ev(t, "free_requested", addr, size, [])
+        ev(t, "free_completed", addr, size, [])
+        seg.free(addr)
+    ev(0, "segment_alloc", B, 64 * MIB, [])
+    ev(1, "segment_alloc", A, 2 * MIB, [])
+    for j in range(8):
+        t = 1000 * (j + 1)
+        act = alloc(big, t + 5, 4 * MIB, FRAMES_USER)
+        grad = alloc(big, t + 10, 2 * MIB, [])
+        free(big, t + 11, act, 4 * MIB)
+        free(big, t + 42, grad, 2 * MIB)
+        alloc(small, t + 45, 16 << 10, [{"name": "train", "filename": "/home/u/train.py", "line": 60}])
+        if j != 3:
+            alloc(small, t + 46, 16 << 10, [{"name": "train", "filename": "/home/u/train.py", "line": 70}])
+        for name, a, b in (("Optimizer.step#AdamW.step", 20, 30),
+                           ("Optimizer.zero_grad#AdamW.zero_grad", 40, 44)):
+            anns += [{"stage": "START", "name": name, "device": 0, "time_us": t0 + t + a},
+                     {"stage": "END", "name": name, "device": 0, "time_us": t0 + t + b}]
+    segments = []
+    for base, seg, size, kind in ((B, big, 64 * MIB, "large"), (A, small, 2 * MIB, "small")):
+        blocks = [{"address": a, "size": n, "requested_size": r or 0,
+                   "state": "inactive" if r is None else "active_allocated", "frames": []}
+                  for a, n, r in seg.blocks]
+        used = sum(b["size"] for b in blocks if b["state"] != "inactive")
+        segments.append({"device": 0, "address": base, "total_size": size, "allocated_size": used,
+                         "active_size": used, "requested_size": used, "stream": 0,
+                         "segment_type": kind, "segment_pool_id": (0, 0), "is_expandable": False,
+                         "frames": [], "blocks": blocks})
+    return {"segments": segments, "device_traces": [tr], "allocator_settings": dict(SETTINGS),
+            "external_annotations": anns}
+
+
 def hostile_names():
     """Frame names and files written to break out of a page or a folded
     line: the HTML report and the flame graph must show them as text."""
@@ -677,6 +730,7 @@ def main():
         "hostile_names.pickle": (hostile_names(), 4),
         "optimizers_in_turn.pickle": (optimizers_in_turn(), 4),
         "calls.pickle": (calls(), 4),
+        "small_leaks.pickle": (small_leaks(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),

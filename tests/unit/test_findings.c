@@ -185,6 +185,23 @@ static void test_optimizers_in_turn(void **st)
     done(&d);
 }
 
+/* A leak under the totals' noise (tests/gen/make_synthetic.py,
+ * small_leaks): the line keeping 16 KiB every step is the leak, an info;
+ * the line that skipped one step is not in it. */
+static void test_small_leaks(void **st)
+{
+    (void)st;
+    diag d = run("synthetic/small_leaks.pickle", 0);
+    const md_finding *l = need(&d, "leak");
+    assert_int_equal(l->severity, MD_SEV_INFO);
+    assert_int_equal(l->bytes, 16 << 10);
+    assert_int_equal(l->nsites, 1);
+    assert_non_null(strstr(l->sites[0].site, "/home/u/train.py:60 train"));
+    assert_int_equal(l->sites[0].count, 6);
+    assert_non_null(strstr(l->summary, "16.0 KiB every step"));
+    done(&d);
+}
+
 /* No training steps (tests/gen/make_synthetic.py, calls): the calls of
  * the script line that allocates most, a C++ allocation inside a call not
  * ending it, the last call left out; a leak per call. */
@@ -346,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_lone_growth),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_optimizers_in_turn),
+        cmocka_unit_test(test_small_leaks),
         cmocka_unit_test(test_one_optimizer_no_cycle),
         cmocka_unit_test(test_calls),
         cmocka_unit_test(test_captured_python_stacks),
