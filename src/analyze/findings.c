@@ -714,7 +714,8 @@ static double expected_state_multiple(const char *opt)
 {
     static const struct { const char *name; double x; } known[] = {
         {"AdamW", 2}, {"Adam", 2}, {"Adam/AdamW", 2}, {"Adamax", 2}, {"NAdam", 2}, {"RAdam", 2},
-        {"SGD", 1}, {"Adagrad", 1}, {"RMSprop", 1}, {"Adadelta", 2}, {"Rprop", 2}};
+        {"SGD", 1}, {"Adagrad", 1}, {"RMSprop", 1}, {"Adadelta", 2}, {"Rprop", 2},
+        {"SparseAdam", 2}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(opt, known[i].name))
             return known[i].x;

@@ -110,12 +110,12 @@ void md_samples_indicators(md_sample_rank *r)
     const md_sample *init = find(r, -1, MD_SP_AFTER_INPUT);
     const md_sample *c0 = find(r, 0, MD_SP_AFTER_CLEAR_GRADIENTS);
     int last = max_step(r);
-    if (!init || !c0 || last < 0)
+    if (!init || last < 0)
         return;
-    in->valid = 1;
-    in->first_step_recorded = 1;
     /* where several optimizers step in turn, a training step is an
-     * iteration of them all: its end is the last one's */
+     * iteration of them all: its end is the last one's (optimizers that
+     * step back to back, their gradients cleared after both, leave no
+     * sample between them) */
     iterations it = iterations_of(r, last);
     if (it.period > 1 && it.n && it.first == 0) {
         const md_sample *e0 = find(r, iteration_end(&it, 0), MD_SP_AFTER_CLEAR_GRADIENTS);
@@ -125,6 +125,10 @@ void md_samples_indicators(md_sample_rank *r)
             last = iteration_end(&it, it.n - 1);
         }
     }
+    if (!c0)
+        return;
+    in->valid = 1;
+    in->first_step_recorded = 1;
     in->first_step_persistent_change_mib = c0->allocated_mib - init->allocated_mib;
     in->between_step_growth_mib =
         find(r, last, MD_SP_AFTER_CLEAR_GRADIENTS)->allocated_mib - c0->allocated_mib;

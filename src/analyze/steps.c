@@ -112,6 +112,16 @@ static int forward_then_backward(md_analysis *a, long lo, long hi)
     return 0;
 }
 
+/* Whether a forward or a backward event lies among events (lo, hi]. */
+static int forward_or_backward(md_analysis *a, long lo, long hi)
+{
+    for (long i = lo + 1; i <= hi; i++)
+        if ((md_stack_tags(&a->cache, a->s, ev_at(a, i)->stack) & MD_TAG_FORWARD) ||
+            backward_event(a, i))
+            return 1;
+    return 0;
+}
+
 /* Whether an allocation failed (out of memory) among events (lo, hi]. */
 static int oom_between(md_analysis *a, long lo, long hi)
 {
@@ -182,8 +192,12 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
         } else if (is_zero && an->stage == 2 && open_zero >= 0) {
             long z = index_before(a, an->time_us, 1);
             long zs = index_before(a, open_zero, 0);
-            /* a zero_grad after step k and before step k+1 closes step k */
-            if (n > 0 && (*out)[n - 1].zero_e == (*out)[n - 1].opt_e && z >= (*out)[n - 1].opt_e) {
+            /* a zero_grad after step k and before step k+1 closes step k;
+             * another right after it (each optimizer's, after optimizers
+             * that stepped back to back) closes it later */
+            if (n > 0 && z >= (*out)[n - 1].opt_e &&
+                ((*out)[n - 1].zero_e == (*out)[n - 1].opt_e ||
+                 !forward_or_backward(a, (*out)[n - 1].zero_e, zs))) {
                 (*out)[n - 1].zero_e = z;
                 (*out)[n - 1].m_zero_e = (moment){an->time_us, 1};
                 prev_end = an->time_us;

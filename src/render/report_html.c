@@ -306,8 +306,8 @@ static void rank_head(FILE *o, const md_rank *rk)
     if (rk->peak_failed)
         fprintf(o, " (before step %ld, in an attempt that ran out of memory)", rk->peak_step);
     else if (rk->peak_unused)
-        fprintf(o, " (step %ld, forward: in a pass all freed before the backward, such as an "
-                   "evaluation)", rk->peak_step);
+        fprintf(o, " (step %ld, forward: in a pass all freed before the backward: an evaluation "
+                   "or other no_grad work)", rk->peak_step);
     else if (rk->peak_step >= 0)
         fprintf(o, " (step %ld, %s)", rk->peak_step,
                 rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase) : "between phases");

@@ -31,7 +31,7 @@ check("hfeval: the evaluation's gathered logits make the peak, with the Trainer'
           "the Trainer's evaluation gathers every batch's logits on the GPU: 1792.1 MiB, 76%") and
       "eval_accumulation_steps" in logits[0]["advice"])
 check("hfeval: the peak is in a pass freed before the backward",
-      "(step 3, forward: in a pass all freed before the backward, such as an evaluation)" in
+      "(step 3, forward: in a pass all freed before the backward: an evaluation or other no_grad work)" in
       runs.run("summary", runs.path("hfeval", "rank0.pickle.xz")))
 check("prefetch: the batch copied ahead on the side stream is no leak; between-step growth "
       "only from the last step, which has no next batch",

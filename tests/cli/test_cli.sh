@@ -89,6 +89,11 @@ for r in $(ls $D/serving); do
     check "serving run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/serving/$r | python3 tests/cli/compare_run.py 0.01"
 done
 check "serving (examples/serving.py): chat sessions' KV caches kept are a leak named as KV caches; sessions dropping theirs, a static cache, requests of random shapes (fragmentation) are not" python3 tests/cli/check_serving.py $M $D/serving
+# part of a model trained (examples/finetune.py on an H200)
+for r in $(ls $D/finetune); do
+    check "finetune run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/finetune/$r | python3 tests/cli/compare_run.py 0.01"
+done
+check "finetune (examples/finetune.py): a frozen backbone's head-only state and no_grad peak; SparseAdam beside AdamW stepping back to back, iterations of 2 steps from both files" python3 tests/cli/check_finetune.py $M $D/finetune
 check "the seed's gamma keeps whole graphs: many forward allocations a step from many stacks" sh -c "$M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -q 'leak: memory grows by 52.4 MiB every step and is never freed: each step.s autograd graph (forward activations) is kept alive' && $M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -Eq '^        - [0-9.]+ forward allocations a step stay, from 1[0-9] call stacks: what the layers saved for backward'"
 check "real OOM run: snapshot and capture agree, the failing step's peak too (the exit sample)" sh -c "$M diagnose --json $R/oom | python3 tests/cli/compare_run.py 0.01"
 check "DataParallel (the HF Trainer on 2 GPUs, one process): cuda:1's steps from cuda:0's annotations, its own capture series, the rank shared" sh -c "$M summary $R/trainer-dp > $T/dp.txt && grep -q \"found from optimizer annotations (cuda:0's; this device has none)\" $T/dp.txt && grep -q '^    step 1              64.0      848.7       64.0       64.0        64.0  1348.7' $T/dp.txt && grep -q '^== rank 0 cuda:1  .*rank0.mdcap  \[phase samples of a further device of the process\]' $T/dp.txt && grep -Eq '^  0 +1 +1348.7 ' $T/dp.txt"

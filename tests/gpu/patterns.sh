@@ -14,7 +14,9 @@
 # CPU, a side-stream prefetcher, cuDNN's autotuner, the HF Trainer's evaluation),
 # SCRIPT=examples/distributed.py data-parallel habits on 2 GPUs (ZeRO-1, DDP's
 # bucket views, no_sync accumulation), SCRIPT=examples/serving.py serving loops
-# (a static KV cache, requests of random shapes, chat sessions).
+# (a static KV cache, requests of random shapes, chat sessions),
+# SCRIPT=examples/finetune.py part of a model trained (a frozen backbone, sparse
+# embeddings with SparseAdam beside AdamW).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -23,6 +25,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*finetune.py) all="frozen sparseemb" ;;
 *serving.py) all="staticcache dynserve sessions sessionleak" ;;
 *distributed.py) all="zero1 bucketview nosync" ;;
 *libraries.py) all="offload prefetch cudnnbench hfeval customfn" ;;
