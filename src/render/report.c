@@ -80,6 +80,21 @@ static void locate_peak(md_rank *rk)
     }
 }
 
+const char *md_rank_peak_where(const md_rank *rk, char *dst, size_t n)
+{
+    if (rk->peak_failed)
+        snprintf(dst, n, " (before step %ld, in an attempt that ran out of memory)", rk->peak_step);
+    else if (rk->peak_unused)
+        snprintf(dst, n, " (step %ld, forward: in a pass all freed before the backward: an "
+                 "evaluation or other no_grad work)", rk->peak_step);
+    else if (rk->peak_step >= 0)
+        snprintf(dst, n, " (step %ld, %s)", rk->peak_step,
+                 rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase) : "between phases");
+    else if (n)
+        dst[0] = '\0';
+    return dst;
+}
+
 int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err)
 {
     memset(rk, 0, sizeof *rk);

@@ -42,6 +42,9 @@ int md_rank_from_name(const char *path);
 
 /* Phase containing event index i within step k's boundaries, or -1. */
 int md_rank_phase_of(const md_step *st, long i);
+/* Where the peak came, as " (step 3, backward)" (plain text, no markup;
+ * "" outside any step), into dst. */
+const char *md_rank_peak_where(const md_rank *rk, char *dst, size_t n);
 
 typedef struct md_out_opts {
     int top;      /* sites to list */

@@ -54,14 +54,8 @@ static void peak_line(FILE *o, const md_rank *rk)
     fprintf(o, "  peak        %.1f MiB allocated", md_mib(md_replay_peak_allocated(rk->r)));
     if (secs(rk, p) >= 0)
         fprintf(o, " at +%.3f s", secs(rk, p));
-    if (rk->peak_failed)
-        fprintf(o, " (before step %ld, in an attempt that ran out of memory)", rk->peak_step);
-    else if (rk->peak_unused)
-        fprintf(o, " (step %ld, forward: in a pass all freed before the backward: an evaluation "
-                   "or other no_grad work)", rk->peak_step);
-    else if (rk->peak_step >= 0)
-        fprintf(o, " (step %ld, %s)", rk->peak_step,
-                rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase) : "between phases");
+    char where[160];
+    fputs(md_rank_peak_where(rk, where, sizeof where), o);
     fprintf(o, "; reserved peak %.1f MiB\n", md_mib(md_replay_peak_reserved(rk->r)));
     fprintf(o, "  at end      %.1f MiB allocated, %.1f MiB reserved\n", md_mib(end.allocated),
             md_mib(end.reserved));
