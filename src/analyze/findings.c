@@ -39,6 +39,8 @@ typedef struct fctx {
     size_t nit;
     md_finding *out;
     size_t n, cap;
+    uint64_t state_grew; /* the memory held between steps grew by this much of
+                            optimizer state: parameters joined the optimizer */
 } fctx;
 
 static const md_live_set *live_at(fctx *c, long index)
@@ -174,6 +176,7 @@ typedef struct leak_arg {
                           before the last (what the last holds until the
                           next, its gradients or outputs, is no leak's) */
     uint64_t forward_bytes, backward_bytes; /* kept bytes made in those phases */
+    uint64_t state_bytes;                   /* kept optimizer state */
     uint32_t *fstacks; /* stacks of the kept forward allocations */
     size_t nf, fcap;
     int nomem;
@@ -213,6 +216,8 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
         return 0;
     if (cat != MD_CAT_ACTIVATION && made_in_backward(c, l))
         la->backward_bytes += l->block_size;
+    if (cat == MD_CAT_OPTIMIZER_STATE)
+        la->state_bytes += l->block_size;
     if (cat == MD_CAT_ACTIVATION) {
         la->forward_bytes += l->block_size;
         if (md_grow((void **)&la->fstacks, &la->fcap, la->nf + 1, sizeof *la->fstacks))
@@ -615,6 +620,24 @@ static void find_small_leak(fctx *c, const md_held_growth *g)
     say_small_leak(c, f, g, kept, &sa.la, nstacks);
 }
 
+static uint64_t category_bytes(fctx *c, long index, md_category cat);
+static double expected_state_multiple(const char *opt);
+
+/* Whether what a growth keeps is optimizer state, and the state no more
+ * than the optimizer keeps for every parameter (2 x for Adam; 2 x where
+ * unknown): parameters joined the optimizer during the run (layers
+ * unfrozen one by one, add_param_group), and it stops when all have. */
+static int state_growth(fctx *c, uint64_t kept, const leak_arg *la)
+{
+    if (!kept || (double)la->state_bytes < 0.9 * (double)kept)
+        return 0;
+    long end = c->st[c->nst - 1].after_zero;
+    double want = expected_state_multiple(md_analysis_optimizer(c->a));
+    double params = (double)category_bytes(c, end, MD_CAT_PARAMETER);
+    return (double)category_bytes(c, end, MD_CAT_OPTIMIZER_STATE) <=
+           1.05 * (want > 0 ? want : 2.0) * params;
+}
+
 static void find_leak(fctx *c)
 {
     if (c->nit < MIN_LEAK_STEPS)
@@ -649,6 +672,11 @@ static void find_leak(fctx *c)
     leak_arg la = sa.la;
     size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
     free(la.fstacks);
+    if (state_growth(c, kept, &la)) {
+        c->n--; /* said by the optimizer_state finding */
+        c->state_grew = kept;
+        return;
+    }
     leak_kind kind = leak_kind_of(f, kept, &la, nstacks, kept_per_step(c, &la));
     static const char *const what[] = { /* %s: the unit, step or iteration or call */
         [KEPT_GRAPHS] = "each %s's autograd graph (forward activations) is kept alive",
@@ -839,13 +867,14 @@ static void find_optimizer_state(fctx *c)
         return;
     memcpy(f->sites, probe.sites, sizeof f->sites);
     f->nsites = probe.nsites;
+    const char *made = c->state_grew ? "made as parameters joined the optimizer"
+                                     : "created at the first optimizer step";
     if (params)
-        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the %sparameter bytes, created at the "
-                   "first optimizer step",
-                opt[0] ? opt : "the optimizer", " ", md_mib(state), ratio, whose);
+        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the %sparameter bytes, %s",
+                opt[0] ? opt : "the optimizer", " ", md_mib(state), ratio, whose, made);
     else
-        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state created at the first optimizer step",
-                opt[0] ? opt : "the optimizer", " ", md_mib(state));
+        MD_SUMMARY(f, "%s%skeeps %.1f MiB of state %s", opt[0] ? opt : "the optimizer", " ",
+                   md_mib(state), made);
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
                 "still live at the end of the last step", md_mib(state), ca.count);
     if (trained)
@@ -854,6 +883,11 @@ static void find_optimizer_state(fctx *c)
     else if (params)
         MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params), ratio);
     say_state_expected(c, f, opt, ratio, whose, params != 0, end);
+    if (c->state_grew)
+        MD_EVIDENCE(f, "it grew by %.1f MiB after the first step, in the steps where parameters "
+                    "joined the optimizer (add_param_group, layers unfrozen one by one): not a "
+                    "leak; it stops when every trained parameter has its state",
+                    md_mib(c->state_grew));
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
     say_state_advice(c, f, opt, state, end);
@@ -951,6 +985,53 @@ static void activations_advice(md_finding *f, uint64_t act, uint64_t held, int a
                        : ".");
 }
 
+/* Whether stacks seq[0..n) are n/runs repetitions of one sequence (9 in
+ * 10 positions equal to the same position one repetition on). */
+static int periodic(const uint32_t *seq, size_t n, size_t runs)
+{
+    if (runs < 2 || n % runs)
+        return 0;
+    size_t period = n / runs, same = 0;
+    for (size_t j = 0; j + period < n; j++)
+        same += seq[j] == seq[j + period];
+    return period > 1 && 10 * same >= 9 * (n - period);
+}
+
+/* How many times the forward pass of the step holding event p ran before
+ * its first backward, everything it made kept to p: the forward phase's
+ * allocations a sequence of call stacks repeated that many times, each
+ * repetition's first allocation live at p (losses of micro-batches summed
+ * before one backward keep every graph at once). 1: once. */
+static size_t forward_repeats(fctx *c, long p, md_finding_site *first)
+{
+    const md_step *st = NULL;
+    for (size_t k = 0; k < c->nst && !st; k++)
+        if (p <= c->st[k].after_zero)
+            st = &c->st[k];
+    const md_live_set *ls = st ? live_at(c, p) : NULL;
+    if (!ls)
+        return 1;
+    const md_event *ev = md_replay_events(c->r);
+    uint32_t *seq = NULL;
+    size_t n = 0, cap = 0, runs = 0, kept = 0;
+    for (long i = st->fwd_start + 1; i <= st->after_forward; i++)
+        if (ev[i].action == MD_ACT_ALLOC &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_FORWARD) &&
+            !md_grow((void **)&seq, &cap, n + 1, sizeof *seq))
+            seq[n++] = ev[i].stack;
+    for (size_t j = 0; j < n; j++)
+        runs += seq[j] == seq[0];
+    for (size_t j = 0; n && j < ls->n; j++)
+        kept += ls->live[j].stack == seq[0] && ls->live[j].alloc_index > st->fwd_start &&
+                ls->live[j].alloc_index <= st->after_forward;
+    int repeated = kept == runs && periodic(seq, n, runs);
+    const md_frame *fr = repeated ? md_stack_user_frame(md_analysis_cache(c->a), c->s, seq[0]) : NULL;
+    if (fr)
+        md_frame_label(c->s, fr, first->site, sizeof first->site);
+    free(seq);
+    return repeated ? runs : 1;
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -991,11 +1072,24 @@ static void find_activations(fctx *c)
                     "live: its graph or outputs outlived its backward and optimizer step",
                     md_mib(held), prev.count);
     say_inputs_grow(c, f);
+    md_finding_site first = {"", 0, 0};
+    size_t runs = held ? 1 : forward_repeats(c, p, &first);
+    if (runs > 1)
+        MD_EVIDENCE(f, "the forward pass ran %zu times before the step's backward, all of it live "
+                    "at the peak (its first allocation, at %s, made %zu times): %zu micro-batches "
+                    "whose losses are summed before one backward keep every graph at once",
+                    runs, first.site[0] ? first.site : "an unnamed site", runs, runs);
     const md_indicators *in = md_analysis_indicators(c->a);
     if (in->valid)
         MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     say_peak_step(c, f, p, peak);
-    activations_advice(f, act, held, attention_in(c, p, ca.lo));
+    if (runs > 1)
+        MD_ADVICE(f, "Call backward on each micro-batch's loss as it is made ((loss / %zu)."
+                  "backward(), gradients accumulate): one graph at a time, about 1/%zu of the "
+                  "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
+                  md_mib(act));
+    else
+        activations_advice(f, act, held, attention_in(c, p, ca.lo));
 }
 
 /* ---- logits and the loss ----------------------------------------------- */

@@ -306,6 +306,30 @@ static md_held_growth growth_of(const md_sample_rank *r, const iterations *it, d
     return g;
 }
 
+/* Whether every interval the held memory grew in (by more than thr) grew
+ * by the optimizer step's own growth there (at least 90% of it, after the
+ * backward to after the step): the optimizer's state grew, parameters
+ * joining it (layers unfrozen one by one). One optimizer only. */
+static int state_growth(const md_sample_rank *r, const iterations *it, double thr)
+{
+    int grew = 0;
+    for (size_t j = 1; it->period == 1 && j < it->n; j++) {
+        const md_sample *a = find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
+        const md_sample *b = find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
+        const md_sample *bw = find(r, iteration_end(it, j), MD_SP_AFTER_BACKWARD);
+        const md_sample *op = find(r, iteration_end(it, j), MD_SP_AFTER_OPTIMIZER_STEP);
+        if (!a || !b)
+            return 0;
+        double d = b->allocated_mib - a->allocated_mib;
+        if (d <= thr)
+            continue;
+        if (!bw || !op || op->allocated_mib - bw->allocated_mib < 0.9 * d)
+            return 0;
+        grew = 1;
+    }
+    return grew;
+}
+
 /* Memory after clearing gradients that grows by the same amount, under
  * the noise floor, in every one of at least four intervals: one tensor
  * (or a few) kept each step. The snapshot names them (findings.c,
@@ -366,7 +390,7 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     double steady = md_held_growth_leak(&g) ? 0 : steady_growth(r, &it);
     if (steady * MD_SMALL_LEAK_HORIZON >= 1024.0)
         small_leak(r, &it, steady, thr, out, n, cap);
-    if (!md_held_growth_leak(&g) || follows_inputs)
+    if (!md_held_growth_leak(&g) || follows_inputs || state_growth(r, &it, thr))
         return;
     double per = g.sum / (double)nd;
     md_finding *f = add(out, n, cap, "leak",

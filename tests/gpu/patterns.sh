@@ -16,7 +16,8 @@
 # bucket views, no_sync accumulation), SCRIPT=examples/serving.py serving loops
 # (a static KV cache, requests of random shapes, chat sessions),
 # SCRIPT=examples/finetune.py part of a model trained (a frozen backbone, sparse
-# embeddings with SparseAdam beside AdamW).
+# embeddings with SparseAdam beside AdamW), SCRIPT=examples/growth.py memory that
+# grows by design (losses summed before one backward, layers added to the optimizer).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -25,6 +26,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*growth.py) all="accumgraph addgroups" ;;
 *finetune.py) all="frozen sparseemb" ;;
 *serving.py) all="staticcache dynserve sessions sessionleak" ;;
 *distributed.py) all="zero1 bucketview nosync" ;;
