@@ -892,8 +892,8 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
         return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER
                : (tags & MD_TAG_FORWARD) ? MD_CAT_ACTIVATION : MD_CAT_OTHER;
     const md_step *s = &a->steps[k];
-    if (i <= s->fwd_start)
-        return MD_CAT_OTHER;
+    if (i <= s->fwd_start) /* between steps: a model built or cast mid-run is still one */
+        return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_OTHER;
     if (i <= s->after_forward)
         return (fr < 0 || fr > s->after_forward) ? MD_CAT_ACTIVATION : MD_CAT_TEMPORARY;
     if (i <= s->after_backward) {

@@ -17,7 +17,9 @@
 # (a static KV cache, requests of random shapes, chat sessions),
 # SCRIPT=examples/finetune.py part of a model trained (a frozen backbone, sparse
 # embeddings with SparseAdam beside AdamW), SCRIPT=examples/growth.py memory that
-# grows by design (losses summed before one backward, layers added to the optimizer).
+# grows by design (losses summed before one backward, layers added to the optimizer),
+# SCRIPT=examples/resume.py mid-run changes (a checkpoint loaded onto the GPU, a cast
+# to bf16, CUDA graphs over several batch sizes).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -26,6 +28,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*resume.py) all="resume todtype cgshapes" ;;
 *growth.py) all="accumgraph addgroups" ;;
 *finetune.py) all="frozen sparseemb" ;;
 *serving.py) all="staticcache dynserve sessions sessionleak" ;;
