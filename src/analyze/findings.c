@@ -19,7 +19,7 @@
 #define LEAK_MIN_PER_STEP (1 << 20)
 #define LEAK_PEAK_FRACTION 0.002  /* growth per step must exceed 0.2% of peak */
 #define ACTIVATIONS_SHARE 0.40    /* activations at peak: finding above 40% */
-#define FROZEN_GRADS_SHARE 0.5    /* gradients under half the parameters: a frozen part */
+#define FROZEN_GRADS_SHARE 0.9    /* gradients under 90% of the parameters: a frozen part */
 #define HELD_OVER_SHARE 0.10      /* the step before's activations at the peak: said above 10% */
 #define FRAG_SHARE 0.25           /* reserved not allocated, share of reserved */
 #define FRAG_MIN (128ULL << 20)
@@ -762,24 +762,58 @@ static int params_sharded(fctx *c, long index)
     return 0;
 }
 
-/* The bytes of the parameters that are trained, where most are not (a
- * frozen base under LoRA adapters, a frozen backbone): the gradients the
- * last step's backward allocated, when under half of all parameter bytes;
- * else 0 and the optimizer is judged against every parameter. Gradients
- * kept as views of DDP's buckets are not allocated in the backward: 0.
- * (Each of the backward's allocations categorized alone: a live set there
- * would cost a replay.) */
-static uint64_t trained_bytes(fctx *c, uint64_t params)
+static int cmp_u64(const void *a, const void *b)
 {
-    const md_step *last = &c->st[c->nst - 1];
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The requested sizes of the parameters live at end, sorted, into *out
+ * (to free); their count. */
+static size_t param_sizes(fctx *c, long end, uint64_t **out)
+{
+    const md_live_set *ls = live_at(c, end);
+    size_t n = 0;
+    *out = ls && ls->n ? malloc(ls->n * sizeof **out) : NULL;
+    for (size_t i = 0; *out && i < ls->n; i++)
+        if (ls->live[i].category == MD_CAT_PARAMETER)
+            (*out)[n++] = ls->live[i].requested;
+    if (n)
+        qsort(*out, n, sizeof **out, cmp_u64);
+    return n;
+}
+
+/* The bytes of the parameters that are trained, where a part is not (a
+ * frozen base under LoRA adapters, a frozen backbone or reference model):
+ * the gradients the last whole iteration's backward allocated (where
+ * optimizers step in turn, each one's: a GAN's generator step accumulates
+ * into the discriminator's gradients, made in its own backward), each the
+ * size of a parameter. A frozen part when they are under 90% of all
+ * parameter bytes and the state agrees (state / the optimizer's multiple
+ * within 10% of them: a sparse gradient, gradients accumulated in place or
+ * DataParallel's reduction count short, and the state then says all are
+ * trained); under half where the multiple is unknown. Else 0 and the
+ * optimizer is judged against every parameter. Gradients kept as views of
+ * DDP's buckets are not allocated in the backward: 0. (Each of the
+ * backward's allocations categorized alone: a live set there would cost a
+ * replay.) */
+static uint64_t trained_bytes(fctx *c, uint64_t params, uint64_t state, long end)
+{
+    double want = expected_state_multiple(md_analysis_optimizer(c->a));
+    const md_step *last = c->nit ? &c->it[c->nit - 1] : &c->st[c->nst - 1];
     const md_event *ev = md_replay_events(c->r);
-    uint64_t grads = 0;
-    for (long i = last->after_forward + 1; i >= 0 && i <= last->after_backward; i++) {
+    uint64_t *sizes, grads = 0;
+    size_t ns = param_sizes(c, end, &sizes);
+    for (long i = last->after_forward + 1; ns && i >= 0 && i <= last->after_backward; i++) {
         md_live l = {.requested = ev[i].size, .alloc_index = i, .stack = ev[i].stack};
-        if (ev[i].action == MD_ACT_ALLOC && md_categorize(c->a, &l) == MD_CAT_GRADIENT)
+        if (ev[i].action == MD_ACT_ALLOC && md_categorize(c->a, &l) == MD_CAT_GRADIENT &&
+            bsearch(&ev[i].size, sizes, ns, sizeof *sizes, cmp_u64))
             grads += ev[i].size;
     }
-    return grads && (double)grads < FROZEN_GRADS_SHARE * (double)params ? grads : 0;
+    free(sizes);
+    if (!grads || (double)grads >= (want > 0 ? FROZEN_GRADS_SHARE : 0.5) * (double)params)
+        return 0;
+    return want > 0 && fabs((double)state / want - (double)grads) > 0.1 * (double)grads ? 0 : grads;
 }
 
 /* The optimizer ZeroRedundancyOptimizer wraps, from the frames of the
@@ -849,11 +883,12 @@ static void find_optimizer_state(fctx *c)
         return;
     long end = c->st[c->nst - 1].after_zero;
     uint64_t all_params = category_bytes(c, end, MD_CAT_PARAMETER);
-    uint64_t trained = trained_bytes(c, all_params), params = trained ? trained : all_params;
     md_finding probe;
     memset(&probe, 0, sizeof probe);
     cat_arg ca = {MD_CAT_OPTIMIZER_STATE, -1, -1, 0};
     uint64_t state = collect_sites(c, &probe, end, cat_pred, &ca);
+    uint64_t trained = trained_bytes(c, all_params, state, end);
+    uint64_t params = trained ? trained : all_params;
     /* ignore per-parameter step counters and other crumbs */
     if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params))
         return;

@@ -19,7 +19,8 @@
 # embeddings with SparseAdam beside AdamW), SCRIPT=examples/growth.py memory that
 # grows by design (losses summed before one backward, layers added to the optimizer),
 # SCRIPT=examples/resume.py mid-run changes (a checkpoint loaded onto the GPU, a cast
-# to bf16, CUDA graphs over several batch sizes).
+# to bf16, CUDA graphs over several batch sizes), SCRIPT=examples/rlhf.py DPO and a
+# rollout loop (generate() then a training step).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -28,6 +29,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*rlhf.py) all="dpo rollout" ;;
 *resume.py) all="resume todtype cgshapes" ;;
 *growth.py) all="accumgraph addgroups" ;;
 *finetune.py) all="frozen sparseemb" ;;
