@@ -750,8 +750,8 @@ static double expected_state_multiple(const char *opt)
     return 0;
 }
 
-/* Whether FSDP sharded the parameters live at index: the optimizer state
- * is then this rank's shard already. */
+/* Whether FSDP or DTensor (tensor parallelism) sharded the parameters live
+ * at index: the optimizer state is then this rank's shard already. */
 static int params_sharded(fctx *c, long index)
 {
     const md_live_set *ls = live_at(c, index);
@@ -860,7 +860,7 @@ static void say_state_expected(fctx *c, md_finding *f, const char *opt, double r
 static void say_state_advice(fctx *c, md_finding *f, const char *opt, uint64_t state, long end)
 {
     const char *sharder = is_zero(opt) ? "ZeroRedundancyOptimizer" : params_sharded(c, end)
-                                                                       ? "FSDP" : NULL;
+                                         ? "FSDP or tensor parallelism" : NULL;
     const char *with = sharder && !is_zero(opt) ? " with the parameters" : "";
     if (!strcmp(opt, "LBFGS"))
         MD_ADVICE(f, "Expected for L-BFGS: a smaller history_size shrinks it by 2 x the parameters "

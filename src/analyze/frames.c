@@ -186,9 +186,11 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         else if (frame_in(s, f, "torch/nn/parallel/distributed.py") &&
                  (name_is(s, f, "_pre_forward") || name_is(s, f, "_ddp_init_helper")))
             tags |= MD_TAG_GRAD_ACCUM; /* DDP's gradient buckets, (re)built there */
-        else if (frame_in(s, f, "torch/distributed/") && /* FSDP's sharded parameters: */
+        else if (frame_in(s, f, "torch/distributed/") && /* sharded parameters: */
                  (name_is(s, f, "fully_shard") ||           /* FSDP2 */
-                  (frame_in(s, f, "fully_sharded_data_parallel.py") && name_is(s, f, "__init__"))))
+                  (frame_in(s, f, "fully_sharded_data_parallel.py") && name_is(s, f, "__init__")) ||
+                  name_is(s, f, "distribute_tensor") ||     /* DTensor: tensor parallelism */
+                  name_is(s, f, "distribute_module") || name_is(s, f, "parallelize_module")))
             tags |= MD_TAG_MODEL_INIT | MD_TAG_SHARDED;
         return tags;
     }

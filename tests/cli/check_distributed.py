@@ -6,7 +6,8 @@ examples/distributed.py). No leaks. DDP's gradient buckets are gradients
 (with gradient_as_bucket_view they are the gradients), not activations;
 ZeroRedundancyOptimizer keeps half of AdamW's state on each of 2 ranks and
 says so, its step counted once by the capture (the AdamW it wraps steps
-inside it); no_sync accumulation's steps are the optimizer's.
+inside it); no_sync accumulation's steps are the optimizer's; tensor
+parallelism's DTensor shards are parameters, the state 2 x them.
     python3 tests/cli/check_distributed.py MEMDIAG DIR"""
 import sys
 
@@ -39,6 +40,16 @@ for r in runs.ranks("zero1"):
               "ZeroRedundancyOptimizer keeps 261.4 MiB of state, 1.01 x") and
           any("this rank keeps its share, 1.01 x, about 1/2 of it" in e for e in opt[0]["evidence"])
           and "ZeroRedundancyOptimizer already shards it" in opt[0]["advice"])
+for r in runs.ranks("tp"):
+    if r["kind"] != "snapshot":
+        continue
+    opt = [f for f in r["findings"] if f["kind"] == "optimizer_state"]
+    check(f"tp rank {r['rank']}: DTensor shards are parameters (they were inputs: 32774 x), "
+          f"the state 2 x them, known to be sharded",
+          abs(r["peak"]["by_category_mib"]["parameters"] - 1024.2) < 0.1 and len(opt) == 1 and
+          "2.00 x the parameter bytes" in opt[0]["summary"] and
+          "tensor parallelism already shards it" in opt[0]["advice"])
+check("tp: no leak", not [f for r in runs.ranks("tp") for f in r["findings"] if f["kind"] == "leak"])
 text = run("summary", runs.path("zero1"))
 check("zero1: the capture counts the wrapper's step once",
       text.count("capture     complete, status 0, 8 optimizer steps") == 2)
