@@ -7,7 +7,9 @@ examples/distributed.py). No leaks. DDP's gradient buckets are gradients
 ZeroRedundancyOptimizer keeps half of AdamW's state on each of 2 ranks and
 says so, its step counted once by the capture (the AdamW it wraps steps
 inside it); no_sync accumulation's steps are the optimizer's; tensor
-parallelism's DTensor shards are parameters, the state 2 x them.
+parallelism's DTensor shards are parameters, the state 2 x them; FSDP2 with
+bf16 mixed precision keeps 2 x its fp32 shards, and with CPU offload none
+of the state or the weights on the GPU.
     python3 tests/cli/check_distributed.py MEMDIAG DIR"""
 import sys
 
@@ -50,6 +52,22 @@ for r in runs.ranks("tp"):
           "2.00 x the parameter bytes" in opt[0]["summary"] and
           "tensor parallelism already shards it" in opt[0]["advice"])
 check("tp: no leak", not [f for r in runs.ranks("tp") for f in r["findings"] if f["kind"] == "leak"])
+for case in ("fsdpmp", "fsdpoffload"):
+    ranks = runs.ranks(case)
+    check(f"{case}: no leak", not [f for r in ranks for f in r["findings"] if f["kind"] == "leak"])
+    for r in ranks:
+        if r["kind"] != "snapshot":
+            continue
+        opt = [f for f in r["findings"] if f["kind"] == "optimizer_state"]
+        cats = r["peak"]["by_category_mib"]
+        if case == "fsdpmp":  # bf16 gathers for compute, fp32 shards and state
+            check(f"fsdpmp rank {r['rank']}: the state 2 x this rank's fp32 shards, known sharded",
+                  len(opt) == 1 and "2.00 x the parameter bytes" in opt[0]["summary"] and
+                  "already shards it" in opt[0]["advice"] and
+                  abs(cats["parameters"] - 256.2) < 0.1)
+        else:  # parameters, gradients and state on the CPU
+            check(f"fsdpoffload rank {r['rank']}: nothing of the state or the weights on the GPU",
+                  not opt and cats["parameters"] == 0 and cats["optimizer_state"] == 0)
 text = run("summary", runs.path("zero1"))
 check("zero1: the capture counts the wrapper's step once",
       text.count("capture     complete, status 0, 8 optimizer steps") == 2)

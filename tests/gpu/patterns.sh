@@ -21,7 +21,8 @@
 # SCRIPT=examples/resume.py mid-run changes (a checkpoint loaded onto the GPU, a cast
 # to bf16, CUDA graphs over several batch sizes), SCRIPT=examples/rlhf.py DPO and a
 # rollout loop (generate() then a training step), SCRIPT=examples/tensorparallel.py
-# tensor parallelism on 2 GPUs.
+# tensor parallelism on 2 GPUs, SCRIPT=examples/fsdp.py FSDP2's mixed precision and
+# CPU offload on 2 GPUs.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -30,6 +31,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*fsdp.py) all="fsdpmp fsdpoffload" ;;
 *tensorparallel.py) all="tp" ;;
 *rlhf.py) all="dpo rollout" ;;
 *resume.py) all="resume todtype cgshapes" ;;
@@ -46,7 +48,7 @@ esac
 log=$OUT/patterns.log
 for c in ${ONLY:-$all}; do
     py=python3
-    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
+    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
     PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py "$SCRIPT" --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"
