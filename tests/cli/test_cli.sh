@@ -63,10 +63,10 @@ for r in $(ls $D/loops); do
 done
 check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, peft, a GNN): a state-dict copy, validation outputs or logits kept each step are leaks, a GAN's kept batches judged iteration to iteration; a loss summed as a tensor, a growing sequence length, retain_graph are not; LoRA's optimizer state against the trained parameters; a graph held past backward named at the peak" python3 tests/cli/check_loops.py $M $D/loops
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
-# distributed,serving,finetune,growth,resume,rlhf}.py on H200s: tests/gpu/patterns.sh). Each rank's snapshot
+# distributed,serving,finetune,growth,resume,rlhf,vision}.py on H200s: tests/gpu/patterns.sh). Each rank's snapshot
 # and capture agree; a gradient penalty's forward ends at its autograd.grad in the
 # snapshot, at loss.backward() in the capture: that one indicator differs
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision; do
     for r in $(ls $D/$d); do
         skip=; [ "$d/$r" = shapes/gp ] && skip=largest_forward_increase_mib
         check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01 $skip"
@@ -81,6 +81,7 @@ check "finetune (examples/finetune.py): a frozen backbone's head-only state and 
 check "growth (examples/growth.py): layers joining the optimizer grow its state, no leak from either file; micro-batch losses summed before one backward keep every graph, said with the advice" python3 tests/cli/check_growth.py $M $D/growth
 check "resume (examples/resume.py): a model built between steps is parameters; a checkpoint kept on the GPU is the largest site at its torch.load line; a bf16 cast mid-run and CUDA graphs over several sizes are no leaks" python3 tests/cli/check_resume.py $M $D/resume
 check "rlhf (examples/rlhf.py): DPO's state against the policy beside a frozen reference as large; a generate-then-train loop; no leaks" python3 tests/cli/check_rlhf.py $M $D/rlhf
+check "vision (examples/vision.py): Mask R-CNN on random sizes and multi-scale training vary, fragment, and do not leak" python3 tests/cli/check_vision.py $M $D/vision
 check "the seed's gamma keeps whole graphs: many forward allocations a step from many stacks" sh -c "$M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -q 'leak: memory grows by 52.4 MiB every step and is never freed: each step.s autograd graph (forward activations) is kept alive' && $M diagnose $D/seed-exercise/snap-gamma-small-rank0.pickle | grep -Eq '^        - [0-9.]+ forward allocations a step stay, from 1[0-9] call stacks: what the layers saved for backward'"
 check "real OOM run: snapshot and capture agree, the failing step's peak too (the exit sample)" sh -c "$M diagnose --json $R/oom | python3 tests/cli/compare_run.py 0.01"
 check "DataParallel (the HF Trainer on 2 GPUs, one process): cuda:1's steps from cuda:0's annotations, its own capture series, the rank shared" sh -c "$M summary $R/trainer-dp > $T/dp.txt && grep -q \"found from optimizer annotations (cuda:0's; this device has none)\" $T/dp.txt && grep -q '^    step 1              64.0      848.7       64.0       64.0        64.0  1348.7' $T/dp.txt && grep -q '^== rank 0 cuda:1  .*rank0.mdcap  \[phase samples of a further device of the process\]' $T/dp.txt && grep -Eq '^  0 +1 +1348.7 ' $T/dp.txt"

@@ -22,7 +22,8 @@
 # to bf16, CUDA graphs over several batch sizes), SCRIPT=examples/rlhf.py DPO and a
 # rollout loop (generate() then a training step), SCRIPT=examples/tensorparallel.py
 # tensor parallelism on 2 GPUs, SCRIPT=examples/fsdp.py FSDP2's mixed precision and
-# CPU offload on 2 GPUs.
+# CPU offload on 2 GPUs, SCRIPT=examples/vision.py memory that varies with the data
+# (Mask R-CNN on random sizes and boxes, multi-scale training).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -31,6 +32,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*vision.py) all="detection multiscale" ;;
 *fsdp.py) all="fsdpmp fsdpoffload" ;;
 *tensorparallel.py) all="tp" ;;
 *rlhf.py) all="dpo rollout" ;;
