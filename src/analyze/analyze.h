@@ -115,6 +115,10 @@ size_t md_held_growth_leak(const md_held_growth *g);
  * many steps (10.5 KiB a step): predictions kept every step are; a kept
  * loss scalar (512 B, 1 GiB after two million steps) is not. */
 #define MD_SMALL_LEAK_HORIZON 100000.0
+static inline int md_small_leak_said(double mib_per_step)
+{
+    return mib_per_step * MD_SMALL_LEAK_HORIZON >= 1024.0;
+}
 /* The summary, first evidence and advice of a stray-device finding
  * (memory on another rank's GPU), from a snapshot or from samples. */
 void md_stray_say(md_finding *f, const md_stray *w, double mib);

@@ -586,6 +586,32 @@ static void say_small_leak(fctx *c, md_finding *f, const md_held_growth *g, uint
     leak_advice(f, kind, per, unit);
 }
 
+/* What a leak keeps, its sites into f: the allocations of the kept range
+ * still live after the last step, from the call stacks that keep one from
+ * every step where there are such (a one-off in the range, such as DDP's
+ * buckets rebuilt at step 1, is not the leak's), else all of them (none
+ * with only_steady). la gets what they are; *nstacks the distinct stacks of
+ * the forward ones (SIZE_MAX: not known). The bytes. */
+static uint64_t collect_kept(fctx *c, md_finding *f, int only_steady, leak_arg *la,
+                             size_t *nstacks)
+{
+    long last = c->it[c->nit - 1].after_zero;
+    const md_live_set *ls = c->nit >= MIN_LEAK_STEPS + 2 ? live_at(c, last) : NULL;
+    uint32_t *stacks = NULL;
+    steady_arg sa = {{.after = c->it[0].after_zero, .until = c->it[c->nit - 2].after_zero}, NULL, 0};
+    sa.n = ls ? steady_stacks(c, ls, &stacks) : 0;
+    sa.stacks = stacks;
+    uint64_t kept = sa.n        ? collect_sites(c, f, last, steady_pred, &sa)
+                    : only_steady ? 0
+                                  : collect_sites(c, f, last, retained_pred, &sa.la);
+    free(stacks);
+    *nstacks = sa.la.nomem ? SIZE_MAX : distinct_stacks(sa.la.fstacks, sa.la.nf);
+    free(sa.la.fstacks);
+    sa.la.fstacks = NULL;
+    *la = sa.la;
+    return kept;
+}
+
 /* Memory held between steps grows too little for the totals to tell it
  * from noise (the allocator's rounding, a cache warming), yet one call
  * stack leaves a tensor from every step live at the end: predictions
@@ -594,30 +620,19 @@ static void find_small_leak(fctx *c, const md_held_growth *g)
 {
     if (c->nit < MIN_LEAK_STEPS + 2 || g->fell)
         return;
-    const md_live_set *ls = live_at(c, c->it[c->nit - 1].after_zero);
-    uint32_t *stacks = NULL;
-    size_t ns = ls ? steady_stacks(c, ls, &stacks) : 0;
-    if (!ns) {
-        free(stacks);
-        return;
-    }
     md_finding *f = add(c, "leak", MD_SEV_INFO, 0);
-    steady_arg sa = {{.after = c->it[0].after_zero, .until = c->it[c->nit - 2].after_zero},
-                     stacks, ns};
-    uint64_t kept = f ? collect_sites(c, f, c->it[c->nit - 1].after_zero, steady_pred, &sa) : 0;
-    size_t nstacks = sa.la.nomem ? SIZE_MAX : distinct_stacks(sa.la.fstacks, sa.la.nf);
-    free(sa.la.fstacks);
-    free(stacks);
     if (!f)
         return;
-    size_t steps = c->nit - 2;
-    double per = (double)kept / (double)steps;
-    if (per * MD_SMALL_LEAK_HORIZON < 1024.0 * MIB) {
-        c->n--; /* harmless within any run's length */
+    leak_arg la;
+    size_t nstacks;
+    uint64_t kept = collect_kept(c, f, 1, &la, &nstacks);
+    double per = (double)kept / (double)(c->nit - 2);
+    if (!md_small_leak_said(per / MIB)) {
+        c->n--; /* none, or harmless within any run's length */
         return;
     }
     f->bytes = (uint64_t)per;
-    say_small_leak(c, f, g, kept, &sa.la, nstacks);
+    say_small_leak(c, f, g, kept, &la, nstacks);
 }
 
 static uint64_t category_bytes(fctx *c, long index, md_category cat);
@@ -657,21 +672,9 @@ static void find_leak(fctx *c)
                         (uint64_t)per);
     if (!f)
         return;
-    /* what the leak keeps: where some call stacks keep an allocation from
-     * every step of the range, theirs (a one-off in the range, such as
-     * DDP's buckets rebuilt at step 1, is not the leak's); else all */
-    long last = c->it[c->nit - 1].after_zero;
-    const md_live_set *ls = c->nit >= MIN_LEAK_STEPS + 2 ? live_at(c, last) : NULL;
-    steady_arg sa = {{.after = c->it[0].after_zero, .until = c->it[c->nit - 2].after_zero}, NULL, 0};
-    uint32_t *stacks = NULL;
-    sa.n = ls ? steady_stacks(c, ls, &stacks) : 0;
-    sa.stacks = stacks;
-    uint64_t kept = sa.n ? collect_sites(c, f, last, steady_pred, &sa)
-                         : collect_sites(c, f, last, retained_pred, &sa.la);
-    free(stacks);
-    leak_arg la = sa.la;
-    size_t nstacks = la.nomem ? SIZE_MAX : distinct_stacks(la.fstacks, la.nf);
-    free(la.fstacks);
+    leak_arg la;
+    size_t nstacks;
+    uint64_t kept = collect_kept(c, f, 0, &la, &nstacks);
     if (state_growth(c, kept, &la)) {
         c->n--; /* said by the optimizer_state finding */
         c->state_grew = kept;

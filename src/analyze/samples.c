@@ -290,15 +290,22 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
  * the next; follows_inputs: never faster than the forward pass grew (the
  * inputs grow, and each step's outputs are held until the next:
  * findings.c). A missing sample counts as memory that fell. */
+/* How memory after clearing gradients moved over interval j (iteration
+ * j-1's end to iteration j's), MiB; -INFINITY where a sample is missing. */
+static double held_delta(const md_sample_rank *r, const iterations *it, size_t j)
+{
+    const md_sample *a = find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
+    const md_sample *b = find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
+    return a && b ? b->allocated_mib - a->allocated_mib : -INFINITY;
+}
+
 static md_held_growth growth_of(const md_sample_rank *r, const iterations *it, double thr,
                                 int *follows_inputs)
 {
     md_held_growth g = MD_HELD_GROWTH_INIT;
     *follows_inputs = 1;
     for (size_t j = 1; j < it->n && !g.fell; j++) {
-        const md_sample *a = find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
-        const md_sample *b = find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
-        double d = a && b ? b->allocated_mib - a->allocated_mib : -INFINITY;
+        double d = held_delta(r, it, j);
         md_held_growth_add(&g, d, thr);
         *follows_inputs &= d <= forward_increase(r, iteration_start(it, j)) -
                                 forward_increase(r, iteration_start(it, j - 1));
@@ -314,13 +321,11 @@ static int state_growth(const md_sample_rank *r, const iterations *it, double th
 {
     int grew = 0;
     for (size_t j = 1; it->period == 1 && j < it->n; j++) {
-        const md_sample *a = find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
-        const md_sample *b = find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
         const md_sample *bw = find(r, iteration_end(it, j), MD_SP_AFTER_BACKWARD);
         const md_sample *op = find(r, iteration_end(it, j), MD_SP_AFTER_OPTIMIZER_STEP);
-        if (!a || !b)
+        double d = held_delta(r, it, j);
+        if (d == -INFINITY)
             return 0;
-        double d = b->allocated_mib - a->allocated_mib;
         if (d <= thr)
             continue;
         if (!bw || !op || op->allocated_mib - bw->allocated_mib < 0.9 * d)
@@ -341,11 +346,7 @@ static double steady_growth(const md_sample_rank *r, const iterations *it)
     if (it->n < 5)
         return 0;
     for (size_t j = 1; j < it->n; j++) {
-        const md_sample *a = find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS);
-        const md_sample *b = find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS);
-        if (!a || !b)
-            return 0;
-        double d = b->allocated_mib - a->allocated_mib;
+        double d = held_delta(r, it, j);
         if (j == 1)
             first = d;
         if (!(d > 0) || fabs(d - first) > 1e-9)
@@ -387,10 +388,13 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     double thr = fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib);
     md_held_growth g = growth_of(r, &it, thr, &follows_inputs);
     size_t nd = it.n - 1;
-    double steady = md_held_growth_leak(&g) ? 0 : steady_growth(r, &it);
-    if (steady * MD_SMALL_LEAK_HORIZON >= 1024.0)
-        small_leak(r, &it, steady, thr, out, n, cap);
-    if (!md_held_growth_leak(&g) || follows_inputs || state_growth(r, &it, thr))
+    if (!md_held_growth_leak(&g)) {
+        double steady = steady_growth(r, &it);
+        if (md_small_leak_said(steady))
+            small_leak(r, &it, steady, thr, out, n, cap);
+        return;
+    }
+    if (follows_inputs || state_growth(r, &it, thr))
         return;
     double per = g.sum / (double)nd;
     md_finding *f = add(out, n, cap, "leak",
