@@ -120,6 +120,8 @@ class Recorder:
         # one step, the wrapper's
         self.closure = False  # this step's backward runs inside its optimizer step
         self.pending_backward = False
+        self.scaler_stepped = False  # a GradScaler's step ran since the last step
+        self.grad_forward = False  # this step's after_forward was sampled at autograd.grad
         self.disabled = False
         self.recording = False
         self.oom_seen = False
@@ -280,9 +282,21 @@ class Recorder:
 
     def before_backward(self) -> None:
         # the first backward of a step ends its forward (with gradient
-        # accumulation, later micro-batches are not sampled again)
-        if self.sampled_forward != self.steps:
+        # accumulation, later micro-batches are not sampled again); one
+        # sampled at autograd.grad is sampled again (the reader takes the last)
+        if self.sampled_forward != self.steps or self.grad_forward:
             self.sampled_forward = self.steps
+            self.grad_forward = False
+            self.sample("after_forward")
+
+    def before_grad(self) -> None:
+        # torch.autograd.grad before the step's first backward: its forward's
+        # end unless a backward comes later in the step (a gradient penalty,
+        # MAML's inner steps: then that one's); a step of autograd.grad alone
+        # (DP-SGD's per-sample gradients by torch.func) has no other
+        if self.sampled_forward != self.steps and not self.in_step:
+            self.sampled_forward = self.steps
+            self.grad_forward = True
             self.sample("after_forward")
 
     def before_optimizer_step(self, optimizer=None) -> None:
@@ -316,17 +330,20 @@ class Recorder:
         self._end_step()
 
     def before_zero_grad(self) -> None:
-        # a forward and a backward since the last step but no optimizer
-        # step: GradScaler skipped it (the gradients overflowed, typically
-        # at the first steps of fp16 training). It still counts as a step,
-        # with an empty optimizer phase. (Inside a closure: the step's own.)
+        # a forward and a backward since the last step, a GradScaler's step
+        # but no optimizer step: GradScaler skipped it (the gradients
+        # overflowed, typically at the first steps of fp16 training). It
+        # still counts as a step, with an empty optimizer phase. (Inside a
+        # closure: the step's own. Without a GradScaler the iteration goes
+        # on: sharpness-aware minimization clears the gradients of its first
+        # pass before its second backward.)
         # After an out-of-memory error in this step, the attempt failed (the
         # job caught it and tries again, smaller): no step; the retry's
         # forward is sampled anew.
         self.failed_zero = self.oom_steps == self.steps and not self.in_step
         if self.failed_zero:
             self.sampled_forward = -1
-        elif self.sampled_forward == self.steps and not self.in_step:
+        elif self.sampled_forward == self.steps and not self.in_step and self.scaler_stepped:
             self.sample("after_backward")
             self.sample("after_optimizer_step")
             self._end_step()
@@ -340,8 +357,13 @@ class Recorder:
         except TypeError:  # not weakly referable: unknown
             return -1
 
+    def scaler_step(self) -> None:
+        self.scaler_stepped = True
+
     def _end_step(self) -> None:
         self.pending_backward = False  # a step that ran no backward leaves none due
+        self.scaler_stepped = False
+        self.grad_forward = False
         self.steps += 1
         if self.cap is not None:
             self.cap.step(self.steps - 1, self.step_optimizer)
@@ -357,9 +379,11 @@ class Recorder:
 
     def after_zero_grad(self) -> None:
         # zero_grad closes the step just finished (also when called at the
-        # start of the next one); before any step, or inside a closure
-        # (after the next step's forward), it closes nothing
-        if self.steps and not self.in_step and not self.failed_zero:
+        # start of the next one); before any step, inside a closure, or
+        # after the next step's forward (sharpness-aware minimization clears
+        # its first pass's gradients), it closes nothing
+        if (self.steps and not self.in_step and not self.failed_zero and
+                self.sampled_forward != self.steps):
             self.sample("after_clear_gradients", step=self.steps - 1)
         self.failed_zero = False
 
@@ -525,6 +549,16 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     backward.__wrapped__ = orig_backward
     torch.autograd.backward = backward
 
+    orig_grad = getattr(torch.autograd, "grad", None)
+    before_grad = _safe(rec, rec.before_grad)
+
+    def grad(*a, **k):
+        before_grad()
+        return orig_grad(*a, **k)
+    if orig_grad is not None:
+        grad.__wrapped__ = orig_grad
+        torch.autograd.grad = grad
+
     from torch.optim import optimizer as optmod
     optmod.register_optimizer_step_pre_hook(
         _safe(rec, rec.before_optimizer_step, with_optimizer=True))
@@ -545,7 +579,25 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
         cls.zero_grad = zero_grad
     wrap(torch.optim.Optimizer)
     wrap(torch.nn.Module)
+    wrap_grad_scalers(rec, torch)
     yield_cupti_to_profiler(rec, torch)
+
+
+def wrap_grad_scalers(rec: Recorder, torch) -> None:
+    """GradScaler.step, which tells a step the scaler skipped (overflowed
+    gradients, no optimizer step) from a zero_grad inside an iteration.
+    torch.cuda.amp's GradScaler inherits torch.amp's (torch >= 2.3)."""
+    scaler_step = _safe(rec, rec.scaler_step)
+    for mod in (getattr(torch, "amp", None), getattr(getattr(torch, "cuda", None), "amp", None)):
+        cls = getattr(mod, "GradScaler", None)
+        if cls is None or "step" not in vars(cls):
+            continue
+
+        def step(self, *a, _orig=cls.step, **k):
+            scaler_step()
+            return _orig(self, *a, **k)
+        step.__wrapped__ = cls.step
+        cls.step = step
 
 
 def yield_cupti_to_profiler(rec: Recorder, torch) -> None:

@@ -17,14 +17,17 @@ enum {
     MD_TAG_ATTENTION = 0x200, /* attention code: "Attention"/"attn" in a frame's file or name */
     MD_TAG_LOSS = 0x400,      /* a loss over logits: cross_entropy, log_softmax, ForCausalLMLoss... */
     MD_TAG_EVAL_GATHER = 0x800, /* the HF Trainer's evaluation gathering outputs (nested_concat) */
-    MD_TAG_KNOWN = 0x8000
+    MD_TAG_GRAD_CALL = 0x1000,  /* inside torch.autograd.grad (a gradient penalty, MAML's inner step) */
+    MD_TAG_BACKWARD_CALL = 0x2000, /* inside loss.backward() / torch.autograd.backward */
+    MD_TAG_SCALER = 0x4000,     /* torch.amp's GradScaler */
+    MD_TAG_KNOWN = 0x80000000u
 };
 
-/* Per-stack tag cache (one uint16 per stack id). */
+/* Per-stack tag cache (one uint32 per stack id). */
 typedef struct md_stack_cache {
-    uint16_t *tags;   /* per stack id */
+    uint32_t *tags;   /* per stack id */
     size_t n;
-    uint16_t *ftags;  /* per frame id; MD_TAG_KNOWN = computed */
+    uint32_t *ftags;  /* per frame id; MD_TAG_KNOWN = computed */
     size_t nframes;
     uint32_t *user;   /* per stack id: user frame id + 1, UINT32_MAX = none,
                          0 = not computed */

@@ -8,6 +8,7 @@
  * trace (too few steps, no frames) is not made: no false leaks. */
 #include <math.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../model/model.h"
@@ -1070,6 +1071,64 @@ static size_t forward_repeats(fctx *c, long p, md_finding_site *first)
     return repeated ? runs : 1;
 }
 
+/* The step holding event p, or NULL. */
+static const md_step *step_holding(const fctx *c, long p)
+{
+    for (size_t k = 0; k < c->nst; k++)
+        if (p > c->st[k].fwd_start && p <= c->st[k].after_zero)
+            return &c->st[k];
+    return NULL;
+}
+
+/* torch.autograd.grad calls in a step's forward phase, before its
+ * backward (steps.c's past_grad_calls put them there): each a run of
+ * events that begins inside torch.autograd.grad and lasts until user code
+ * runs again. *first: the first call's first event. */
+static size_t grad_calls(fctx *c, const md_step *st, long *first)
+{
+    const md_event *ev = md_replay_events(c->r);
+    size_t calls = 0;
+    int inside = 0;
+    *first = -1;
+    for (long i = st->fwd_start + 1; i <= st->after_forward; i++) {
+        if (!ev[i].stack)
+            continue; /* the autograd engine's thread: no frames */
+        int g = (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_GRAD_CALL) != 0;
+        if (g && !inside && !calls++)
+            *first = i;
+        inside = g;
+    }
+    return calls;
+}
+
+/* Activations and, where the peak falls among torch.autograd.grad calls
+ * before the step's backward, what the forward made that is still live
+ * (the gradients' graphs, freed before the backward, are temporaries). */
+static int forward_made_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    return (cat == MD_CAT_ACTIVATION || cat == MD_CAT_TEMPORARY) &&
+           cat_pred(c, l, MD_CAT_ACTIVATION, arg);
+}
+
+static void say_grad_calls(fctx *c, md_finding *f, size_t calls, long first, uint64_t bytes)
+{
+    char site[sizeof f->sites[0].site] = "an unnamed site";
+    const md_event *ev = md_replay_events(c->r);
+    const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, ev[first].stack);
+    if (fr)
+        md_frame_label(c->s, fr, site, sizeof site);
+    MD_EVIDENCE(f, "torch.autograd.grad ran before the step's backward (%zu call%s seen, the "
+                "first at %s): higher-order gradients (a gradient penalty, MAML's inner steps, "
+                "Hessian-vector products)", calls, calls == 1 ? "" : "s", site);
+    MD_ADVICE(f, "With create_graph=True each autograd.grad keeps the graph of its gradients for "
+              "the later backward: about another forward's memory per call. A first-order "
+              "approximation (first-order MAML, detached inner gradients, finite-difference "
+              "Hessian-vector products), fewer inner steps or tasks per step, or the "
+              "higher-order part on a smaller batch cuts it; `del` what it made before the main "
+              "backward. Of the %.1f MiB, activation checkpointing then saves the forward's part.",
+              md_mib(bytes));
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -1081,9 +1140,12 @@ static void find_activations(fctx *c)
         return;
     /* this step's activations; the step before's still live are held
      * over (older ones, over several steps, are a leak's) */
-    long lo = step_before(c, p);
+    long lo = step_before(c, p), first_grad = -1;
+    const md_step *pst = step_holding(c, p);
+    size_t calls = pst ? grad_calls(c, pst, &first_grad) : 0;
+    int in_grad = calls && p > first_grad && p <= pst->after_forward;
     cat_arg ca = {MD_CAT_ACTIVATION, lo, p, 0};
-    uint64_t act = collect_sites(c, f, p, cat_pred, &ca);
+    uint64_t act = collect_sites(c, f, p, in_grad ? forward_made_pred : cat_pred, &ca);
     md_finding scratch;
     memset(&scratch, 0, sizeof scratch);
     cat_arg prev = {MD_CAT_ACTIVATION, lo >= 0 ? step_before(c, lo) : lo, lo, 0};
@@ -1101,10 +1163,15 @@ static void find_activations(fctx *c)
         MD_SUMMARY(f, "activations of two steps are live at the peak: this step's %.1f MiB and "
                    "%.1f MiB still held from the step before, %.0f%% of the peak (%.1f MiB)",
                    md_mib(act), md_mib(held), 100.0 * share, md_mib(peak));
+    else if (in_grad)
+        MD_SUMMARY(f, "the peak falls among torch.autograd.grad calls before the step's backward: "
+                   "what the forward and the gradient computations made is %.0f%% of the peak "
+                   "(%.1f of %.1f MiB)", 100.0 * share, md_mib(act), md_mib(peak));
     else
         MD_SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
                    100.0 * share, md_mib(act), md_mib(peak));
-    MD_EVIDENCE(f, "%.1f MiB in %zu forward-pass allocations live at the peak", md_mib(act), ca.count);
+    MD_EVIDENCE(f, "%.1f MiB in %zu %s allocations live at the peak", md_mib(act), ca.count,
+                in_grad ? "forward-phase" : "forward-pass");
     if (held)
         MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the previous step's forward pass are still "
                     "live: its graph or outputs outlived its backward and optimizer step",
@@ -1121,13 +1188,147 @@ static void find_activations(fctx *c)
     if (in->valid)
         MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     say_peak_step(c, f, p, peak);
-    if (runs > 1)
+    if (calls && !held)
+        say_grad_calls(c, f, calls, first_grad, act);
+    else if (runs > 1)
         MD_ADVICE(f, "Call backward on each micro-batch's loss as it is made ((loss / %zu)."
                   "backward(), gradients accumulate): one graph at a time, about 1/%zu of the "
                   "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
                   md_mib(act));
     else
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
+}
+
+/* ---- per-sample gradients ------------------------------------------------ */
+
+typedef struct per_sample_arg {
+    const uint64_t *psz; /* the parameters' sizes, ascending */
+    size_t np;
+    uint64_t batch;
+    long lo;             /* made after this event (the peak's step) */
+    size_t count;
+} per_sample_arg;
+
+static int is_param_size(const per_sample_arg *pa, uint64_t bytes)
+{
+    size_t lo = 0, hi = pa->np;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (pa->psz[mid] < bytes)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < pa->np && pa->psz[lo] == bytes;
+}
+
+/* A tensor the step made outside the forward whose size is the batch
+ * times a parameter's (activations of B*T tokens can be a multiple of a
+ * weight's size too; they are the forward's). */
+static int per_sample_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    per_sample_arg *pa = arg;
+    if (cat == MD_CAT_PARAMETER || cat == MD_CAT_OPTIMIZER_STATE || cat == MD_CAT_WORKSPACE ||
+        cat == MD_CAT_ACTIVATION || l->alloc_index <= pa->lo || !l->requested ||
+        l->requested % pa->batch || !is_param_size(pa, l->requested / pa->batch) ||
+        (md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & (MD_TAG_FORWARD | MD_TAG_LOSS)))
+        return 0;
+    pa->count++;
+    return 1;
+}
+
+/* The parameter bytes that have a tensor of their own at B x their size
+ * live at p (each parameter tensor matched to one such tensor). */
+static uint64_t per_sample_covered(fctx *c, long p, per_sample_arg *pa)
+{
+    const md_live_set *ls = live_at(c, p);
+    uint64_t *got = ls && ls->n ? malloc(ls->n * sizeof *got) : NULL, covered = 0;
+    size_t n = 0, i = 0, j = 0;
+    for (size_t k = 0; got && k < ls->n; k++)
+        if (per_sample_pred(c, &ls->live[k], (md_category)ls->live[k].category, pa))
+            got[n++] = ls->live[k].requested / pa->batch;
+    if (n)
+        qsort(got, n, sizeof *got, cmp_u64);
+    while (i < pa->np && j < n) { /* both ascending: a multiset intersection */
+        if (pa->psz[i] == got[j])
+            covered += pa->psz[i], i++, j++;
+        else if (pa->psz[i] < got[j])
+            i++;
+        else
+            j++;
+    }
+    free(got);
+    return covered;
+}
+
+/* The batch size B for which live tensors of B x a parameter's size hold
+ * the most bytes at the peak, trying the B of each tensor the step made
+ * that is a multiple (2 x or more) of the largest parameter's size, the
+ * first 8 distinct. */
+static uint64_t per_sample_batch(fctx *c, long p, per_sample_arg *pa, uint64_t *bytes)
+{
+    const md_live_set *ls = live_at(c, p);
+    uint64_t best = 0, most = 0, tried[8], top = pa->psz[pa->np - 1];
+    size_t nt = 0;
+    md_finding scratch;
+    for (size_t j = 0; ls && j < ls->n && nt < 8; j++) {
+        uint64_t r = ls->live[j].requested;
+        if (ls->live[j].alloc_index <= pa->lo || r < 2 * top || r % top)
+            continue;
+        size_t k = 0;
+        while (k < nt && tried[k] != r / top)
+            k++;
+        if (k < nt)
+            continue;
+        pa->batch = tried[nt++] = r / top;
+        memset(&scratch, 0, sizeof scratch);
+        uint64_t b = collect_sites(c, &scratch, p, per_sample_pred, pa);
+        if (b > most)
+            most = b, best = pa->batch;
+    }
+    pa->batch = best;
+    *bytes = most;
+    return best;
+}
+
+/* Per-sample gradients (DP-SGD: torch.func's vmap over grad, Opacus'
+ * grad_sample): tensors of B x each parameter's size live at the peak,
+ * made outside the forward, together at least half of B copies of the
+ * parameters, and 90% of the parameter bytes each with one of its own. */
+static void find_per_sample(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r), *psz = NULL, held = 0;
+    if (p < 0 || !peak || !c->nst)
+        return;
+    per_sample_arg pa = {NULL, param_sizes(c, p, &psz), 0, step_before(c, p), 0};
+    pa.psz = psz;
+    uint64_t params = 0;
+    for (size_t k = 0; k < pa.np; k++)
+        params += psz[k];
+    if (!pa.np || !per_sample_batch(c, p, &pa, &held) || 2 * held < pa.batch * params ||
+        (double)held < ACTIVATIONS_SHARE * (double)peak ||
+        (double)per_sample_covered(c, p, &pa) < 0.9 * (double)params) {
+        free(psz);
+        return;
+    }
+    md_finding *f = add(c, "activations", MD_SEV_WARNING, 0);
+    if (f) {
+        pa.count = 0;
+        f->bytes = collect_sites(c, f, p, per_sample_pred, &pa);
+        MD_SUMMARY(f, "per-sample gradients are %.0f%% of the peak: %.1f MiB, the parameters' %.1f "
+                   "MiB once per example of a batch of %" PRIu64, 100.0 * (double)held / (double)peak,
+                   md_mib(held), md_mib(params), pa.batch);
+        MD_EVIDENCE(f, "%zu tensors live at the peak, each %" PRIu64 " x the size of a parameter "
+                    "(%zu parameter tensors, %.1f MiB)", pa.count, pa.batch, pa.np, md_mib(params));
+        say_peak_step(c, f, p, peak);
+        MD_ADVICE(f, "Per-sample gradients cost the batch times the parameters. Compute them over "
+                  "chunks of the batch and accumulate the clipped sums (torch.func.vmap's "
+                  "chunk_size; Opacus' BatchMemoryManager with a smaller physical batch), or clip "
+                  "without materializing them (ghost clipping: Opacus' fast gradient clipping); "
+                  "up to %.1f MiB.", md_mib(held));
+    }
+    free(psz);
 }
 
 /* ---- logits and the loss ----------------------------------------------- */
@@ -1238,6 +1439,89 @@ static void find_logits(fctx *c)
 /* Reserved memory the job never needed at once: peak reserved against
  * peak allocated. A cache that is merely warm between steps is normal and
  * not reported; only what the peak never used is. */
+#define MAX_STREAMS 8
+
+typedef struct stream_use {
+    uint64_t stream, reserved, allocated;
+} stream_use;
+
+static stream_use *stream_slot(stream_use *u, size_t *n, uint64_t stream)
+{
+    for (size_t k = 0; k < *n; k++)
+        if (u[k].stream == stream)
+            return &u[k];
+    if (*n == MAX_STREAMS)
+        return NULL;
+    u[*n] = (stream_use){stream, 0, 0};
+    return &u[(*n)++];
+}
+
+/* Reserved and allocated bytes per stream after event `at`: segments from
+ * the trace's segment events, blocks from the live set. 0 where the
+ * trace's segments do not account for the reserved total (segments made
+ * before recording began) or there are more streams than MAX_STREAMS. */
+static size_t stream_use_at(fctx *c, long at, const md_live_set *ls, uint64_t reserved,
+                            stream_use *u)
+{
+    const md_event *ev = md_replay_events(c->r);
+    size_t n = 0;
+    uint64_t seen = 0;
+    for (long i = 0; i <= at; i++) {
+        int sign = ev[i].action == MD_ACT_SEGMENT_ALLOC || ev[i].action == MD_ACT_SEGMENT_MAP ? 1
+                   : ev[i].action == MD_ACT_SEGMENT_FREE || ev[i].action == MD_ACT_SEGMENT_UNMAP ? -1
+                                                                                                 : 0;
+        stream_use *x = sign ? stream_slot(u, &n, ev[i].stream) : NULL;
+        if (sign && !x)
+            return 0;
+        if (x) {
+            x->reserved += sign > 0 ? ev[i].size : (uint64_t)0 - ev[i].size;
+            seen += sign > 0 ? ev[i].size : (uint64_t)0 - ev[i].size;
+        }
+    }
+    if (seen != reserved)
+        return 0;
+    for (size_t j = 0; j < ls->n; j++) {
+        long i = ls->live[j].alloc_index;
+        stream_use *x = i >= 0 ? stream_slot(u, &n, ev[i].stream) : NULL;
+        if (!x)
+            return 0;
+        x->allocated += ls->live[j].block_size;
+    }
+    return n;
+}
+
+/* The streams' caches at the reserved peak, said when at least half of
+ * the free blocks are cached on streams other than the one holding the
+ * most allocated memory: a block freed on one stream serves only that
+ * stream's requests, so those could not have been reused where the
+ * memory was wanted. Returns the streams holding free blocks, 0 if not
+ * said. */
+static size_t say_streams(fctx *c, md_finding *f, long at, const md_live_set *ls,
+                          uint64_t reserved, uint64_t free_total)
+{
+    stream_use u[MAX_STREAMS];
+    size_t n = stream_use_at(c, at, ls, reserved, u), holding = 0, main = 0;
+    uint64_t elsewhere = 0;
+    for (size_t k = 0; k < n; k++) {
+        holding += u[k].reserved > u[k].allocated;
+        main = u[k].allocated > u[main].allocated ? k : main;
+    }
+    for (size_t k = 0; k < n; k++)
+        elsewhere += k != main && u[k].reserved > u[k].allocated ? u[k].reserved - u[k].allocated : 0;
+    if (holding < 2 || 2 * elsewhere < free_total)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        char name[40];
+        if (u[k].stream)
+            snprintf(name, sizeof name, "stream 0x%" PRIx64, u[k].stream);
+        else
+            snprintf(name, sizeof name, "the default stream");
+        MD_EVIDENCE(f, "%s: %.1f MiB reserved, %.1f MiB of it cached free", name,
+                    md_mib(u[k].reserved), md_mib(u[k].reserved - u[k].allocated));
+    }
+    return holding;
+}
+
 static void find_fragmentation(fctx *c)
 {
     size_t n = md_replay_nevents(c->r);
@@ -1260,13 +1544,28 @@ static void find_fragmentation(fctx *c)
                         (double)gap >= 0.5 * (double)pres ? MD_SEV_WARNING : MD_SEV_INFO, gap);
     if (!f)
         return;
-    MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
-               "that did not fit later requests",
-            md_mib(gap), 100.0 * (double)gap / (double)pres);
     MD_EVIDENCE(f, "peak reserved %.1f MiB vs peak allocated %.1f MiB", md_mib(pres), md_mib(palloc));
     MD_EVIDENCE(f, "when reserved peaked (event %ld): %.1f MiB allocated, %.1f MiB cached free in "
                 "%zu segments, the largest free block %.1f MiB",
              at, md_mib(pt.allocated), md_mib(cs.free_total), cs.segments, md_mib(cs.largest_free));
+    size_t streams = say_streams(c, f, at, ls, pres, cs.free_total);
+    if (streams) {
+        MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: the "
+                   "allocator caches blocks per stream, and %zu streams hold free blocks the "
+                   "others' requests cannot use", md_mib(gap), 100.0 * (double)gap / (double)pres,
+                   streams);
+        MD_ADVICE(f, "A block freed on one stream is reused only by requests on that stream (each "
+                  "stream has its own segments, with expandable_segments too). Allocate on one "
+                  "stream: run the step's compute on one stream and give side streams copies or "
+                  "communication only; a tensor another stream uses needs "
+                  "tensor.record_stream(stream), not a copy made there; torch.cuda.empty_cache() "
+                  "after a phase on a side stream returns its cache. Up to %.1f MiB could be "
+                  "returned.", md_mib(gap));
+        return;
+    }
+    MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
+               "that did not fit later requests",
+            md_mib(gap), 100.0 * (double)gap / (double)pres);
     MD_ADVICE(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place and "
               "usually removes most of this; or max_split_size_mb:<N> keeps large blocks whole; "
               "pad or bucket varying shapes (sequence lengths) so freed blocks fit the next "
@@ -1385,6 +1684,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_optimizer_state(&c);
     find_workspace(&c);
     find_activations(&c);
+    find_per_sample(&c);
     find_logits(&c);
     find_eval_logits(&c);
     find_fragmentation(&c);

@@ -125,9 +125,9 @@ static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
  * code calls it and its backward when the autograd engine does (then it is
  * the stack's outermost Python frame: the engine thread has no callers in
  * Python). torch.compile's forward runs inside one such apply. */
-#define FT_PYTHON 0x1000
-#define FT_FUNCTION_APPLY 0x2000
-#define FT_SCRIPT 0x4000 /* the user's own script (md_script_frame) */
+#define FT_PYTHON 0x10000000u
+#define FT_FUNCTION_APPLY 0x20000000u
+#define FT_SCRIPT 0x40000000u /* the user's own script (md_script_frame) */
 #define FT_INTERNAL (FT_PYTHON | FT_FUNCTION_APPLY | FT_SCRIPT)
 
 /* What one frame says about the phase (see classify). */
@@ -170,11 +170,17 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
         else if (name_is(s, f, "zero_grad"))
             tags |= MD_TAG_ZERO_GRAD;
-        else if (frame_in(s, f, "torch/autograd/__init__.py") ||
-                 (frame_in(s, f, "torch/autograd/graph.py") &&
-                  name_is(s, f, "_engine_run_backward")) ||
-                 (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward")))
+        else if (frame_in(s, f, "torch/autograd/__init__.py"))
+            tags |= MD_TAG_BACKWARD | (name_is(s, f, "grad")       ? MD_TAG_GRAD_CALL
+                                       : name_is(s, f, "backward") ? MD_TAG_BACKWARD_CALL
+                                                                   : 0);
+        else if ((frame_in(s, f, "torch/autograd/graph.py") &&
+                  name_is(s, f, "_engine_run_backward")))
             tags |= MD_TAG_BACKWARD;
+        else if (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward"))
+            tags |= MD_TAG_BACKWARD | MD_TAG_BACKWARD_CALL;
+        else if (frame_in(s, f, "amp/grad_scaler.py"))
+            tags |= MD_TAG_SCALER;
         else if (frame_in(s, f, "torch/autograd/function.py") && name_is(s, f, "apply"))
             tags |= FT_FUNCTION_APPLY;
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&
@@ -213,7 +219,7 @@ static unsigned cached_frame_tags(md_stack_cache *c, const md_snapshot *s, uint3
     if (f >= c->nframes)
         return frame_tags(s, &s->frames[f]);
     if (!(c->ftags[f] & MD_TAG_KNOWN))
-        c->ftags[f] = (uint16_t)(frame_tags(s, &s->frames[f]) | MD_TAG_KNOWN);
+        c->ftags[f] = (uint32_t)(frame_tags(s, &s->frames[f]) | MD_TAG_KNOWN);
     return c->ftags[f] & ~MD_TAG_KNOWN;
 }
 
@@ -251,7 +257,7 @@ unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
     if (stack == 0 || stack >= c->n)
         return 0;
     if (!(c->tags[stack] & MD_TAG_KNOWN))
-        c->tags[stack] = (uint16_t)(classify(c, s, stack) | MD_TAG_KNOWN);
+        c->tags[stack] = (uint32_t)(classify(c, s, stack) | MD_TAG_KNOWN);
     return c->tags[stack] & ~MD_TAG_KNOWN;
 }
 

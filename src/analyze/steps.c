@@ -145,6 +145,21 @@ static int backward_follows(md_analysis *a, long z)
     return 0;
 }
 
+/* Whether iteration (lo, hi], which ran no optimizer step, ended a step:
+ * GradScaler skipped its optimizer step (the scaler's frames are there,
+ * where frames were recorded), or an out-of-memory error failed it. Else
+ * the iteration goes on past the zero_grad (sharpness-aware minimization
+ * clears its first pass's gradients before a second forward/backward). */
+static int skipped_or_failed(md_analysis *a, long lo, long hi)
+{
+    if (!(a->s->features & MD_HAS_FRAMES) || oom_between(a, lo, hi))
+        return 1;
+    for (long i = lo + 1; i <= hi; i++)
+        if (md_stack_tags(&a->cache, a->s, ev_at(a, i)->stack) & MD_TAG_SCALER)
+            return 1;
+    return 0;
+}
+
 /* Optimizer/zero_grad intervals from annotations, for one device. With a
  * truncated history (ring buffer), steps whose previous boundary lies
  * before the first recorded event are marked partial. A zero_grad that
@@ -153,7 +168,8 @@ static int backward_follows(md_analysis *a, long z)
  * gradients overflow, typically at the first steps of fp16 training): it
  * counts, with an empty optimizer phase; unless a backward comes next (the
  * zero_grad then sits inside an iteration, after a forward and an
- * autograd.grad, as in a gradient penalty). */
+ * autograd.grad, as in a gradient penalty) or, with frames, no GradScaler
+ * ran (see skipped_or_failed). */
 static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, size_t *cap)
 {
     const md_snapshot *s = a->s;
@@ -202,7 +218,8 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
                 (*out)[n - 1].m_zero_e = (moment){an->time_us, 1};
                 prev_end = an->time_us;
             } else if (forward_then_backward(a, n ? (*out)[n - 1].zero_e : -1, zs) &&
-                       !backward_follows(a, z)) {
+                       !backward_follows(a, z) &&
+                       skipped_or_failed(a, n ? (*out)[n - 1].zero_e : -1, zs)) {
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
                 /* an attempt that ran out of memory (caught, the batch
@@ -362,6 +379,21 @@ static int closure_step(md_analysis *a, const step_end *e, int frames, long *fwd
     return 1;
 }
 
+/* Where a step's backward starts when its first backward work is a
+ * torch.autograd.grad call (a gradient penalty, MAML's inner steps, a
+ * Hessian-vector product): at the first loss.backward() (or
+ * torch.autograd.backward) after it, where the capture and the seed
+ * script sample "after forward"; the autograd.grad calls before it are
+ * the forward's work. Without such a call (gradients assigned by hand)
+ * the backward starts at the autograd.grad. */
+static long past_grad_calls(md_analysis *a, long bwd, long hi)
+{
+    if (bwd > hi || !(md_stack_tags(&a->cache, a->s, ev_at(a, bwd)->stack) & MD_TAG_GRAD_CALL))
+        return bwd;
+    long b = first_tagged(a, bwd, hi, MD_TAG_BACKWARD_CALL, 0);
+    return b <= hi ? b : bwd;
+}
+
 /* Where step k's peak search starts (after lo), and the step end it came from. */
 typedef struct step_src {
     long lo;
@@ -392,7 +424,8 @@ static int phase_steps(md_analysis *a, const step_end *e, size_t n, step_src **s
         if (fwd > opt_s) /* no forward seen: the step starts at lo */
             fwd = lo + 1;
         st.fwd_start = fwd - 1;
-        bwd = first_tagged(a, st.fwd_start, opt_s, MD_TAG_BACKWARD, frames);
+        bwd = past_grad_calls(a, first_tagged(a, st.fwd_start, opt_s, MD_TAG_BACKWARD, frames),
+                              opt_s);
         if (fwd == lo + 1 && bwd > e[k].opt_s && a->n && lo + 1 <= e[k].opt_s &&
             !(md_stack_tags(&a->cache, a->s, ev_at(a, lo + 1)->stack) & MD_TAG_FORWARD)) {
             /* neither forward nor backward: e.g. zero_grad before the first

@@ -63,13 +63,11 @@ for r in $(ls $D/loops); do
 done
 check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, peft, a GNN): a state-dict copy, validation outputs or logits kept each step are leaks, a GAN's kept batches judged iteration to iteration; a loss summed as a tensor, a growing sequence length, retain_graph are not; LoRA's optimizer state against the trained parameters; a graph held past backward named at the peak" python3 tests/cli/check_loops.py $M $D/loops
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
-# distributed,serving,finetune,growth,resume,rlhf,vision}.py on H200s: tests/gpu/patterns.sh). Each rank's snapshot
-# and capture agree; a gradient penalty's forward ends at its autograd.grad in the
-# snapshot, at loss.backward() in the capture: that one indicator differs
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision; do
+# distributed,serving,finetune,growth,resume,rlhf,vision,research}.py on H200s:
+# tests/gpu/patterns.sh). Each rank's snapshot and capture agree
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research; do
     for r in $(ls $D/$d); do
-        skip=; [ "$d/$r" = shapes/gp ] && skip=largest_forward_increase_mib
-        check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01 $skip"
+        check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
     done
 done
 check "more shapes (examples/shapes.py): a kept view keeps its whole logits, predictions kept every step are a small leak, a gradient hook's kept gradients are made in backward, a request loop's cache leaks call to call; a gradient penalty, a dataset on the GPU, CUDA graphs, torch.compile, a mixture of experts, random lengths, per-epoch metrics and empty_cache() are no leaks" python3 tests/cli/check_shapes.py $M $D/shapes
@@ -77,6 +75,7 @@ check "schedules (examples/schedules.py): an OOM caught and retried smaller is a
 check "libraries (examples/libraries.py): a custom autograd.Function keeping its inputs leaks; activations offloaded to the CPU, a side-stream prefetcher, cuDNN's autotuner, the HF Trainer's evaluation do not; the Trainer's gathered evaluation logits are named at the peak" python3 tests/cli/check_libraries.py $M $D/libraries
 check "distributed (examples/distributed.py, tensorparallel.py): DDP's buckets are gradients, ZeroRedundancyOptimizer's state this rank's share (its step counted once), no_sync accumulation's steps the optimizer's, DTensor shards parameters; none a leak" python3 tests/cli/check_distributed.py $M $D/distributed
 check "serving (examples/serving.py): chat sessions' KV caches kept are a leak named as KV caches; sessions dropping theirs, a static cache, requests of random shapes (fragmentation) are not" python3 tests/cli/check_serving.py $M $D/serving
+check "research (examples/research.py): SAM's two passes one step, a GradScaler's skipped steps counted; MAML's and a Hessian power iteration's autograd.grad calls the forward's, with higher-order advice; DP-SGD's per-sample gradients named; two streams' caches the fragmentation's cause; a memory fraction's OOM the limit's; only a list of state_dict copies leaks" python3 tests/cli/check_research.py $M $D/research
 check "finetune (examples/finetune.py): a frozen backbone's head-only state and no_grad peak; SparseAdam beside AdamW stepping back to back, iterations of 2 steps from both files" python3 tests/cli/check_finetune.py $M $D/finetune
 check "growth (examples/growth.py): layers joining the optimizer grow its state, no leak from either file; micro-batch losses summed before one backward keep every graph, said with the advice" python3 tests/cli/check_growth.py $M $D/growth
 check "resume (examples/resume.py): a model built between steps is parameters; a checkpoint kept on the GPU is the largest site at its torch.load line; a bf16 cast mid-run and CUDA graphs over several sizes are no leaks" python3 tests/cli/check_resume.py $M $D/resume

@@ -21,7 +21,13 @@ ap.add_argument("--wrapped", action="store_true",
                      "(ZeroRedundancyOptimizer over AdamW)")
 ap.add_argument("--sigusr1", action="store_true")
 ap.add_argument("--skip-step", type=int, default=-1,
-                help="no optimizer step in this iteration (as GradScaler on overflow)")
+                help="GradScaler skips the optimizer step in this iteration (overflow)")
+ap.add_argument("--grad", choices=("only", "then-backward"),
+                help="torch.autograd.grad (100 MiB of its own) after the forward: alone "
+                     "(DP-SGD's per-sample gradients), or before the backward (a gradient penalty)")
+ap.add_argument("--sam", action="store_true",
+                help="sharpness-aware minimization: two forward/backward passes a step, "
+                     "zero_grad between them")
 ap.add_argument("--closure", action="store_true",
                 help="PyTorch Lightning's order: opt.step(closure), the closure runs "
                      "forward, zero_grad, backward")
@@ -100,10 +106,25 @@ for step in range(a.steps):
             opt.zero_grad()
     net(0)
     torch.fake_alloc(a.replica * MIB, device=1)
-    torch.Tensor().backward()
+    if a.grad:
+        torch.autograd.grad()
+        torch.fake_alloc(100 * MIB)
+    if a.grad != "only":
+        torch.Tensor().backward()
+    if a.grad:
+        torch.fake_alloc(-100 * MIB)
     torch.fake_alloc(-200 * MIB + a.leak * MIB + 50 * MIB)  # backward: activations go, grads come
     torch.fake_alloc(-a.replica * MIB, device=1)
-    if step != a.skip_step:
+    if a.sam:  # the weights moved (30 MiB kept), the first pass's gradients
+        torch.fake_alloc(30 * MIB)  # cleared, the second pass's step
+        torch.fake_alloc(-50 * MIB)
+        opt.zero_grad()
+        net(0)
+        torch.Tensor().backward()
+        torch.fake_alloc(-200 * MIB + 50 * MIB - 30 * MIB)
+    if a.skip_step >= 0:
+        torch.amp.GradScaler(skip=step == a.skip_step).step(opt)
+    else:
         opt.step()
     torch.fake_alloc(-50 * MIB)  # zero_grad(set_to_none=True) frees the gradients
     opt.zero_grad()

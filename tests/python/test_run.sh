@@ -31,6 +31,17 @@ DESC="a skipped optimizer step (GradScaler) still counts: the capture has every 
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/s -- python3 $TRAIN --skip-step 0 >$T/s.out 2>&1 &&
   grep -q 'rank0.mdcap: complete, 5 steps' $T/s.out && $M summary $T/s/rank0.mdcap | grep -q '^    step 4 '"
 
+DESC="a step of torch.autograd.grad alone (DP-SGD) ends its forward there; one with a backward after it (a gradient penalty), at the backward"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/gr -- python3 $TRAIN --grad only >/dev/null 2>&1 &&
+  $M summary $T/gr/rank0.mdcap | grep -q 'largest_forward_increase_mib *200.0' &&
+  PYTHONPATH=$FAKE $M run -o $T/gb -- python3 $TRAIN --grad then-backward >/dev/null 2>&1 &&
+  $M summary $T/gb/rank0.mdcap | grep -q 'largest_forward_increase_mib *300.0'"
+
+DESC="a zero_grad between two passes of one step with no GradScaler (sharpness-aware minimization) ends no step"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/sam -- python3 $TRAIN --sam >$T/sam.out 2>&1 &&
+  grep -q 'rank0.mdcap: complete, 5 steps' $T/sam.out &&
+  $M summary $T/sam/rank0.mdcap | grep -q 'between_step_growth_mib *0.0'"
+
 DESC="PyTorch Lightning's closure (forward, zero_grad, backward inside optimizer.step): every phase where it happens"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/cl -- python3 $TRAIN --closure >$T/cl.out 2>&1 &&
   grep -q 'rank0.mdcap: complete, 5 steps' $T/cl.out && $M summary $T/cl/rank0.mdcap > $T/cl.txt &&

@@ -120,12 +120,30 @@ def _backward(*a, **k):
         _state["on_backward"]()
 
 
-autograd = types.SimpleNamespace(backward=_backward)
+def _grad(*a, **k):
+    return None
+
+
+autograd = types.SimpleNamespace(backward=_backward, grad=_grad)
 
 
 class Tensor:
     def backward(self):
         autograd.backward(self)
+
+
+class GradScaler:
+    """torch.amp's: step() calls the optimizer's step unless the
+    gradients overflowed (here: while skip is set)."""
+    def __init__(self, skip=False):
+        self.skip = skip
+
+    def step(self, opt):
+        if not self.skip:
+            opt.step()
+
+
+amp = types.SimpleNamespace(GradScaler=GradScaler)
 
 
 from . import nn, optim  # noqa: E402,F401
