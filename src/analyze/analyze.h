@@ -20,6 +20,8 @@ enum {
     MD_TAG_GRAD_CALL = 0x1000,  /* inside torch.autograd.grad (a gradient penalty, MAML's inner step) */
     MD_TAG_BACKWARD_CALL = 0x2000, /* inside loss.backward() / torch.autograd.backward */
     MD_TAG_SCALER = 0x4000,     /* torch.amp's GradScaler */
+    MD_TAG_MHA = 0x8000,        /* nn.MultiheadAttention's multi_head_attention_forward */
+    MD_TAG_SOFTMAX = 0x10000,   /* torch.nn.functional.softmax, called from Python */
     MD_TAG_KNOWN = 0x80000000u
 };
 

@@ -24,6 +24,7 @@ static const struct { const char *prefix, *what; } known[] = {
     {"libtriton", "Triton"},
     {"libnvrtc", "NVRTC"},
     {"python", "Python code: ctypes, CuPy, Numba"},
+    {"libffi.", "a foreign call from Python: ctypes or cffi"},
 };
 
 const char *md_driver_caller_what(const char *caller)

@@ -1129,6 +1129,36 @@ static void say_grad_calls(fctx *c, md_finding *f, size_t calls, long first, uin
               md_mib(bytes));
 }
 
+/* nn.MultiheadAttention's attention matrices live at the peak: where it
+ * computed the weights in Python (need_weights=True, its default: a
+ * softmax called inside multi_head_attention_forward), the softmax's
+ * outputs and its other tensors at least half their size (the scores,
+ * casts). Said as evidence and advice; returns their bytes. */
+static uint64_t say_mha_weights(fctx *c, md_finding *f, long p, long lo)
+{
+    const md_live_set *ls = live_at(c, p);
+    uint64_t biggest = 0, bytes = 0;
+    size_t n = 0;
+    for (size_t pass = 0; ls && pass < 2; pass++)
+        for (size_t i = 0; i < ls->n; i++) {
+            const md_live *l = &ls->live[i];
+            unsigned t = md_stack_tags(md_analysis_cache(c->a), c->s, l->stack);
+            if (l->alloc_index <= lo || !(t & MD_TAG_MHA))
+                continue;
+            if (pass == 0 && (t & MD_TAG_SOFTMAX))
+                biggest = l->requested > biggest ? l->requested : biggest;
+            else if (pass == 1 && biggest && 2 * l->requested >= biggest)
+                bytes += l->block_size, n++;
+        }
+    if (!bytes)
+        return 0;
+    MD_EVIDENCE(f, "%.1f MiB in %zu attention matrices (seq x seq per head) that "
+                "nn.MultiheadAttention computed in Python, the softmax's among them: its "
+                "attention weights were asked for (need_weights=True, its default)",
+                md_mib(bytes), n);
+    return bytes;
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -1141,6 +1171,7 @@ static void find_activations(fctx *c)
     /* this step's activations; the step before's still live are held
      * over (older ones, over several steps, are a leak's) */
     long lo = step_before(c, p), first_grad = -1;
+    uint64_t mha;
     const md_step *pst = step_holding(c, p);
     size_t calls = pst ? grad_calls(c, pst, &first_grad) : 0;
     int in_grad = calls && p > first_grad && p <= pst->after_forward;
@@ -1195,6 +1226,12 @@ static void find_activations(fctx *c)
                   "backward(), gradients accumulate): one graph at a time, about 1/%zu of the "
                   "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
                   md_mib(act));
+    else if ((mha = say_mha_weights(c, f, p, lo)) != 0)
+        MD_ADVICE(f, "Call nn.MultiheadAttention with need_weights=False (and no attention mask "
+                  "the fused kernels cannot take): it then runs scaled_dot_product_attention's "
+                  "flash or memory-efficient kernel, which keeps no seq x seq matrix: about "
+                  "%.1f MiB off the peak. Then activation checkpointing of the repeated blocks "
+                  "for the rest of the %.1f MiB.", md_mib(mha), md_mib(act));
     else
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
 }
@@ -1372,6 +1409,20 @@ static void find_eval_logits(fctx *c)
               "Saving: most of %.1f MiB.", md_mib(held));
 }
 
+/* Whether the step's first logits-sized tensor (after event lo, up to p;
+ * not the loss's) was made in a module's forward: an LM head's. */
+static int logits_in_module(fctx *c, long lo, long p, uint64_t big)
+{
+    const md_event *ev = md_replay_events(c->r);
+    for (long i = lo + 1; i <= p; i++) {
+        double r = (double)ev[i].size / (double)big;
+        if (ev[i].action == MD_ACT_ALLOC && ((r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53)) &&
+            !loss_frame(c, ev[i].stack))
+            return (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_FORWARD) != 0;
+    }
+    return 1;
+}
+
 static void find_logits(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -1411,14 +1462,23 @@ static void find_logits(fctx *c)
     uint64_t total = loss + logits;
     if (!big || (double)total < 0.30 * (double)peak)
         return;
-    double elems = (double)big / 4.0;
+    double elems = (double)big / 4.0, side = floor(sqrt(elems) + 0.5);
     md_finding *f = add(c, "logits", (double)total >= 0.5 * (double)peak ? MD_SEV_WARNING
                                                                       : MD_SEV_INFO, total);
     if (!f)
         return;
-    MD_SUMMARY(f, "the logits and the loss over them hold %.1f MiB, %.0f%% of the peak: "
-               "%.1f bytes per logit element", md_mib(total), 100.0 * (double)total / (double)peak,
-            (double)total / elems);
+    /* N x N logits first made outside any module: a contrastive loss's
+     * similarity matrix (CLIP, SimCLR, InfoNCE), not an LM head's */
+    int outside = logits && !logits_in_module(c, lo, p, big);
+    int square = outside && side > 1 && side * side == elems;
+    if (square)
+        MD_SUMMARY(f, "the %.0f x %.0f similarity logits of a contrastive loss and the loss over "
+                   "them hold %.1f MiB, %.0f%% of the peak: %.1f bytes per logit element", side,
+                   side, md_mib(total), 100.0 * (double)total / (double)peak, (double)total / elems);
+    else
+        MD_SUMMARY(f, "the logits and the loss over them hold %.1f MiB, %.0f%% of the peak: "
+                   "%.1f bytes per logit element", md_mib(total), 100.0 * (double)total / (double)peak,
+                   (double)total / elems);
     MD_EVIDENCE(f, "about %.0f million logit elements (the loss's largest fp32 tensor is %.1f MiB)",
              elems / 1e6, md_mib(big));
     if (logits)
@@ -1428,10 +1488,23 @@ static void find_logits(fctx *c)
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the loss (cross-entropy, log-softmax, upcasts, "
                 "shifted copies) live at the peak of %.1f MiB",
              md_mib(loss), nloss, md_mib(peak));
-    MD_ADVICE(f, "Compute the loss without materializing every logit: a fused linear + "
-              "cross-entropy kernel (e.g. Liger) or the loss in chunks over the sequence keeps "
-              "one chunk's logits; avoid a full .float() copy and slicing logits[:, :-1] before "
-              "the loss (it copies). Expected saving: most of %.1f MiB.", md_mib(total));
+    if (square)
+        MD_ADVICE(f, "The similarity matrix grows with the square of the batch (%.0f pairs). "
+                  "Compute the loss in chunks of rows, each against all keys, with a backward per "
+                  "chunk (GradCache, a chunked InfoNCE), or split it across data-parallel ranks "
+                  "(each rank's rows against the gathered keys: 1/world of it). Expected saving: "
+                  "most of %.1f MiB.", side, md_mib(total));
+    else if (outside)
+        MD_ADVICE(f, "These logits are made outside any module, by a product in the training "
+                  "code (a similarity against a queue of keys, a class matrix): compute them and "
+                  "the loss in chunks of rows with a backward per chunk, which keeps one chunk's "
+                  "logits; avoid a full .float() copy. Expected saving: most of %.1f MiB.",
+                  md_mib(total));
+    else
+        MD_ADVICE(f, "Compute the loss without materializing every logit: a fused linear + "
+                  "cross-entropy kernel (e.g. Liger) or the loss in chunks over the sequence keeps "
+                  "one chunk's logits; avoid a full .float() copy and slicing logits[:, :-1] before "
+                  "the loss (it copies). Expected saving: most of %.1f MiB.", md_mib(total));
 }
 
 /* ---- fragmentation --------------------------------------------------------------- */

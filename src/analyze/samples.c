@@ -375,6 +375,93 @@ static void small_leak(const md_sample_rank *r, const iterations *it, double per
         "(argmax outputs, loss.detach() in a list). About %.1f KiB per %s.", per * 1024.0, unit);
 }
 
+/* Bytes outside PyTorch's caching allocator after sample s: the
+ * driver-level trace's live total (drv, per sample) less PyTorch's
+ * reserved memory. */
+static double outside_mib(const md_sample_rank *r, const uint64_t *drv, const md_sample *s)
+{
+    return s ? (double)drv[s - r->samples] / 1048576.0 - s->reserved_mib : -INFINITY;
+}
+
+/* The library holding the most through the driver at the end, outside
+ * PyTorch's caching allocator, as the finding's sites; its name in *top. */
+static void outside_sites(const md_sample_rank *r, md_finding *f, char *top, size_t n)
+{
+    md_driver_stats st;
+    md_err err;
+    top[0] = 0;
+    if (md_driver_analyze(&r->driver, -1, &st, &err))
+        return;
+    const md_driver_use *best = NULL;
+    for (size_t i = 0; i < st.nuse; i++) {
+        const md_driver_use *u = &st.use[i];
+        if (md_driver_is_torch_allocator(u->caller) || !u->at_end)
+            continue;
+        best = !best || u->at_end > best->at_end ? u : best;
+        if (f->nsites < MD_FINDING_MAX_SITES) {
+            md_finding_site *x = &f->sites[f->nsites++];
+            md_fsay(x->site, sizeof x->site, "%s%s%s%s", u->caller, u->what ? " (" : "",
+                    u->what ? u->what : "", u->what ? ")" : "");
+            x->bytes = u->at_end;
+            x->count = (uint32_t)u->allocs;
+        }
+    }
+    if (best) {
+        md_fsay(top, n, "%s", best->caller);
+        MD_EVIDENCE(f, "still allocated through the CUDA driver at the end, outside PyTorch's "
+                    "caching allocator: %.1f MiB by %s%s%s%s in %zu calls", md_mib(best->at_end),
+                    best->caller, best->what ? " (" : "", best->what ? best->what : "",
+                    best->what ? ")" : "", best->allocs);
+    }
+    md_driver_stats_free(&st);
+}
+
+/* A leak outside PyTorch's caching allocator: the memory held there after
+ * each iteration's end (outside_mib) grows as the leak rule's would (a C
+ * extension's cudaMalloc never freed). Needs the driver-level trace. */
+static void outside_leak(const md_sample_rank *r, const iterations *it, md_finding **out,
+                         size_t *n, size_t *cap)
+{
+    uint64_t *drv = md_driver_at_samples(r);
+    if (!drv)
+        return;
+    double thr = fmax(1.0, 0.002 * r->indicators.maximum_peak_allocated_mib), first = 0, end = 0;
+    md_held_growth g = MD_HELD_GROWTH_INIT;
+    for (size_t j = 1; j < it->n && !g.fell; j++) {
+        double a = outside_mib(r, drv, find(r, iteration_end(it, j - 1), MD_SP_AFTER_CLEAR_GRADIENTS));
+        double b = outside_mib(r, drv, find(r, iteration_end(it, j), MD_SP_AFTER_CLEAR_GRADIENTS));
+        first = j == 1 ? a : first;
+        end = b;
+        md_held_growth_add(&g, a == -INFINITY || b == -INFINITY ? -INFINITY : b - a, thr);
+    }
+    free(drv);
+    if (!md_held_growth_leak(&g))
+        return;
+    const char *unit = it->period > 1 ? "iteration" : "step";
+    size_t nd = it->n - 1;
+    double per = g.sum / (double)nd;
+    md_finding *f = add(out, n, cap, "leak",
+                        g.sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
+                                                                                 : MD_SEV_WARNING,
+                        per);
+    if (!f)
+        return;
+    f->rank = r->rank;
+    MD_EVIDENCE(f, "outside PyTorch's caching allocator (the driver-level trace's live total less "
+                "PyTorch's reserved memory) after clearing gradients: %.1f MiB after the first "
+                "%s, %.1f MiB after the last, growing in %zu of %zu %ss", first, unit, end, g.ups,
+                nd, unit);
+    char top[128];
+    outside_sites(r, f, top, sizeof top);
+    md_fsay(f->summary, sizeof f->summary, "memory outside PyTorch's allocator grows by %.1f MiB "
+            "a %s and is never freed%s%s", per, unit, top[0] ? ": allocated by " : "", top);
+    md_fsay(f->advice, sizeof f->advice,
+        "Memory allocated outside PyTorch (a C/CUDA extension, ctypes, CuPy, a library's own "
+        "buffers) is kept every %s: free it (cudaFree) when done, or allocate it through PyTorch "
+        "(torch.empty(..., device='cuda')) so the caching allocator owns and reuses it. "
+        "Snapshots cannot see it. About %.1f MiB per %s.", unit, per, unit);
+}
+
 static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
     int last = max_step(r);
@@ -392,6 +479,8 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
         double steady = steady_growth(r, &it);
         if (md_small_leak_said(steady))
             small_leak(r, &it, steady, thr, out, n, cap);
+        else
+            outside_leak(r, &it, out, n, cap);
         return;
     }
     if (follows_inputs || state_growth(r, &it, thr))

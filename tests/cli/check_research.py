@@ -49,6 +49,9 @@ check("fraction: the OOM at the process's limit (snapshot)", "process's limit" i
 oom = finding("fraction", "oom", "capture")
 check("fraction: the limit named a memory fraction (capture)",
       "limit of 4096.0 MiB (a memory fraction)" in oom["summary"])
+logits = finding("moco", "logits")
+check("moco: logits made outside any module (against the queue), chunked advice",
+      logits["advice"].startswith("These logits are made outside any module"))
 for case in ("sam", "bestkeep", "moco", "scaler", "twostreams"):
     check(f"{case}: no per-sample or higher-order claim",
           not any(f["summary"].startswith(("per-sample", "the peak falls among"))

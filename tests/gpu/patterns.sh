@@ -25,7 +25,9 @@
 # CPU offload on 2 GPUs, SCRIPT=examples/vision.py memory that varies with the data
 # (Mask R-CNN on random sizes and boxes, multi-scale training),
 # SCRIPT=examples/research.py methods from papers (SAM, MAML, DP-SGD, MoCo, a
-# GradScaler's skipped steps, a capped process, two streams, Hessian products).
+# GradScaler's skipped steps, a capped process, two streams, Hessian products),
+# SCRIPT=examples/practice.py everyday practice (the optimizer step's peak, a C
+# extension's cudaMalloc, pruning, a CLIP loss, attention weights returned).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -34,6 +36,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*practice.py) all="optpeak optfused extleak prune clip mhaweights" ;;
 *research.py) all="sam maml dpsgd bestkeep bestleak moco scaler fraction twostreams hvp" ;;
 *vision.py) all="detection multiscale" ;;
 *fsdp.py) all="fsdpmp fsdpoffload" ;;
@@ -68,7 +71,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
