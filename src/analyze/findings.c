@@ -1409,18 +1409,21 @@ static void find_eval_logits(fctx *c)
               "Saving: most of %.1f MiB.", md_mib(held));
 }
 
-/* Whether the step's first logits-sized tensor (after event lo, up to p;
- * not the loss's) was made in a module's forward: an LM head's. */
-static int logits_in_module(fctx *c, long lo, long p, uint64_t big)
+/* Whether the logits came out of a module: the last allocation a module's
+ * forward made before the loss's first (after event lo) is logits-sized
+ * (an LM head's output, in fp32 or 16-bit). Otherwise the training code
+ * made them from a module's outputs (a similarity matrix). */
+static int logits_in_module(fctx *c, long lo, long first_loss, uint64_t big)
 {
     const md_event *ev = md_replay_events(c->r);
-    for (long i = lo + 1; i <= p; i++) {
+    for (long i = first_loss - 1; i > lo; i--) {
+        if (ev[i].action != MD_ACT_ALLOC || loss_frame(c, ev[i].stack) ||
+            !(md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_FORWARD))
+            continue;
         double r = (double)ev[i].size / (double)big;
-        if (ev[i].action == MD_ACT_ALLOC && ((r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53)) &&
-            !loss_frame(c, ev[i].stack))
-            return (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_FORWARD) != 0;
+        return (r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53);
     }
-    return 1;
+    return 0;
 }
 
 static void find_logits(fctx *c)
@@ -1469,7 +1472,7 @@ static void find_logits(fctx *c)
         return;
     /* N x N logits first made outside any module: a contrastive loss's
      * similarity matrix (CLIP, SimCLR, InfoNCE), not an LM head's */
-    int outside = logits && !logits_in_module(c, lo, p, big);
+    int outside = logits && first_loss >= 0 && !logits_in_module(c, lo, first_loss, big);
     int square = outside && side > 1 && side * side == elems;
     if (square)
         MD_SUMMARY(f, "the %.0f x %.0f similarity logits of a contrastive loss and the loss over "

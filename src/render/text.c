@@ -366,6 +366,9 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
     else if (r->driver_file)
         fprintf(o, "== rank %d pid %d  %s  [driver-level allocations only: no phase samples "
                    "from this process]\n", r->rank, r->pid, r->source);
+    else if (r->device >= 0 && r->device != r->local_rank) /* a process over several GPUs */
+        fprintf(o, "== rank %d (local %d) cuda:%d  %s  [phase samples, no allocator history]\n",
+                r->rank, r->local_rank, r->device, r->source);
     else
         fprintf(o, "== rank %d (local %d)  %s  [phase samples, no allocator history]\n", r->rank,
                 r->local_rank, r->source);

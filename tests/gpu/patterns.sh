@@ -27,7 +27,9 @@
 # SCRIPT=examples/research.py methods from papers (SAM, MAML, DP-SGD, MoCo, a
 # GradScaler's skipped steps, a capped process, two streams, Hessian products),
 # SCRIPT=examples/practice.py everyday practice (the optimizer step's peak, a C
-# extension's cudaMalloc, pruning, a CLIP loss, attention weights returned).
+# extension's cudaMalloc, pruning, a CLIP loss, attention weights returned),
+# SCRIPT=examples/pipeline.py work split over 2 GPUs (a model split over two
+# devices in one process, DDP's gathered contrastive keys).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -36,6 +38,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*pipeline.py) all="pipe pipeleak gather" ;;
 *practice.py) all="optpeak optfused extleak prune clip mhaweights" ;;
 *research.py) all="sam maml dpsgd bestkeep bestleak moco scaler fraction twostreams hvp" ;;
 *vision.py) all="detection multiscale" ;;
@@ -56,7 +59,7 @@ esac
 log=$OUT/patterns.log
 for c in ${ONLY:-$all}; do
     py=python3
-    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
+    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload|gather) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
     PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py "$SCRIPT" --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"
@@ -71,7 +74,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
