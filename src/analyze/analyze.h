@@ -22,6 +22,7 @@ enum {
     MD_TAG_SCALER = 0x4000,     /* torch.amp's GradScaler */
     MD_TAG_MHA = 0x8000,        /* nn.MultiheadAttention's multi_head_attention_forward */
     MD_TAG_SOFTMAX = 0x10000,   /* torch.nn.functional.softmax, called from Python */
+    MD_TAG_ODE = 0x20000,       /* torchdiffeq's solvers (odeint) */
     MD_TAG_KNOWN = 0x80000000u
 };
 

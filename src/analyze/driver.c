@@ -25,6 +25,11 @@ static const struct { const char *prefix, *what; } known[] = {
     {"libnvrtc", "NVRTC"},
     {"python", "Python code: ctypes, CuPy, Numba"},
     {"libffi.", "a foreign call from Python: ctypes or cffi"},
+    {"xla_cuda_plugin", "JAX/XLA's allocator"},
+    {"libxla", "JAX/XLA's allocator"},
+    {"xla_extension", "JAX/XLA's allocator"},
+    {"jaxlib", "JAX/XLA's allocator"},
+    {"cupy", "CuPy's memory pool"},
 };
 
 const char *md_driver_caller_what(const char *caller)

@@ -1159,6 +1159,25 @@ static uint64_t say_mha_weights(fctx *c, md_finding *f, long p, long lo)
     return bytes;
 }
 
+/* Activations at the peak made inside torchdiffeq's solvers (odeint
+ * without the adjoint keeps every solver step's graph); their bytes, said
+ * as evidence where they are at least a third of act. */
+static uint64_t say_ode_steps(fctx *c, md_finding *f, long p, long lo, uint64_t act)
+{
+    const md_live_set *ls = live_at(c, p);
+    uint64_t bytes = 0;
+    for (size_t i = 0; ls && i < ls->n; i++)
+        if (ls->live[i].alloc_index > lo && ls->live[i].category == MD_CAT_ACTIVATION &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & MD_TAG_ODE))
+            bytes += ls->live[i].block_size;
+    if (3 * bytes < act)
+        return 0;
+    MD_EVIDENCE(f, "%.1f MiB of them made inside torchdiffeq's ODE solver: odeint keeps every "
+                "solver step's graph (each step's function evaluations) for the backward",
+                md_mib(bytes));
+    return bytes;
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -1226,6 +1245,11 @@ static void find_activations(fctx *c)
                   "backward(), gradients accumulate): one graph at a time, about 1/%zu of the "
                   "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
                   md_mib(act));
+    else if (say_ode_steps(c, f, p, lo, act))
+        MD_ADVICE(f, "torchdiffeq's odeint_adjoint solves an adjoint ODE backward instead of "
+                  "keeping the solver's graph: memory no longer grows with the number of solver "
+                  "steps (about twice the compute); or fewer steps: looser rtol/atol, a "
+                  "fixed-step method. Up to %.1f MiB.", md_mib(act));
     else if ((mha = say_mha_weights(c, f, p, lo)) != 0)
         MD_ADVICE(f, "Call nn.MultiheadAttention with need_weights=False (and no attention mask "
                   "the fused kernels cannot take): it then runs scaled_dot_product_attention's "

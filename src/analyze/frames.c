@@ -181,6 +181,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_BACKWARD | MD_TAG_BACKWARD_CALL;
         else if (frame_in(s, f, "amp/grad_scaler.py"))
             tags |= MD_TAG_SCALER;
+        else if (frame_in(s, f, "torchdiffeq/_impl/"))
+            tags |= MD_TAG_ODE;
         else if (frame_in(s, f, "torch/nn/functional.py"))
             tags |= name_is(s, f, "multi_head_attention_forward") ? MD_TAG_MHA
                     : name_is(s, f, "softmax")                    ? MD_TAG_SOFTMAX

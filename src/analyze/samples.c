@@ -192,7 +192,22 @@ static uint64_t driver_evidence(const md_sample_rank *r, md_finding *f)
         MD_EVIDENCE(f, "driver-level trace: at most %.1f MiB allocated through the CUDA driver "
                        "outside PyTorch's caching allocator; the most by %s (%.1f MiB)",
                     md_mib(s.outside_peak), top->caller, md_mib(top->max_live));
-    if (top && !strncmp(top->caller, "libnccl", 7))
+    const char *what = top ? md_driver_caller_what(top->caller) : NULL;
+    if (what && !strcmp(what, "JAX/XLA's allocator"))
+        md_fsay(f->advice, sizeof f->advice,
+            "JAX holds the most: its allocator takes 75%% of the GPU at its first use, whatever "
+            "it needs. Set XLA_PYTHON_CLIENT_PREALLOCATE=false (it allocates as it goes) or "
+            "XLA_PYTHON_CLIENT_MEM_FRACTION (e.g. .15) before JAX starts, or keep JAX off this "
+            "GPU (JAX_PLATFORMS=cpu). The rest of the gap is the CUDA context and loaded "
+            "kernels, which no allocation call shows.");
+    else if (what && !strcmp(what, "CuPy's memory pool"))
+        md_fsay(f->advice, sizeof f->advice,
+            "CuPy holds the most: its memory pool keeps freed arrays' blocks for reuse, and "
+            "PyTorch cannot use them. cupy.get_default_memory_pool().free_all_blocks() returns "
+            "them; or let CuPy allocate through PyTorch (cupy.cuda.set_allocator with a "
+            "PyTorch-backed allocator) so one cache serves both. The rest of the gap is the "
+            "CUDA context and loaded kernels, which no allocation call shows.");
+    else if (top && !strncmp(top->caller, "libnccl", 7))
         md_fsay(f->advice, sizeof f->advice,
             "NCCL holds the most: its buffers grow with communicators, channels and peers "
             "(NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS; NCCL_NVLS_ENABLE=0 drops NVLink SHARP's). "
@@ -281,6 +296,14 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
         "(NCCL_BUFFSIZE); cuDNN/cuBLAS load kernels. Check nvidia-smi for other processes "
         "on the GPU, and keep this %.0f MiB out of any batch-size budget.", gap);
     double explained = md_mib(driver_evidence(r, f));
+    const md_finding_site *most = NULL;
+    for (int i = 0; i < f->nsites; i++)
+        most = !most || f->sites[i].bytes > most->bytes ? &f->sites[i] : most;
+    if (most && md_mib(most->bytes) >= 0.5 * gap) /* one library holds most of it: say so */
+        md_fsay(f->summary, sizeof f->summary, "%.1f MiB of %s is used outside PyTorch's "
+                "allocator, %.1f MiB of it by %s", gap,
+                own_use ? "this process's device memory" : "device memory", md_mib(most->bytes),
+                most->site);
     if (explained > 0 && gap > explained)
         MD_EVIDENCE(f, "the other %.1f MiB of the gap: the CUDA context, loaded kernels and the "
                        "driver's own memory, which no allocation call shows", gap - explained);

@@ -109,6 +109,25 @@ static int is_plumbing(const char *base)
     return 0;
 }
 
+/* Its file name alone ("runtime.cpython-...so") says too little. */
+int md_drv_python_module(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *end = strstr(base, ".cpython-");
+    if (!end)
+        end = strstr(base, ".abi3.so");
+    if (!end)
+        return 0;
+    const char *from = strstr(path, "-packages/");
+    from = from && from < base ? from + strlen("-packages/") : base;
+    size_t k = 0;
+    for (const char *c = from; c < end && k + 1 < n; c++)
+        out[k++] = *c == '/' ? '.' : *c;
+    out[k] = 0;
+    return k > 0;
+}
+
 /* The library (or program) that called the driver: the first frame
  * outside the plumbing. */
 static void caller_of(char *out, size_t n)
@@ -124,7 +143,8 @@ static void caller_of(char *out, size_t n)
         base = base ? base + 1 : d.dli_fname;
         if (!*base || is_plumbing(base))
             continue;
-        snprintf(out, n, "%s", base);
+        if (!md_drv_python_module(d.dli_fname, out, n))
+            snprintf(out, n, "%s", base);
         return;
     }
 }

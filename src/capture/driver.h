@@ -36,6 +36,11 @@ typedef struct { uint64_t handle; } p_release;
 typedef struct { int type, handle_types, location_type, location_id; } p_prop;
 #define MD_CU_LOCATION_DEVICE 1
 
+/* A Python extension module's dotted name from its file's path
+ * (".../site-packages/cupy_backends/cuda/api/runtime.cpython-312-...so" ->
+ * "cupy_backends.cuda.api.runtime"), into out; 0 if the file is not one. */
+int md_drv_python_module(const char *path, char *out, size_t n);
+
 typedef struct md_cap_driver_rec {
     int64_t time_ns;
     uint8_t op;          /* md_drv_op */

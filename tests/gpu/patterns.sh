@@ -29,7 +29,8 @@
 # SCRIPT=examples/practice.py everyday practice (the optimizer step's peak, a C
 # extension's cudaMalloc, pruning, a CLIP loss, attention weights returned),
 # SCRIPT=examples/pipeline.py work split over 2 GPUs (a model split over two
-# devices in one process, DDP's gathered contrastive keys).
+# devices in one process, DDP's gathered contrastive keys), SCRIPT=examples/interop.py
+# PyTorch beside JAX, CuPy and torchdiffeq in one process.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -38,6 +39,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*interop.py) all="jaxgrab cupypool cupyleak odeint" ;;
 *pipeline.py) all="pipe pipeleak gather" ;;
 *practice.py) all="optpeak optfused extleak prune clip mhaweights" ;;
 *research.py) all="sam maml dpsgd bestkeep bestleak moco scaler fraction twostreams hvp" ;;
@@ -74,7 +76,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):

@@ -206,6 +206,28 @@ static void test_tracer_records_successful_calls(void **state)
     md_driver_log_free(&r.driver);
 }
 
+/* Python extension modules are named by their package path, other
+ * libraries by their file name (caller_of). */
+static void test_python_module_names(void **state)
+{
+    (void)state;
+    char out[MD_DRV_CALLER_MAX];
+    assert_true(md_drv_python_module("/opt/v/lib/python3.12/site-packages/cupy_backends/cuda/api/"
+                                     "runtime.cpython-312-x86_64-linux-gnu.so", out, sizeof out));
+    assert_string_equal(out, "cupy_backends.cuda.api.runtime");
+    assert_true(md_drv_python_module("/usr/lib/python3/dist-packages/pkg/_ext.abi3.so", out,
+                                     sizeof out));
+    assert_string_equal(out, "pkg._ext");
+    assert_true(md_drv_python_module("/home/u/build/fused.cpython-311-x86_64-linux-gnu.so", out,
+                                     sizeof out));
+    assert_string_equal(out, "fused"); /* not installed: its file's stem */
+    assert_false(md_drv_python_module("/usr/lib/libcublas.so.13", out, sizeof out));
+    char small[8];
+    assert_true(md_drv_python_module("/x/site-packages/abcdefghij/k.cpython-3.so", small,
+                                     sizeof small));
+    assert_string_equal(small, "abcdefg"); /* cut, terminated */
+}
+
 /* A capture file of this test's making in the test directory. */
 static md_cap *synthetic(const char *name, char *path, size_t n)
 {
@@ -359,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_tracer_off_says_why_and_idle_leaves_nothing), /* before this process's own */
         cmocka_unit_test(test_tracer_records_successful_calls),
         cmocka_unit_test(test_replay_attributes_to_libraries),
+        cmocka_unit_test(test_python_module_names),
         cmocka_unit_test(test_reader_skips_bad_records),
         cmocka_unit_test(test_non_framework_from_the_trace_alone),
         cmocka_unit_test(test_a_library_per_record_scales),
