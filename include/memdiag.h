@@ -634,6 +634,14 @@ int md_driver_live_at(const md_driver_log *d, const int64_t *t, size_t n, uint64
 uint64_t *md_driver_at_samples(const md_sample_rank *r);
 /* "NCCL communicator buffers" for "libnccl.so.2"; NULL when not known. */
 const char *md_driver_caller_what(const char *caller);
+/* Libraries whose memory outside PyTorch's allocator has advice of its own. */
+typedef enum md_driver_lib {
+    MD_LIB_OTHER = 0,
+    MD_LIB_NCCL,
+    MD_LIB_JAX,  /* JAX/XLA's allocator: 75% of the GPU at its first use */
+    MD_LIB_CUPY  /* CuPy's memory pool */
+} md_driver_lib;
+md_driver_lib md_driver_caller_lib(const char *caller);
 int md_driver_is_torch_allocator(const char *caller);
 /* Fills r->indicators from the samples (the seed script's rules). */
 void md_samples_indicators(md_sample_rank *r);

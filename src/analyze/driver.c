@@ -10,26 +10,29 @@
 #include "../util/util.h"
 #include "memdiag.h"
 
-static const struct { const char *prefix, *what; } known[] = {
-    {"libc10_cuda.", "PyTorch's caching allocator"},
-    {"libnccl.", "NCCL communicator buffers"},
-    {"libnvshmem", "NVSHMEM symmetric memory"},
-    {"libtorch_cuda.", "PyTorch, outside its caching allocator"},
-    {"libcublasLt.", "cuBLASLt"},
-    {"libcublas.", "cuBLAS"},
-    {"libcudnn", "cuDNN"},
-    {"libcufft", "cuFFT"},
-    {"libcusparse", "cuSPARSE"},
-    {"libcusolver", "cuSOLVER"},
-    {"libtriton", "Triton"},
-    {"libnvrtc", "NVRTC"},
-    {"python", "Python code: ctypes, CuPy, Numba"},
-    {"libffi.", "a foreign call from Python: ctypes or cffi"},
-    {"xla_cuda_plugin", "JAX/XLA's allocator"},
-    {"libxla", "JAX/XLA's allocator"},
-    {"xla_extension", "JAX/XLA's allocator"},
-    {"jaxlib", "JAX/XLA's allocator"},
-    {"cupy", "CuPy's memory pool"},
+static const struct {
+    const char *prefix, *what;
+    md_driver_lib lib;
+} known[] = {
+    {"libc10_cuda.", "PyTorch's caching allocator", MD_LIB_OTHER},
+    {"libnccl.", "NCCL communicator buffers", MD_LIB_NCCL},
+    {"libnvshmem", "NVSHMEM symmetric memory", MD_LIB_OTHER},
+    {"libtorch_cuda.", "PyTorch, outside its caching allocator", MD_LIB_OTHER},
+    {"libcublasLt.", "cuBLASLt", MD_LIB_OTHER},
+    {"libcublas.", "cuBLAS", MD_LIB_OTHER},
+    {"libcudnn", "cuDNN", MD_LIB_OTHER},
+    {"libcufft", "cuFFT", MD_LIB_OTHER},
+    {"libcusparse", "cuSPARSE", MD_LIB_OTHER},
+    {"libcusolver", "cuSOLVER", MD_LIB_OTHER},
+    {"libtriton", "Triton", MD_LIB_OTHER},
+    {"libnvrtc", "NVRTC", MD_LIB_OTHER},
+    {"python", "Python code: ctypes, CuPy, Numba", MD_LIB_OTHER},
+    {"libffi.", "a foreign call from Python: ctypes or cffi", MD_LIB_OTHER},
+    {"xla_cuda_plugin", "JAX/XLA's allocator", MD_LIB_JAX},
+    {"libxla", "JAX/XLA's allocator", MD_LIB_JAX},
+    {"xla_extension", "JAX/XLA's allocator", MD_LIB_JAX},
+    {"jaxlib", "JAX/XLA's allocator", MD_LIB_JAX},
+    {"cupy", "CuPy's memory pool", MD_LIB_CUPY},
 };
 
 const char *md_driver_caller_what(const char *caller)
@@ -38,6 +41,14 @@ const char *md_driver_caller_what(const char *caller)
         if (!strncmp(caller, known[i].prefix, strlen(known[i].prefix)))
             return known[i].what;
     return NULL;
+}
+
+md_driver_lib md_driver_caller_lib(const char *caller)
+{
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strncmp(caller, known[i].prefix, strlen(known[i].prefix)))
+            return known[i].lib;
+    return MD_LIB_OTHER;
 }
 
 int md_driver_is_torch_allocator(const char *caller)

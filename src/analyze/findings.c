@@ -1106,8 +1106,13 @@ static size_t grad_calls(fctx *c, const md_step *st, long *first)
  * (the gradients' graphs, freed before the backward, are temporaries). */
 static int forward_made_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
 {
-    return (cat == MD_CAT_ACTIVATION || cat == MD_CAT_TEMPORARY) &&
-           cat_pred(c, l, MD_CAT_ACTIVATION, arg);
+    cat_arg *ca = arg;
+    (void)c;
+    if ((cat != MD_CAT_ACTIVATION && cat != MD_CAT_TEMPORARY) || l->alloc_index <= ca->lo ||
+        l->alloc_index > ca->hi)
+        return 0;
+    ca->count++;
+    return 1;
 }
 
 static void say_grad_calls(fctx *c, md_finding *f, size_t calls, long first, uint64_t bytes)
@@ -1129,12 +1134,13 @@ static void say_grad_calls(fctx *c, md_finding *f, size_t calls, long first, uin
               md_mib(bytes));
 }
 
-/* nn.MultiheadAttention's attention matrices live at the peak: where it
- * computed the weights in Python (need_weights=True, its default: a
- * softmax called inside multi_head_attention_forward), the softmax's
- * outputs and its other tensors at least half their size (the scores,
- * casts). Said as evidence and advice; returns their bytes. */
-static uint64_t say_mha_weights(fctx *c, md_finding *f, long p, long lo)
+/* nn.MultiheadAttention's attention matrices live at the peak (of act
+ * bytes of activations): where it computed the weights in Python
+ * (need_weights=True, its default: a softmax called inside
+ * multi_head_attention_forward), the softmax's outputs and its other
+ * tensors at least half their size (the scores, casts). Said as evidence
+ * and advice; returns their bytes, 0 if none. */
+static uint64_t say_mha_weights(fctx *c, md_finding *f, long p, long lo, uint64_t act)
 {
     const md_live_set *ls = live_at(c, p);
     uint64_t biggest = 0, bytes = 0;
@@ -1156,12 +1162,17 @@ static uint64_t say_mha_weights(fctx *c, md_finding *f, long p, long lo)
                 "nn.MultiheadAttention computed in Python, the softmax's among them: its "
                 "attention weights were asked for (need_weights=True, its default)",
                 md_mib(bytes), n);
+    MD_ADVICE(f, "Call nn.MultiheadAttention with need_weights=False (and no attention mask the "
+              "fused kernels cannot take): it then runs scaled_dot_product_attention's flash or "
+              "memory-efficient kernel, which keeps no seq x seq matrix: about %.1f MiB off the "
+              "peak. Then activation checkpointing of the repeated blocks for the rest of the "
+              "%.1f MiB.", md_mib(bytes), md_mib(act));
     return bytes;
 }
 
 /* Activations at the peak made inside torchdiffeq's solvers (odeint
  * without the adjoint keeps every solver step's graph); their bytes, said
- * as evidence where they are at least a third of act. */
+ * as evidence and advice where they are at least a third of act; else 0. */
 static uint64_t say_ode_steps(fctx *c, md_finding *f, long p, long lo, uint64_t act)
 {
     const md_live_set *ls = live_at(c, p);
@@ -1175,7 +1186,27 @@ static uint64_t say_ode_steps(fctx *c, md_finding *f, long p, long lo, uint64_t 
     MD_EVIDENCE(f, "%.1f MiB of them made inside torchdiffeq's ODE solver: odeint keeps every "
                 "solver step's graph (each step's function evaluations) for the backward",
                 md_mib(bytes));
+    MD_ADVICE(f, "torchdiffeq's odeint_adjoint solves an adjoint ODE backward instead of keeping "
+              "the solver's graph: memory no longer grows with the number of solver steps "
+              "(about twice the compute); or fewer steps: looser rtol/atol, a fixed-step method. "
+              "Up to %.1f MiB.", md_mib(act));
     return bytes;
+}
+
+static void say_activations(md_finding *f, uint64_t act, uint64_t held, uint64_t peak, int in_grad)
+{
+    double share = (double)(act + held) / (double)peak;
+    if (held)
+        MD_SUMMARY(f, "activations of two steps are live at the peak: this step's %.1f MiB and "
+                   "%.1f MiB still held from the step before, %.0f%% of the peak (%.1f MiB)",
+                   md_mib(act), md_mib(held), 100.0 * share, md_mib(peak));
+    else if (in_grad)
+        MD_SUMMARY(f, "the peak falls among torch.autograd.grad calls before the step's backward: "
+                   "what the forward and the gradient computations made is %.0f%% of the peak "
+                   "(%.1f of %.1f MiB)", 100.0 * share, md_mib(act), md_mib(peak));
+    else
+        MD_SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
+                   100.0 * share, md_mib(act), md_mib(peak));
 }
 
 static void find_activations(fctx *c)
@@ -1190,7 +1221,6 @@ static void find_activations(fctx *c)
     /* this step's activations; the step before's still live are held
      * over (older ones, over several steps, are a leak's) */
     long lo = step_before(c, p), first_grad = -1;
-    uint64_t mha;
     const md_step *pst = step_holding(c, p);
     size_t calls = pst ? grad_calls(c, pst, &first_grad) : 0;
     int in_grad = calls && p > first_grad && p <= pst->after_forward;
@@ -1209,17 +1239,7 @@ static void find_activations(fctx *c)
     }
     f->bytes = act + held;
     f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
-    if (held)
-        MD_SUMMARY(f, "activations of two steps are live at the peak: this step's %.1f MiB and "
-                   "%.1f MiB still held from the step before, %.0f%% of the peak (%.1f MiB)",
-                   md_mib(act), md_mib(held), 100.0 * share, md_mib(peak));
-    else if (in_grad)
-        MD_SUMMARY(f, "the peak falls among torch.autograd.grad calls before the step's backward: "
-                   "what the forward and the gradient computations made is %.0f%% of the peak "
-                   "(%.1f of %.1f MiB)", 100.0 * share, md_mib(act), md_mib(peak));
-    else
-        MD_SUMMARY(f, "activations saved for backward are %.0f%% of the peak (%.1f of %.1f MiB)",
-                   100.0 * share, md_mib(act), md_mib(peak));
+    say_activations(f, act, held, peak, in_grad);
     MD_EVIDENCE(f, "%.1f MiB in %zu %s allocations live at the peak", md_mib(act), ca.count,
                 in_grad ? "forward-phase" : "forward-pass");
     if (held)
@@ -1238,6 +1258,7 @@ static void find_activations(fctx *c)
     if (in->valid)
         MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     say_peak_step(c, f, p, peak);
+    /* the advice of the most specific cause found */
     if (calls && !held)
         say_grad_calls(c, f, calls, first_grad, act);
     else if (runs > 1)
@@ -1245,18 +1266,7 @@ static void find_activations(fctx *c)
                   "backward(), gradients accumulate): one graph at a time, about 1/%zu of the "
                   "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
                   md_mib(act));
-    else if (say_ode_steps(c, f, p, lo, act))
-        MD_ADVICE(f, "torchdiffeq's odeint_adjoint solves an adjoint ODE backward instead of "
-                  "keeping the solver's graph: memory no longer grows with the number of solver "
-                  "steps (about twice the compute); or fewer steps: looser rtol/atol, a "
-                  "fixed-step method. Up to %.1f MiB.", md_mib(act));
-    else if ((mha = say_mha_weights(c, f, p, lo)) != 0)
-        MD_ADVICE(f, "Call nn.MultiheadAttention with need_weights=False (and no attention mask "
-                  "the fused kernels cannot take): it then runs scaled_dot_product_attention's "
-                  "flash or memory-efficient kernel, which keeps no seq x seq matrix: about "
-                  "%.1f MiB off the peak. Then activation checkpointing of the repeated blocks "
-                  "for the rest of the %.1f MiB.", md_mib(mha), md_mib(act));
-    else
+    else if (held || (!say_ode_steps(c, f, p, lo, act) && !say_mha_weights(c, f, p, lo, act)))
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
 }
 
@@ -1367,7 +1377,8 @@ static void find_per_sample(fctx *c)
     uint64_t params = 0;
     for (size_t k = 0; k < pa.np; k++)
         params += psz[k];
-    if (!pa.np || !per_sample_batch(c, p, &pa, &held) || 2 * held < pa.batch * params ||
+    if (!pa.np || !per_sample_batch(c, p, &pa, &held) ||
+        2.0 * (double)held < (double)pa.batch * (double)params ||
         (double)held < ACTIVATIONS_SHARE * (double)peak ||
         (double)per_sample_covered(c, p, &pa) < 0.9 * (double)params) {
         free(psz);
@@ -1494,7 +1505,7 @@ static void find_logits(fctx *c)
                                                                       : MD_SEV_INFO, total);
     if (!f)
         return;
-    /* N x N logits first made outside any module: a contrastive loss's
+    /* logits made outside any module; N x N of them a contrastive loss's
      * similarity matrix (CLIP, SimCLR, InfoNCE), not an LM head's */
     int outside = logits && first_loss >= 0 && !logits_in_module(c, lo, first_loss, big);
     int square = outside && side > 1 && side * side == elems;

@@ -157,6 +157,24 @@ static double used_mib(const md_sample_rank *r, const md_sample *s)
     return r->further_device && s->process_used_mib >= 0 ? s->process_used_mib : s->device_used_mib;
 }
 
+/* "libnccl.so.2 (NCCL communicator buffers)": a library and what it is. */
+static void caller_label(char *dst, size_t n, const md_driver_use *u)
+{
+    md_fsay(dst, n, "%s%s%s%s", u->caller, u->what ? " (" : "", u->what ? u->what : "",
+            u->what ? ")" : "");
+}
+
+/* A library's bytes as a finding's site. */
+static void driver_site(md_finding *f, const md_driver_use *u, uint64_t bytes)
+{
+    if (f->nsites >= MD_FINDING_MAX_SITES)
+        return;
+    md_finding_site *x = &f->sites[f->nsites++];
+    caller_label(x->site, sizeof x->site, u);
+    x->bytes = bytes;
+    x->count = (uint32_t)u->allocs;
+}
+
 /* What the driver-level trace adds: the libraries that allocated device
  * memory outside PyTorch's caching allocator, as sites; the advice names
  * NCCL's settings when NCCL holds the most. Returns the bytes it explains. */
@@ -180,34 +198,28 @@ static uint64_t driver_evidence(const md_sample_rank *r, md_finding *f)
             continue;
         if (!top || u->max_live > top->max_live)
             top = u;
-        if (f->nsites < MD_FINDING_MAX_SITES) {
-            md_finding_site *x = &f->sites[f->nsites++];
-            md_fsay(x->site, sizeof x->site, "%s%s%s%s", u->caller, u->what ? " (" : "",
-                    u->what ? u->what : "", u->what ? ")" : "");
-            x->bytes = u->max_live;
-            x->count = (uint32_t)u->allocs;
-        }
+        driver_site(f, u, u->max_live);
     }
     if (top)
         MD_EVIDENCE(f, "driver-level trace: at most %.1f MiB allocated through the CUDA driver "
                        "outside PyTorch's caching allocator; the most by %s (%.1f MiB)",
                     md_mib(s.outside_peak), top->caller, md_mib(top->max_live));
-    const char *what = top ? md_driver_caller_what(top->caller) : NULL;
-    if (what && !strcmp(what, "JAX/XLA's allocator"))
+    md_driver_lib lib = top ? md_driver_caller_lib(top->caller) : MD_LIB_OTHER;
+    if (lib == MD_LIB_JAX)
         md_fsay(f->advice, sizeof f->advice,
             "JAX holds the most: its allocator takes 75%% of the GPU at its first use, whatever "
             "it needs. Set XLA_PYTHON_CLIENT_PREALLOCATE=false (it allocates as it goes) or "
             "XLA_PYTHON_CLIENT_MEM_FRACTION (e.g. .15) before JAX starts, or keep JAX off this "
             "GPU (JAX_PLATFORMS=cpu). The rest of the gap is the CUDA context and loaded "
             "kernels, which no allocation call shows.");
-    else if (what && !strcmp(what, "CuPy's memory pool"))
+    else if (lib == MD_LIB_CUPY)
         md_fsay(f->advice, sizeof f->advice,
             "CuPy holds the most: its memory pool keeps freed arrays' blocks for reuse, and "
             "PyTorch cannot use them. cupy.get_default_memory_pool().free_all_blocks() returns "
             "them; or let CuPy allocate through PyTorch (cupy.cuda.set_allocator with a "
             "PyTorch-backed allocator) so one cache serves both. The rest of the gap is the "
             "CUDA context and loaded kernels, which no allocation call shows.");
-    else if (top && !strncmp(top->caller, "libnccl", 7))
+    else if (lib == MD_LIB_NCCL)
         md_fsay(f->advice, sizeof f->advice,
             "NCCL holds the most: its buffers grow with communicators, channels and peers "
             "(NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS; NCCL_NVLS_ENABLE=0 drops NVLink SHARP's). "
@@ -421,20 +433,15 @@ static void outside_sites(const md_sample_rank *r, md_finding *f, char *top, siz
         if (md_driver_is_torch_allocator(u->caller) || !u->at_end)
             continue;
         best = !best || u->at_end > best->at_end ? u : best;
-        if (f->nsites < MD_FINDING_MAX_SITES) {
-            md_finding_site *x = &f->sites[f->nsites++];
-            md_fsay(x->site, sizeof x->site, "%s%s%s%s", u->caller, u->what ? " (" : "",
-                    u->what ? u->what : "", u->what ? ")" : "");
-            x->bytes = u->at_end;
-            x->count = (uint32_t)u->allocs;
-        }
+        driver_site(f, u, u->at_end);
     }
     if (best) {
+        char label[160];
+        caller_label(label, sizeof label, best);
         md_fsay(top, n, "%s", best->caller);
         MD_EVIDENCE(f, "still allocated through the CUDA driver at the end, outside PyTorch's "
-                    "caching allocator: %.1f MiB by %s%s%s%s in %zu calls", md_mib(best->at_end),
-                    best->caller, best->what ? " (" : "", best->what ? best->what : "",
-                    best->what ? ")" : "", best->allocs);
+                    "caching allocator: %.1f MiB by %s in %zu calls", md_mib(best->at_end), label,
+                    best->allocs);
     }
     md_driver_stats_free(&st);
 }
