@@ -157,6 +157,21 @@ static double used_mib(const md_sample_rank *r, const md_sample *s)
     return r->further_device && s->process_used_mib >= 0 ? s->process_used_mib : s->device_used_mib;
 }
 
+/* Where one library holds the most memory outside PyTorch's allocator. */
+static const char *const lib_advice[] = {
+    [MD_LIB_NCCL] = "NCCL holds the most: its buffers grow with communicators, channels and "
+                    "peers (NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS; NCCL_NVLS_ENABLE=0 drops NVLink "
+                    "SHARP's). Fewer process groups, or destroying unused ones, frees them.",
+    [MD_LIB_JAX] = "JAX holds the most: its allocator takes 75% of the GPU at its first use, "
+                   "whatever it needs. Set XLA_PYTHON_CLIENT_PREALLOCATE=false (it allocates as "
+                   "it goes) or XLA_PYTHON_CLIENT_MEM_FRACTION (e.g. .15) before JAX starts, or "
+                   "keep JAX off this GPU (JAX_PLATFORMS=cpu).",
+    [MD_LIB_CUPY] = "CuPy holds the most: its memory pool keeps freed arrays' blocks for reuse, "
+                    "and PyTorch cannot use them. cupy.get_default_memory_pool().free_all_blocks() "
+                    "returns them; or let CuPy allocate through PyTorch (cupy.cuda.set_allocator "
+                    "with a PyTorch-backed allocator) so one cache serves both.",
+};
+
 /* "libnccl.so.2 (NCCL communicator buffers)": a library and what it is. */
 static void caller_label(char *dst, size_t n, const md_driver_use *u)
 {
@@ -205,26 +220,9 @@ static uint64_t driver_evidence(const md_sample_rank *r, md_finding *f)
                        "outside PyTorch's caching allocator; the most by %s (%.1f MiB)",
                     md_mib(s.outside_peak), top->caller, md_mib(top->max_live));
     md_driver_lib lib = top ? md_driver_caller_lib(top->caller) : MD_LIB_OTHER;
-    if (lib == MD_LIB_JAX)
-        md_fsay(f->advice, sizeof f->advice,
-            "JAX holds the most: its allocator takes 75%% of the GPU at its first use, whatever "
-            "it needs. Set XLA_PYTHON_CLIENT_PREALLOCATE=false (it allocates as it goes) or "
-            "XLA_PYTHON_CLIENT_MEM_FRACTION (e.g. .15) before JAX starts, or keep JAX off this "
-            "GPU (JAX_PLATFORMS=cpu). The rest of the gap is the CUDA context and loaded "
-            "kernels, which no allocation call shows.");
-    else if (lib == MD_LIB_CUPY)
-        md_fsay(f->advice, sizeof f->advice,
-            "CuPy holds the most: its memory pool keeps freed arrays' blocks for reuse, and "
-            "PyTorch cannot use them. cupy.get_default_memory_pool().free_all_blocks() returns "
-            "them; or let CuPy allocate through PyTorch (cupy.cuda.set_allocator with a "
-            "PyTorch-backed allocator) so one cache serves both. The rest of the gap is the "
-            "CUDA context and loaded kernels, which no allocation call shows.");
-    else if (lib == MD_LIB_NCCL)
-        md_fsay(f->advice, sizeof f->advice,
-            "NCCL holds the most: its buffers grow with communicators, channels and peers "
-            "(NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS; NCCL_NVLS_ENABLE=0 drops NVLink SHARP's). "
-            "Fewer process groups, or destroying unused ones, frees them. The rest of the gap "
-            "is the CUDA context and loaded kernels, which no allocation call shows.");
+    if (lib != MD_LIB_OTHER)
+        md_fsay(f->advice, sizeof f->advice, "%s The rest of the gap is the CUDA context and "
+                "loaded kernels, which no allocation call shows.", lib_advice[lib]);
     uint64_t b = s.outside_peak;
     md_driver_stats_free(&s);
     return b;
