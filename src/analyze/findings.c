@@ -178,6 +178,7 @@ typedef struct leak_arg {
                           next, its gradients or outputs, is no leak's) */
     uint64_t forward_bytes, backward_bytes; /* kept bytes made in those phases */
     uint64_t state_bytes;                   /* kept optimizer state */
+    uint64_t param_bytes;                   /* kept parameters (models built mid-run) */
     uint32_t *fstacks; /* stacks of the kept forward allocations */
     size_t nf, fcap;
     int nomem;
@@ -219,6 +220,8 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
         la->backward_bytes += l->block_size;
     if (cat == MD_CAT_OPTIMIZER_STATE)
         la->state_bytes += l->block_size;
+    if (cat == MD_CAT_PARAMETER)
+        la->param_bytes += l->block_size;
     if (cat == MD_CAT_ACTIVATION) {
         la->forward_bytes += l->block_size;
         if (md_grow((void **)&la->fstacks, &la->fcap, la->nf + 1, sizeof *la->fstacks))
@@ -237,7 +240,8 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
  * list state (AUROC and the like, thresholds=None) keeps every update's
  * inputs until reset(): its own code is then the largest site. */
 typedef enum {
-    KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC, KEPT_BACKWARD, KEPT_KV_CACHE
+    KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC, KEPT_BACKWARD, KEPT_KV_CACHE,
+    KEPT_MODELS
 } leak_kind;
 #define OUTPUT_MAX_SITES 4
 #define OUTPUT_MAX_PER_STEP 8.0
@@ -286,7 +290,8 @@ static const md_frame *metric_caller(fctx *c, long index, long after)
 }
 
 /* Which of the leak_kind cases the kept allocations look like: a
- * metric's own code as the largest site; mostly made in backward passes
+ * metric's own code as the largest site; mostly parameters (whole models
+ * built between steps and kept); mostly made in backward passes
  * (gradients of intermediate tensors, which a tensor hook or
  * autograd.grad hands out); mostly made outside a forward pass; few
  * forward tensors a step from few stacks; else whole graphs. */
@@ -297,6 +302,8 @@ static leak_kind leak_kind_of(const md_finding *f, uint64_t kept, const leak_arg
         return KEPT_METRIC;
     if (f->nsites && strstr(f->sites[0].site, "transformers/cache_utils.py"))
         return KEPT_KV_CACHE;
+    if (kept && la->param_bytes * 2 >= kept)
+        return KEPT_MODELS; /* models built mid-run, each kept: a sweep's results */
     if (kept && la->backward_bytes * 2 >= kept)
         return KEPT_BACKWARD;
     if (!kept || la->forward_bytes * 2 < kept)
@@ -335,6 +342,12 @@ static void leak_advice(md_finding *f, leak_kind kind, double per, const char *u
                   "the outputs of torch.autograd.grad kept in a list. Keep a number "
                   "(g.norm().item()) or a .detach().cpu() copy, or remove the hook when done; that "
                   "frees about %s per %s.", each, unit);
+    else if (kind == KEPT_MODELS)
+        MD_ADVICE(f, "A model built during the run stays referenced after its use (a sweep's "
+                  "results list holding each trial's model, a model kept per epoch or per "
+                  "run): keep its score or a state_dict on the CPU ({k: v.cpu() for k, v in "
+                  "model.state_dict().items()}) and drop every reference, its optimizer's too, "
+                  "before building the next; that frees about %s per %s.", each, unit);
     else if (kind == KEPT_KV_CACHE)
         MD_ADVICE(f, "Attention KV caches (past_key_values, a DynamicCache) stay referenced after "
                   "their request: a session store, or outputs kept with their caches. Drop a "
@@ -566,7 +579,8 @@ static void say_small_leak(fctx *c, md_finding *f, const md_held_growth *g, uint
     static const char *const what[] = {
         [KEPT_GRAPHS] = "forward tensors", [KEPT_OUTPUTS] = "forward outputs",
         [KEPT_TENSORS] = "tensors made", [KEPT_METRIC] = "a metric's tensors",
-        [KEPT_BACKWARD] = "tensors made in backward", [KEPT_KV_CACHE] = "KV caches"};
+        [KEPT_BACKWARD] = "tensors made in backward", [KEPT_KV_CACHE] = "KV caches",
+        [KEPT_MODELS] = "models' parameters"};
     leak_kind kind = leak_kind_of(f, kept, la, nstacks, kept_per_step(c, la));
     const char *unit = leak_unit(c);
     double per = (double)f->bytes;
@@ -688,7 +702,8 @@ static void find_leak(fctx *c)
         [KEPT_TENSORS] = "tensors created each %s are kept",
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
         [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
-        [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept"};
+        [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept",
+        [KEPT_MODELS] = "models built during the run are kept (their parameters)"};
     const char *unit = leak_unit(c);
     char kept_what[128];
     snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */
@@ -801,9 +816,8 @@ static size_t param_sizes(fctx *c, long end, uint64_t **out)
  * DDP's buckets are not allocated in the backward: 0. (Each of the
  * backward's allocations categorized alone: a live set there would cost a
  * replay.) */
-static uint64_t trained_bytes(fctx *c, uint64_t params, uint64_t state, long end)
+static uint64_t last_grad_bytes(fctx *c, long end)
 {
-    double want = expected_state_multiple(md_analysis_optimizer(c->a));
     const md_step *last = c->nit ? &c->it[c->nit - 1] : &c->st[c->nst - 1];
     const md_event *ev = md_replay_events(c->r);
     uint64_t *sizes, grads = 0;
@@ -815,9 +829,63 @@ static uint64_t trained_bytes(fctx *c, uint64_t params, uint64_t state, long end
             grads += ev[i].size;
     }
     free(sizes);
+    return grads;
+}
+
+static uint64_t trained_bytes(fctx *c, uint64_t params, uint64_t state, long end)
+{
+    double want = expected_state_multiple(md_analysis_optimizer(c->a));
+    uint64_t grads = last_grad_bytes(c, end);
     if (!grads || (double)grads >= (want > 0 ? FROZEN_GRADS_SHARE : 0.5) * (double)params)
         return 0;
     return want > 0 && fabs((double)state / want - (double)grads) > 0.1 * (double)grads ? 0 : grads;
+}
+
+typedef struct made_at {
+    long index;
+    uint64_t bytes;
+} made_at;
+
+static int newest_first(const void *a, const void *b)
+{
+    long x = ((const made_at *)a)->index, y = ((const made_at *)b)->index;
+    return x > y ? -1 : x < y;
+}
+
+/* Whether the trained parameter bytes (trained) are those of the newest
+ * parameters, all made after the first step: the model built last trains,
+ * the ones built before it (still referenced) do not. */
+static int only_late_train(fctx *c, long end, uint64_t trained)
+{
+    const md_live_set *ls = live_at(c, end);
+    made_at *p = ls && ls->n ? malloc(ls->n * sizeof *p) : NULL;
+    size_t n = 0, k = 0;
+    for (size_t i = 0; p && i < ls->n; i++)
+        if (ls->live[i].category == MD_CAT_PARAMETER)
+            p[n++] = (made_at){ls->live[i].alloc_index, ls->live[i].requested};
+    if (n)
+        qsort(p, n, sizeof *p, newest_first);
+    uint64_t newest = 0; /* the newest parameters until they reach the trained bytes */
+    for (; k < n && (double)newest < 0.95 * (double)trained; k++)
+        newest += p[k].bytes;
+    int late = k > 0 && p[k - 1].index > c->st[0].after_zero &&
+               fabs((double)newest - (double)trained) <= 0.1 * (double)trained;
+    free(p);
+    return late;
+}
+
+/* Parameters that no longer train but keep their optimizer state: the
+ * state matches all the parameters, the last iteration's gradients only
+ * the ones made after the first step (a model built mid-run while the
+ * earlier one, or its optimizer, is still referenced). Their bytes, or 0. */
+static uint64_t stale_params(fctx *c, uint64_t params, uint64_t state, long end, double want)
+{
+    if (want <= 0 || !params || fabs((double)state / want - (double)params) > 0.1 * (double)params)
+        return 0;
+    uint64_t grads = last_grad_bytes(c, end);
+    if (!grads || (double)grads >= FROZEN_GRADS_SHARE * (double)params)
+        return 0;
+    return only_late_train(c, end, grads) ? params - grads : 0;
 }
 
 /* The optimizer ZeroRedundancyOptimizer wraps, from the frames of the
@@ -881,6 +949,43 @@ static void say_state_advice(fctx *c, md_finding *f, const char *opt, uint64_t s
                   md_mib(state));
 }
 
+/* fp32 master weights beside 16-bit parameters (apex O2's way, a
+ * hand-rolled mixed precision): tensors made outside the steps (inputs or
+ * other) of twice a parameter's size, one for each parameter, covering 90%
+ * of their bytes. Their bytes (0: none), the site of the largest in *site. */
+static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_site *site)
+{
+    const md_live_set *ls = live_at(c, end);
+    uint64_t *psz = NULL, *got = ls && ls->n ? malloc(ls->n * sizeof *got) : NULL;
+    size_t np = param_sizes(c, end, &psz), n = 0, i = 0, j = 0;
+    uint64_t covered = 0, bytes = 0, largest = 0;
+    for (size_t k = 0; got && k < ls->n; k++) {
+        const md_live *l = &ls->live[k];
+        if ((l->category != MD_CAT_INPUT && l->category != MD_CAT_OTHER) || l->requested % 2)
+            continue;
+        got[n++] = l->requested / 2;
+        if (l->requested > largest) {
+            largest = l->requested;
+            const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
+            if (fr)
+                md_frame_label(c->s, fr, site->site, sizeof site->site);
+        }
+    }
+    if (n)
+        qsort(got, n, sizeof *got, cmp_u64);
+    while (i < np && j < n) { /* both ascending: a multiset intersection */
+        if (psz[i] == got[j])
+            covered += psz[i], bytes += 2 * psz[i], i++, j++, site->count++;
+        else if (psz[i] < got[j])
+            i++;
+        else
+            j++;
+    }
+    free(got);
+    free(psz);
+    return params && (double)covered >= 0.9 * (double)params ? bytes : 0;
+}
+
 static void find_optimizer_state(fctx *c)
 {
     if (!c->nst)
@@ -899,6 +1004,17 @@ static void find_optimizer_state(fctx *c)
     const char *opt = md_analysis_optimizer(c->a);
     double ratio = params ? (double)state / (double)params : 0;
     const char *whose = trained ? "trained " : "";
+    /* twice the multiple expected: the state may be of fp32 master weights */
+    double want = expected_state_multiple(opt);
+    md_finding_site msite = {"an unnamed site", 0, 0};
+    uint64_t masters = want > 0 && !trained && fabs(ratio / (2 * want) - 1) < 0.15
+                           ? master_weights(c, end, params, &msite) : 0;
+    if (masters && fabs((double)state / (double)masters / want - 1) < 0.1) {
+        ratio = (double)state / (double)masters;
+        whose = "fp32 master ";
+    } else {
+        masters = 0;
+    }
     uint64_t peak = md_replay_peak_allocated(c->r);
     md_finding *f = add(c, "optimizer_state",
                         (double)state > 0.3 * (double)peak ? MD_SEV_WARNING : MD_SEV_INFO, state);
@@ -916,7 +1032,17 @@ static void find_optimizer_state(fctx *c)
                    md_mib(state), made);
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
                 "still live at the end of the last step", md_mib(state), ca.count);
-    if (trained)
+    if (masters)
+        MD_EVIDENCE(f, "parameters: %.1f MiB, 16-bit; fp32 master weights beside them: %.1f MiB in "
+                    "%zu tensors, each twice a parameter's size (the largest at %s); state / "
+                    "master weights = %.2f", md_mib(all_params), md_mib(masters),
+                    (size_t)msite.count, msite.site, ratio);
+    else if (trained && only_late_train(c, end, trained))
+        MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients, those made after the "
+                    "first step (a model built mid-run); the rest belong to models built earlier "
+                    "that no longer train; state / trained parameters = %.2f", md_mib(all_params),
+                    md_mib(trained), ratio);
+    else if (trained)
         MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients (the rest is frozen); "
                     "state / trained parameters = %.2f", md_mib(all_params), md_mib(trained), ratio);
     else if (params)
@@ -929,7 +1055,28 @@ static void find_optimizer_state(fctx *c)
                     md_mib(c->state_grew));
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
+    uint64_t stale = trained || masters ? 0 : stale_params(c, params, state, end, want);
+    if (stale)
+        MD_EVIDENCE(f, "only %.1f MiB of the %.1f MiB of parameters got gradients in the last step, "
+                    "those made after the first step (a model built mid-run); the state matches "
+                    "all of them: %.1f MiB of parameters and about %.1f MiB of their state no "
+                    "longer train, kept by a reference to the earlier model or its optimizer",
+                    md_mib(params - stale), md_mib(params), md_mib(stale), want * md_mib(stale));
     say_state_advice(c, f, opt, state, end);
+    if (stale) {
+        char rest[sizeof f->advice];
+        memcpy(rest, f->advice, sizeof rest);
+        MD_ADVICE(f, "Drop every reference to the earlier model, its optimizer included (an "
+                  "optimizer keeps its parameters and their state: del it too, or reuse one): "
+                  "about %.1f MiB. %s", (1 + want) * md_mib(stale), rest);
+    }
+    if (masters) { /* the 16-bit copy and its gradients are what autocast saves */
+        char rest[sizeof f->advice];
+        memcpy(rest, f->advice, sizeof rest);
+        MD_ADVICE(f, "With torch.autocast over fp32 parameters the parameters are the master "
+                  "weights: the 16-bit copy and its 16-bit gradients (%.1f MiB here) go. %s",
+                  2 * md_mib(all_params), rest);
+    }
 }
 
 /* ---- library workspaces ---------------------------------------------------------- */

@@ -347,7 +347,7 @@ static md_held_growth growth_of(const md_sample_rank *r, const iterations *it, d
 }
 
 /* Whether every interval the held memory grew in (by more than thr) grew
- * by the optimizer step's own growth there (at least 90% of it, after the
+ * by the optimizer step's own growth there (90-110% of it, after the
  * backward to after the step): the optimizer's state grew, parameters
  * joining it (layers unfrozen one by one). One optimizer only. */
 static int state_growth(const md_sample_rank *r, const iterations *it, double thr)
@@ -361,7 +361,10 @@ static int state_growth(const md_sample_rank *r, const iterations *it, double th
             return 0;
         if (d <= thr)
             continue;
-        if (!bw || !op || op->allocated_mib - bw->allocated_mib < 0.9 * d)
+        /* the step made what was kept, no more: a new optimizer's state
+         * beside a new model (a sweep keeping models) is twice as much */
+        double own = bw && op ? op->allocated_mib - bw->allocated_mib : 0;
+        if (own < 0.9 * d || own > 1.1 * d)
             return 0;
         grew = 1;
     }

@@ -30,7 +30,8 @@
 # extension's cudaMalloc, pruning, a CLIP loss, attention weights returned),
 # SCRIPT=examples/pipeline.py work split over 2 GPUs (a model split over two
 # devices in one process, DDP's gathered contrastive keys), SCRIPT=examples/interop.py
-# PyTorch beside JAX, CuPy and torchdiffeq in one process.
+# PyTorch beside JAX, CuPy and torchdiffeq in one process, SCRIPT=examples/habits.py
+# habits of notebooks (fp32 master weights, a stale optimizer, a sweep keeping models).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -39,6 +40,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*habits.py) all="masterfp32 twomodels sweepleak" ;;
 *interop.py) all="jaxgrab cupypool cupyleak odeint" ;;
 *pipeline.py) all="pipe pipeleak gather" ;;
 *practice.py) all="optpeak optfused extleak prune clip mhaweights" ;;
@@ -76,7 +78,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
