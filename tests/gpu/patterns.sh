@@ -31,7 +31,8 @@
 # SCRIPT=examples/pipeline.py work split over 2 GPUs (a model split over two
 # devices in one process, DDP's gathered contrastive keys), SCRIPT=examples/interop.py
 # PyTorch beside JAX, CuPy and torchdiffeq in one process, SCRIPT=examples/habits.py
-# habits of notebooks (fp32 master weights, a stale optimizer, a sweep keeping models).
+# habits of notebooks (fp32 master weights, a stale optimizer, a sweep keeping models),
+# SCRIPT=examples/sequence.py sequence models (truncated BPTT, T5).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -40,6 +41,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*sequence.py) all="tbptt t5" ;;
 *habits.py) all="masterfp32 twomodels sweepleak" ;;
 *interop.py) all="jaxgrab cupypool cupyleak odeint" ;;
 *pipeline.py) all="pipe pipeleak gather" ;;
