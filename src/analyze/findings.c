@@ -1981,6 +1981,52 @@ static void parting(md_finding *f, const md_analysis *ah, const md_analysis *al,
     }
 }
 
+/* The step whose peak is the highest. */
+static size_t step_of_peak(const md_step *st, size_t n)
+{
+    size_t best = 0;
+    for (size_t k = 1; k < n; k++)
+        best = st[k].peak > st[best].peak ? k : best;
+    return best;
+}
+
+/* The category that makes most of the difference between two peaks: the
+ * live bytes by category at each analysis' peak; said where one category
+ * holds three quarters of diff or more. */
+static void say_category_part(md_finding *f, const md_analysis *ah, const md_analysis *al,
+                              const char *who, uint64_t diff)
+{
+    const md_live_set *lh = md_analysis_live(ah, md_replay_peak_index(md_analysis_replay(ah)));
+    const md_live_set *ll = md_analysis_live(al, md_replay_peak_index(md_analysis_replay(al)));
+    double by[MD_CAT_COUNT] = {0};
+    for (size_t i = 0; lh && ll && i < lh->n; i++)
+        by[lh->live[i].category] += (double)lh->live[i].block_size;
+    for (size_t i = 0; lh && ll && i < ll->n; i++)
+        by[ll->live[i].category] -= (double)ll->live[i].block_size;
+    int top = 0;
+    for (int k = 1; k < MD_CAT_COUNT; k++)
+        top = by[k] > by[top] ? k : top;
+    if (lh && ll && by[top] >= 0.75 * (double)diff)
+        MD_EVIDENCE(f, "at the peaks, %s holds %.1f MiB more %s", who, by[top] / MIB,
+                    md_category_name((md_category)top));
+}
+
+/* Whether the two analyses' last steps peak within 1% of each other: the
+ * difference was a one-off in an earlier step. Said as evidence. */
+static int say_one_off(md_finding *f, const md_analysis *ah, const md_analysis *al)
+{
+    size_t nh, nl;
+    const md_step *sh = md_analysis_steps(ah, &nh), *sl = md_analysis_steps(al, &nl);
+    if (nh < 3 || nl < 3)
+        return 0;
+    double a = (double)sh[nh - 1].peak, b = (double)sl[nl - 1].peak;
+    if (fabs(a - b) > 0.01 * b)
+        return 0;
+    MD_EVIDENCE(f, "a one-off: in the last step both peak at about %.1f MiB (step %d's peak is "
+                "the higher one's)", b / MIB, sh[step_of_peak(sh, nh)].number);
+    return 1;
+}
+
 /* Imbalance: the highest peak against the lowest. ids name ranks, or the
  * CUDA devices of one process (model or pipeline parallelism), whose
  * remedy differs: the split of the model, not work one rank does. */
@@ -2016,6 +2062,8 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
     md_say_above(f->summary, sizeof f->summary, h, md_mib(diff), l, md_mib(pl));
     MD_EVIDENCE(f, "peak allocated: %s %.1f MiB, %s %.1f MiB", h, md_mib(ph), l, md_mib(pl));
     parting(f, as[hi], as[lo], h, (double)diff);
+    say_category_part(f, as[hi], as[lo], h, diff);
+    int once = say_one_off(f, as[hi], as[lo]);
     const md_indicators *ih = md_analysis_indicators(as[hi]), *il = md_analysis_indicators(as[lo]);
     if (ih->valid && il->valid)
         MD_EVIDENCE(f, "largest forward increase: %s %.1f MiB, %s %.1f MiB", h,
@@ -2025,6 +2073,11 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
                   "parallelism, device_map): move layers from %s to %s (another split point, "
                   "or a smaller max_memory for %s). Balanced, %s would need about %.1f MiB less.",
                   h, l, h, h, md_mib(diff));
+    else if (once)
+        MD_ADVICE(f, "It happens once, early (DDP rebuilding its gradient buckets after the first "
+                  "iteration holds the old and the new for a moment; a first-iteration compile "
+                  "or autotune), yet it sets %s's peak: budget for it, or look at what %s does "
+                  "then. Later steps need about %.1f MiB less.", h, h, md_mib(diff));
     else
         MD_ADVICE(f, "Look for work only %s does in that phase: a larger local batch (uneven "
                   "sharding, rank-0 extras), longer sequences, rank-0 logging/evaluation, or "

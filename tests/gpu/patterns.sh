@@ -32,7 +32,9 @@
 # devices in one process, DDP's gathered contrastive keys), SCRIPT=examples/interop.py
 # PyTorch beside JAX, CuPy and torchdiffeq in one process, SCRIPT=examples/habits.py
 # habits of notebooks (fp32 master weights, a stale optimizer, a sweep keeping models),
-# SCRIPT=examples/sequence.py sequence models (truncated BPTT, T5).
+# SCRIPT=examples/sequence.py sequence models (truncated BPTT, T5),
+# SCRIPT=examples/dataparallel.py more data parallelism on 2 GPUs (checkpointing under
+# DDP and FSDP2, uneven batches, unused parameters).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -41,6 +43,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
 *sequence.py) all="tbptt t5" ;;
 *habits.py) all="masterfp32 twomodels sweepleak" ;;
 *interop.py) all="jaxgrab cupypool cupyleak odeint" ;;
@@ -65,7 +68,7 @@ esac
 log=$OUT/patterns.log
 for c in ${ONLY:-$all}; do
     py=python3
-    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload|gather) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
+    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload|gather|ddpckpt|fsdpckpt|uneven|unused) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
     PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py "$SCRIPT" --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"
