@@ -174,8 +174,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_BACKWARD | (name_is(s, f, "grad")       ? MD_TAG_GRAD_CALL
                                        : name_is(s, f, "backward") ? MD_TAG_BACKWARD_CALL
                                                                    : 0);
-        else if ((frame_in(s, f, "torch/autograd/graph.py") &&
-                  name_is(s, f, "_engine_run_backward")))
+        else if (frame_in(s, f, "torch/autograd/graph.py") &&
+                 name_is(s, f, "_engine_run_backward"))
             tags |= MD_TAG_BACKWARD;
         else if (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward"))
             tags |= MD_TAG_BACKWARD | MD_TAG_BACKWARD_CALL;

@@ -117,7 +117,7 @@ int md_drv_python_module(const char *path, char *out, size_t n)
     const char *end = strstr(base, ".cpython-");
     if (!end)
         end = strstr(base, ".abi3.so");
-    if (!end)
+    if (!end || !n)
         return 0;
     const char *from = strstr(path, "-packages/");
     from = from && from < base ? from + strlen("-packages/") : base;
