@@ -160,6 +160,23 @@ static int skipped_or_failed(md_analysis *a, long lo, long hi)
     return 0;
 }
 
+/* Whether events (lo, hi] hold a backward and, after it, GradScaler's
+ * work but no optimizer step: an iteration whose step the scaler skipped,
+ * ended where the next iteration's zero_grad comes (PyTorch Lightning's
+ * 16-mixed runs its closure, forward, zero_grad and backward, outside the
+ * optimizer step, so a backward follows every zero_grad). */
+static int backward_then_scaler(md_analysis *a, long lo, long hi)
+{
+    int bwd = 0;
+    for (long i = lo + 1; i <= hi; i++) {
+        if (backward_event(a, i))
+            bwd = 1;
+        else if (bwd && (md_stack_tags(&a->cache, a->s, ev_at(a, i)->stack) & MD_TAG_SCALER))
+            return 1;
+    }
+    return 0;
+}
+
 /* Optimizer/zero_grad intervals from annotations, for one device. With a
  * truncated history (ring buffer), steps whose previous boundary lies
  * before the first recorded event are marked partial. A zero_grad that
@@ -217,9 +234,10 @@ static size_t ends_from_annotations(md_analysis *a, int device, step_end **out, 
                 (*out)[n - 1].zero_e = z;
                 (*out)[n - 1].m_zero_e = (moment){an->time_us, 1};
                 prev_end = an->time_us;
-            } else if (forward_then_backward(a, n ? (*out)[n - 1].zero_e : -1, zs) &&
-                       !backward_follows(a, z) &&
-                       skipped_or_failed(a, n ? (*out)[n - 1].zero_e : -1, zs)) {
+            } else if ((forward_then_backward(a, n ? (*out)[n - 1].zero_e : -1, zs) &&
+                        !backward_follows(a, z) &&
+                        skipped_or_failed(a, n ? (*out)[n - 1].zero_e : -1, zs)) ||
+                       backward_then_scaler(a, n ? (*out)[n - 1].zero_e : -1, zs)) {
                 if (md_grow((void **)out, cap, n + 1, sizeof **out))
                     return n;
                 /* an attempt that ran out of memory (caught, the batch
@@ -423,6 +441,9 @@ static int phase_steps(md_analysis *a, const step_end *e, size_t n, step_src **s
         }
         if (fwd > opt_s) /* no forward seen: the step starts at lo */
             fwd = lo + 1;
+        else if (first_tagged(a, lo, fwd, MD_TAG_BACKWARD_CALL, 0) < fwd)
+            fwd = lo + 1; /* a backward() before any forward: the step's forward ran before
+                             the zero_grad that began it (PyTorch Lightning's 16-mixed) */
         st.fwd_start = fwd - 1;
         bwd = past_grad_calls(a, first_tagged(a, st.fwd_start, opt_s, MD_TAG_BACKWARD, frames),
                               opt_s);

@@ -34,7 +34,8 @@
 # habits of notebooks (fp32 master weights, a stale optimizer, a sweep keeping models),
 # SCRIPT=examples/sequence.py sequence models (truncated BPTT, T5),
 # SCRIPT=examples/dataparallel.py more data parallelism on 2 GPUs (checkpointing under
-# DDP and FSDP2, uneven batches, unused parameters).
+# DDP and FSDP2, uneven batches, unused parameters), SCRIPT=examples/amp.py fp16
+# through accelerate, Lightning and the HF Trainer, the first steps skipped.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -43,6 +44,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
 *sequence.py) all="tbptt t5" ;;
 *habits.py) all="masterfp32 twomodels sweepleak" ;;
