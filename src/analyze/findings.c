@@ -379,8 +379,8 @@ static double forward_increase(const fctx *c, size_t k)
            allocated_at(c, k ? c->it[k - 1].after_zero : c->it[0].fwd_start);
 }
 
-/* Memory held between steps that grows no faster than the forward pass
- * does, with little that the earlier steps made still live at the end:
+/* Memory held between steps (or calls) that grows no faster than the
+ * forward pass does, with little that the earlier ones made still live at the end:
  * each step's outputs kept until the next step replaces them, larger each
  * time because the inputs grow (a sequence-length or batch schedule). Not
  * a leak: a leak accumulates, and what earlier steps made stays live; a
@@ -388,7 +388,9 @@ static double forward_increase(const fctx *c, size_t k)
  * forward pass does not. */
 static int growth_follows_inputs(fctx *c)
 {
-    for (size_t k = 1; k < c->nit; k++) {
+    /* the first interval compares against the first step or call, which
+     * also warms up (workspaces, state): from the second on where two remain */
+    for (size_t k = c->nit >= 4 ? 2 : 1; k < c->nit; k++) {
         double held = allocated_at(c, c->it[k].after_zero) - allocated_at(c, c->it[k - 1].after_zero);
         if (held > forward_increase(c, k) - forward_increase(c, k - 1))
             return 0;
@@ -1612,7 +1614,9 @@ static void find_logits(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
     uint64_t peak = md_replay_peak_allocated(c->r);
-    const md_live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
+    /* a training loss's: generation's log-softmax over a beam is no loss to
+     * chunk, and its KV cache can match the logits' size */
+    const md_live_set *ls = p >= 0 && peak && c->nst ? live_at(c, p) : NULL;
     if (!ls)
         return;
     const md_live *live = ls->live;
