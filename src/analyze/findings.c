@@ -380,9 +380,10 @@ static double forward_increase(const fctx *c, size_t k)
 }
 
 /* Memory held between steps (or calls) that grows no faster than the
- * forward pass does, with little that the earlier ones made still live at the end:
- * each step's outputs kept until the next step replaces them, larger each
- * time because the inputs grow (a sequence-length or batch schedule). Not
+ * forward pass does, with little that the earlier ones made still live at
+ * the end: each step's outputs kept until the next step replaces them,
+ * larger each time because the inputs grow (a sequence-length or batch
+ * schedule, generate() on growing batches). Not
  * a leak: a leak accumulates, and what earlier steps made stays live; a
  * buffer re-grown every step (torch.cat onto a history) grows while the
  * forward pass does not. */
