@@ -910,12 +910,42 @@ static int is_zero(const char *opt)
     return !strcmp(opt, "ZeroRedundancyOptimizer");
 }
 
+/* The state an optimizer keeps beyond its default buffers, where an option
+ * adds one: the variant whose multiple the measured ratio matches (within
+ * 10%), or NULL (the default, expected_state_multiple). */
+typedef struct state_variant {
+    const char *opt;
+    double x;
+    const char *what, *option;
+} state_variant;
+
+static const state_variant *state_variant_of(const char *opt, double ratio)
+{
+    static const state_variant v[] = {
+        {"Adam", 3, "exp_avg, exp_avg_sq and max_exp_avg_sq", "amsgrad=True"},
+        {"AdamW", 3, "exp_avg, exp_avg_sq and max_exp_avg_sq", "amsgrad=True"},
+        {"Adam/AdamW", 3, "exp_avg, exp_avg_sq and max_exp_avg_sq", "amsgrad=True"},
+        {"RMSprop", 2, "square_avg and momentum_buffer (or grad_avg)",
+         "momentum > 0 (or centered=True)"},
+        {"RMSprop", 3, "square_avg, momentum_buffer and grad_avg", "momentum > 0 and centered=True"}};
+    for (size_t i = 0; ratio > 0 && i < sizeof v / sizeof v[0]; i++)
+        if (!strcmp(opt, v[i].opt) && fabs(ratio / v[i].x - 1) < 0.1)
+            return &v[i];
+    return NULL;
+}
+
 /* What this optimizer's state should be, as evidence. */
 static void say_state_expected(fctx *c, md_finding *f, const char *opt, double ratio,
                                const char *whose, int has_params, long end)
 {
     const char *inner = is_zero(opt) ? inner_optimizer(c, end) : opt;
     double want = expected_state_multiple(inner);
+    const state_variant *var = is_zero(opt) || !has_params ? NULL : state_variant_of(opt, ratio);
+    if (var) {
+        MD_EVIDENCE(f, "%s with %s keeps %.0f x the %sparameters (%s)", opt, var->option, var->x,
+                    whose, var->what);
+        return;
+    }
     if (is_zero(opt) && want > 0 && has_params && ratio > 0)
         MD_EVIDENCE(f, "ZeroRedundancyOptimizer shards %s's state (%.0f x the %sparameters) across "
                     "the data-parallel ranks: this rank keeps its share, %.2f x, about 1/%.0f "
@@ -950,6 +980,38 @@ static void say_state_advice(fctx *c, md_finding *f, const char *opt, uint64_t s
                   "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter "
                   "of fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.",
                   md_mib(state));
+}
+
+/* An option's buffer, said before the advice: what dropping it saves. */
+static void say_variant_advice(md_finding *f, const char *opt, double ratio, uint64_t params)
+{
+    const state_variant *var = params ? state_variant_of(opt, ratio) : NULL;
+    if (!var)
+        return;
+    char rest[sizeof f->advice];
+    memcpy(rest, f->advice, sizeof rest);
+    MD_ADVICE(f, "%s adds %.0f x the parameters to %s's default (%.0f x): without it, %.1f MiB "
+              "less. %s", var->option, var->x - expected_state_multiple(opt), opt,
+              expected_state_multiple(opt), (var->x - expected_state_multiple(opt)) * md_mib(params),
+              rest);
+}
+
+/* The optimizer whose state is live at end, named by its allocations'
+ * frames, where that is not the one the annotations named first (opt): an
+ * optimizer replaced mid-run (SGD for a warm-up, then AdamW); else opt. */
+static const char *state_owner(fctx *c, long end, const char *opt)
+{
+    const md_live_set *ls = live_at(c, end);
+    const char *other = NULL;
+    for (size_t i = 0; ls && i < ls->n && !is_zero(opt); i++) {
+        if (ls->live[i].category != MD_CAT_OPTIMIZER_STATE)
+            continue;
+        const char *o = md_optimizer_from_stack(c->s, ls->live[i].stack);
+        if (o && (strstr(o, opt) || strstr(opt, o)))
+            return opt;
+        other = o ? o : other;
+    }
+    return other && opt[0] ? other : opt;
 }
 
 /* fp32 master weights beside 16-bit parameters (apex O2's way, a
@@ -1004,7 +1066,7 @@ static void find_optimizer_state(fctx *c)
     /* ignore per-parameter step counters and other crumbs */
     if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params))
         return;
-    const char *opt = md_analysis_optimizer(c->a);
+    const char *first = md_analysis_optimizer(c->a), *opt = state_owner(c, end, first);
     double ratio = params ? (double)state / (double)params : 0;
     const char *whose = trained ? "trained " : "";
     /* twice the multiple expected: the state may be of fp32 master weights */
@@ -1050,6 +1112,9 @@ static void find_optimizer_state(fctx *c)
                     "state / trained parameters = %.2f", md_mib(all_params), md_mib(trained), ratio);
     else if (params)
         MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params), ratio);
+    if (opt != first)
+        MD_EVIDENCE(f, "the optimizer changed during the run: %s stepped first; the state live at "
+                    "the end is %s's", first, opt);
     say_state_expected(c, f, opt, ratio, whose, params != 0, end);
     if (c->state_grew)
         MD_EVIDENCE(f, "it grew by %.1f MiB after the first step, in the steps where parameters "
@@ -1066,6 +1131,8 @@ static void find_optimizer_state(fctx *c)
                     "longer train, kept by a reference to the earlier model or its optimizer",
                     md_mib(params - stale), md_mib(params), md_mib(stale), want * md_mib(stale));
     say_state_advice(c, f, opt, state, end);
+    if (!masters && !trained)
+        say_variant_advice(f, opt, ratio, params);
     if (stale) {
         char rest[sizeof f->advice];
         memcpy(rest, f->advice, sizeof rest);

@@ -36,7 +36,8 @@
 # SCRIPT=examples/dataparallel.py more data parallelism on 2 GPUs (checkpointing under
 # DDP and FSDP2, uneven batches, unused parameters), SCRIPT=examples/amp.py fp16
 # through accelerate, Lightning and the HF Trainer, the first steps skipped,
-# SCRIPT=examples/inference.py more inference loops (growing batches, beams, an index).
+# SCRIPT=examples/inference.py more inference loops (growing batches, beams, an index),
+# SCRIPT=examples/optimizers.py optimizer state off the textbook multiple.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -45,6 +46,7 @@ W=$(mktemp -d)
 SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
+*optimizers.py) all="amsgrad optswitch rmsmoment" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
