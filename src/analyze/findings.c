@@ -1896,10 +1896,17 @@ static void find_fragmentation(fctx *c)
     MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
                "that did not fit later requests",
             md_mib(gap), 100.0 * (double)gap / (double)pres);
-    MD_ADVICE(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place and "
-              "usually removes most of this; or max_split_size_mb:<N> keeps large blocks whole; "
-              "pad or bucket varying shapes (sequence lengths) so freed blocks fit the next "
-              "request. Up to %.1f MiB could be returned.", md_mib(gap));
+    if (c->s->settings.expandable_segments)
+        MD_ADVICE(f, "expandable_segments is on already: its segments keep the pages freed blocks "
+                  "leave mapped until torch.cuda.empty_cache(). Pad or bucket varying shapes "
+                  "(sequence lengths) so freed blocks fit the next request, or call empty_cache() "
+                  "between phases of different shapes. Up to %.1f MiB could be returned.",
+                  md_mib(gap));
+    else
+        MD_ADVICE(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place "
+                  "and usually removes most of this; or max_split_size_mb:<N> keeps large blocks "
+                  "whole; pad or bucket varying shapes (sequence lengths) so freed blocks fit the "
+                  "next request. Up to %.1f MiB could be returned.", md_mib(gap));
 }
 
 /* ---- out of memory ----------------------------------------------------------------- */
@@ -1992,8 +1999,9 @@ static void find_oom(fctx *c)
                          "%s (%.1f MiB): see the sites. %s",
                       md_mib(short_by), short_by ? "" : " (or less fragmentation)",
                       md_category_name(top), md_mib(aa.by_cat[top]),
-                      cs.free_total >= req ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
-                                           : "Reduce the batch, checkpoint activations, or shard state.");
+                      cs.free_total >= req && !c->s->settings.expandable_segments
+                          ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+                          : "Reduce the batch, checkpoint activations, or shard state.");
     }
 }
 

@@ -288,6 +288,12 @@ static void test_captured_logits_fragmentation_oom(void **st)
     const md_finding *fr = need(&d, "fragmentation");
     assert_true(fr->bytes > 200 * 1024 * 1024);
     assert_null(find(&d, "logits"));
+    assert_non_null(strstr(fr->advice, "expandable_segments:True lets segments grow"));
+    done(&d);
+    /* settings that say expandable_segments is on: not advised again */
+    d = run("derived/ragged-claims-expandable.pickle.xz", 0);
+    fr = need(&d, "fragmentation");
+    assert_true(strstr(fr->advice, "expandable_segments is on already") == fr->advice);
     done(&d);
     /* the same workload with expandable segments: no fragmentation */
     d = run("captured/ragged-expandable.pickle.xz", 0);
