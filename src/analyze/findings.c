@@ -91,6 +91,18 @@ void md_fsay(char *dst, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Puts a more specific sentence before the advice already written. */
+static void advice_first(md_finding *f, const char *fmt, ...)
+{
+    char first[sizeof f->advice], rest[sizeof f->advice];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(first, sizeof first, fmt, ap);
+    va_end(ap);
+    memcpy(rest, f->advice, sizeof rest);
+    md_fsay(f->advice, sizeof f->advice, "%s %s", first, rest);
+}
+
 static md_finding *add(fctx *c, const char *kind, int sev, uint64_t bytes)
 {
     return md_finding_new(&c->out, &c->n, &c->cap, kind, sev, bytes);
@@ -835,10 +847,9 @@ static uint64_t last_grad_bytes(fctx *c, long end)
     return grads;
 }
 
-static uint64_t trained_bytes(fctx *c, uint64_t params, uint64_t state, long end)
+static uint64_t trained_bytes(fctx *c, uint64_t params, uint64_t state, uint64_t grads)
 {
     double want = expected_state_multiple(md_analysis_optimizer(c->a));
-    uint64_t grads = last_grad_bytes(c, end);
     if (!grads || (double)grads >= (want > 0 ? FROZEN_GRADS_SHARE : 0.5) * (double)params)
         return 0;
     return want > 0 && fabs((double)state / want - (double)grads) > 0.1 * (double)grads ? 0 : grads;
@@ -881,11 +892,11 @@ static int only_late_train(fctx *c, long end, uint64_t trained)
  * state matches all the parameters, the last iteration's gradients only
  * the ones made after the first step (a model built mid-run while the
  * earlier one, or its optimizer, is still referenced). Their bytes, or 0. */
-static uint64_t stale_params(fctx *c, uint64_t params, uint64_t state, long end, double want)
+static uint64_t stale_params(fctx *c, uint64_t params, uint64_t state, long end, double want,
+                             uint64_t grads)
 {
     if (want <= 0 || !params || fabs((double)state / want - (double)params) > 0.1 * (double)params)
         return 0;
-    uint64_t grads = last_grad_bytes(c, end);
     if (!grads || (double)grads >= FROZEN_GRADS_SHARE * (double)params)
         return 0;
     return only_late_train(c, end, grads) ? params - grads : 0;
@@ -988,12 +999,9 @@ static void say_variant_advice(md_finding *f, const char *opt, double ratio, uin
     const state_variant *var = params ? state_variant_of(opt, ratio) : NULL;
     if (!var)
         return;
-    char rest[sizeof f->advice];
-    memcpy(rest, f->advice, sizeof rest);
-    MD_ADVICE(f, "%s adds %.0f x the parameters to %s's default (%.0f x): without it, %.1f MiB "
-              "less. %s", var->option, var->x - expected_state_multiple(opt), opt,
-              expected_state_multiple(opt), (var->x - expected_state_multiple(opt)) * md_mib(params),
-              rest);
+    double base = expected_state_multiple(opt);
+    advice_first(f, "%s adds %.0f x the parameters to %s's default (%.0f x): without it, %.1f MiB "
+                 "less.", var->option, var->x - base, opt, base, (var->x - base) * md_mib(params));
 }
 
 /* The optimizer whose state is live at end, named by its allocations'
@@ -1014,6 +1022,25 @@ static const char *state_owner(fctx *c, long end, const char *opt)
     return other && opt[0] ? other : opt;
 }
 
+/* The values a and b (both ascending) have in common, each matched once:
+ * their sum, and how many in *count. */
+static uint64_t common_sizes(const uint64_t *a, size_t na, const uint64_t *b, size_t nb,
+                             size_t *count)
+{
+    uint64_t sum = 0;
+    size_t i = 0, j = 0;
+    *count = 0;
+    while (i < na && j < nb) {
+        if (a[i] == b[j])
+            sum += a[i], i++, j++, ++*count;
+        else if (a[i] < b[j])
+            i++;
+        else
+            j++;
+    }
+    return sum;
+}
+
 /* fp32 master weights beside 16-bit parameters (apex O2's way, a
  * hand-rolled mixed precision): tensors made outside the steps (inputs or
  * other) of twice a parameter's size, one for each parameter, covering 90%
@@ -1022,8 +1049,8 @@ static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_si
 {
     const md_live_set *ls = live_at(c, end);
     uint64_t *psz = NULL, *got = ls && ls->n ? malloc(ls->n * sizeof *got) : NULL;
-    size_t np = param_sizes(c, end, &psz), n = 0, i = 0, j = 0;
-    uint64_t covered = 0, bytes = 0, largest = 0;
+    size_t np = param_sizes(c, end, &psz), n = 0, matched;
+    uint64_t largest = 0;
     for (size_t k = 0; got && k < ls->n; k++) {
         const md_live *l = &ls->live[k];
         if ((l->category != MD_CAT_INPUT && l->category != MD_CAT_OTHER) || l->requested % 2)
@@ -1038,17 +1065,11 @@ static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_si
     }
     if (n)
         qsort(got, n, sizeof *got, cmp_u64);
-    while (i < np && j < n) { /* both ascending: a multiset intersection */
-        if (psz[i] == got[j])
-            covered += psz[i], bytes += 2 * psz[i], i++, j++, site->count++;
-        else if (psz[i] < got[j])
-            i++;
-        else
-            j++;
-    }
+    uint64_t covered = got ? common_sizes(psz, np, got, n, &matched) : 0;
+    site->count = got ? (uint32_t)matched : 0;
     free(got);
     free(psz);
-    return params && (double)covered >= 0.9 * (double)params ? bytes : 0;
+    return params && (double)covered >= 0.9 * (double)params ? 2 * covered : 0;
 }
 
 static void find_optimizer_state(fctx *c)
@@ -1061,7 +1082,8 @@ static void find_optimizer_state(fctx *c)
     memset(&probe, 0, sizeof probe);
     cat_arg ca = {MD_CAT_OPTIMIZER_STATE, -1, -1, 0};
     uint64_t state = collect_sites(c, &probe, end, cat_pred, &ca);
-    uint64_t trained = trained_bytes(c, all_params, state, end);
+    uint64_t grads = last_grad_bytes(c, end); /* the last iteration's, a parameter's size each */
+    uint64_t trained = trained_bytes(c, all_params, state, grads);
     uint64_t params = trained ? trained : all_params;
     /* ignore per-parameter step counters and other crumbs */
     if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params))
@@ -1123,7 +1145,7 @@ static void find_optimizer_state(fctx *c)
                     md_mib(c->state_grew));
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
-    uint64_t stale = trained || masters ? 0 : stale_params(c, params, state, end, want);
+    uint64_t stale = trained || masters ? 0 : stale_params(c, params, state, end, want, grads);
     if (stale)
         MD_EVIDENCE(f, "only %.1f MiB of the %.1f MiB of parameters got gradients in the last step, "
                     "those made after the first step (a model built mid-run); the state matches "
@@ -1133,20 +1155,14 @@ static void find_optimizer_state(fctx *c)
     say_state_advice(c, f, opt, state, end);
     if (!masters && !trained)
         say_variant_advice(f, opt, ratio, params);
-    if (stale) {
-        char rest[sizeof f->advice];
-        memcpy(rest, f->advice, sizeof rest);
-        MD_ADVICE(f, "Drop every reference to the earlier model, its optimizer included (an "
-                  "optimizer keeps its parameters and their state: del it too, or reuse one): "
-                  "about %.1f MiB. %s", (1 + want) * md_mib(stale), rest);
-    }
-    if (masters) { /* the 16-bit copy and its gradients are what autocast saves */
-        char rest[sizeof f->advice];
-        memcpy(rest, f->advice, sizeof rest);
-        MD_ADVICE(f, "With torch.autocast over fp32 parameters the parameters are the master "
-                  "weights: the 16-bit copy and its 16-bit gradients (%.1f MiB here) go. %s",
-                  2 * md_mib(all_params), rest);
-    }
+    if (stale)
+        advice_first(f, "Drop every reference to the earlier model, its optimizer included (an "
+                     "optimizer keeps its parameters and their state: del it too, or reuse one): "
+                     "about %.1f MiB.", (1 + want) * md_mib(stale));
+    if (masters) /* the 16-bit copy and its gradients are what autocast saves */
+        advice_first(f, "With torch.autocast over fp32 parameters the parameters are the master "
+                     "weights: the 16-bit copy and its 16-bit gradients (%.1f MiB here) go.",
+                     2 * md_mib(all_params));
 }
 
 /* ---- library workspaces ---------------------------------------------------------- */
@@ -1530,21 +1546,14 @@ static int per_sample_pred(const fctx *c, const md_live *l, md_category cat, voi
 static uint64_t per_sample_covered(fctx *c, long p, per_sample_arg *pa)
 {
     const md_live_set *ls = live_at(c, p);
-    uint64_t *got = ls && ls->n ? malloc(ls->n * sizeof *got) : NULL, covered = 0;
-    size_t n = 0, i = 0, j = 0;
+    uint64_t *got = ls && ls->n ? malloc(ls->n * sizeof *got) : NULL;
+    size_t n = 0, matched;
     for (size_t k = 0; got && k < ls->n; k++)
         if (per_sample_pred(c, &ls->live[k], (md_category)ls->live[k].category, pa))
             got[n++] = ls->live[k].requested / pa->batch;
     if (n)
         qsort(got, n, sizeof *got, cmp_u64);
-    while (i < pa->np && j < n) { /* both ascending: a multiset intersection */
-        if (pa->psz[i] == got[j])
-            covered += pa->psz[i], i++, j++;
-        else if (pa->psz[i] < got[j])
-            i++;
-        else
-            j++;
-    }
+    uint64_t covered = common_sizes(pa->psz, pa->np, got, n, &matched);
     free(got);
     return covered;
 }

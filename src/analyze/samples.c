@@ -411,6 +411,20 @@ static void small_leak(const md_sample_rank *r, const iterations *it, double per
         "(argmax outputs, loss.detach() in a list). About %.1f KiB per %s.", per * 1024.0, unit);
 }
 
+/* A leak finding of per MiB a step or iteration, critical where the whole
+ * growth reaches a quarter of the peak; NULL when out of memory. */
+static md_finding *add_leak(const md_sample_rank *r, const md_held_growth *g, double per,
+                            md_finding **out, size_t *n, size_t *cap)
+{
+    md_finding *f = add(out, n, cap, "leak",
+                        g->sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
+                                                                                  : MD_SEV_WARNING,
+                        per);
+    if (f)
+        f->rank = r->rank;
+    return f;
+}
+
 /* Bytes outside PyTorch's caching allocator after sample s: the
  * driver-level trace's live total (drv, per sample) less PyTorch's
  * reserved memory. */
@@ -471,13 +485,9 @@ static void outside_leak(const md_sample_rank *r, const iterations *it, md_findi
     const char *unit = it->period > 1 ? "iteration" : "step";
     size_t nd = it->n - 1;
     double per = g.sum / (double)nd;
-    md_finding *f = add(out, n, cap, "leak",
-                        g.sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
-                                                                                 : MD_SEV_WARNING,
-                        per);
+    md_finding *f = add_leak(r, &g, per, out, n, cap);
     if (!f)
         return;
-    f->rank = r->rank;
     MD_EVIDENCE(f, "outside PyTorch's caching allocator (the driver-level trace's live total less "
                 "PyTorch's reserved memory) after clearing gradients: %.1f MiB after the first "
                 "%s, %.1f MiB after the last, growing in %zu of %zu %ss", first, unit, end, g.ups,
@@ -517,13 +527,9 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
     if (follows_inputs || state_growth(r, &it, thr))
         return;
     double per = g.sum / (double)nd;
-    md_finding *f = add(out, n, cap, "leak",
-                        g.sum >= 0.25 * r->indicators.maximum_peak_allocated_mib ? MD_SEV_CRITICAL
-                                                                                 : MD_SEV_WARNING,
-                        per);
+    md_finding *f = add_leak(r, &g, per, out, n, cap);
     if (!f)
         return;
-    f->rank = r->rank;
     if (g.ups == nd)
         md_fsay(f->summary, sizeof f->summary,
             "memory grows by %.1f MiB every %s and is never freed", per, unit);
