@@ -553,6 +553,15 @@ typedef struct md_step_optimizer {
     int optimizer;
 } md_step_optimizer;
 
+/* Another process using a GPU (NVML's compute processes), as described
+ * from /proc by the process that saw it. */
+typedef struct md_gpu_process {
+    uint32_t pid;
+    uint32_t ppid;     /* its parent; 0 where /proc did not show it */
+    uint64_t used;     /* bytes; UINT64_MAX where NVML could not say */
+    char name[64];     /* its command line, cut; "" where unknown */
+} md_gpu_process;
+
 typedef struct md_sample_rank {
     int rank;
     int local_rank;
@@ -569,11 +578,19 @@ typedef struct md_sample_rank {
     int has_capture;           /* read from a memdiag capture file */
     md_capture_info capture;
     int pid;                   /* the process's, from its capture file; 0 unknown */
+    int ppid;                  /* its parent's; 0 unknown */
+    char role[32];             /* "DataLoader worker 0"; "" for a training process */
+    int helper;                /* its parent process is among the inputs (a DataLoader
+                                  worker, a spawned helper): not a rank of its own
+                                  (md_sample_ranks_relate) */
     int driver_file;           /* this capture is a driver file (kind=driver) */
     md_driver_log driver;      /* the process's driver-level allocations */
     md_step_optimizer *step_optimizers; /* which optimizer finished each step,
                                            where the capture says (STEP records) */
     size_t nstep_optimizers;
+    md_gpu_process *others;    /* other processes seen on its device (PROCESSES
+                                  records): each pid once, at its largest use */
+    size_t nothers;
 } md_sample_rank;
 
 /* Reads a seed-script JSON report (one or several ranks). The array and
@@ -643,6 +660,10 @@ typedef enum md_driver_lib {
 } md_driver_lib;
 md_driver_lib md_driver_caller_lib(const char *caller);
 int md_driver_is_torch_allocator(const char *caller);
+/* Marks each capture whose parent process is another input's (helper),
+ * so that it is not compared as a rank, and its memory is said by its
+ * parent's non_framework finding. */
+void md_sample_ranks_relate(md_sample_rank *r, size_t n);
 /* Fills r->indicators from the samples (the seed script's rules). */
 void md_samples_indicators(md_sample_rank *r);
 /* Findings from samples alone: non_framework, leak; and across ranks,
@@ -682,6 +703,9 @@ int md_cap_snapshot(md_cap *c, const char *path, const char *reason);
 /* limit: what the allocator may use (the device total, or less under
  * torch.cuda.set_per_process_memory_fraction). */
 int md_cap_oom(md_cap *c, uint64_t requested, uint64_t device_free, uint64_t limit);
+/* The other processes on a device, written when they change (n may be 0:
+ * they are gone). */
+int md_cap_processes(md_cap *c, int device, const md_gpu_process *p, size_t n);
 /* Writes the END record and closes; status is the process's view
  * (0 normal, 3 out of memory). */
 int md_cap_close(md_cap *c, int status);
@@ -699,6 +723,10 @@ void md_driver_trace_stop(const char *why);
  * this process's use when NVML can see it (not in some containers). */
 int md_nvml_memory(const char *pci_bus_id, uint64_t *used, uint64_t *total,
                    uint64_t *process_used);
+/* The other processes NVML lists on the device (compute processes, this
+ * one left out), at most max: returns how many, or -1 where NVML is
+ * unavailable. Each is described from /proc (md_gpu_process). */
+int md_nvml_processes(const char *pci_bus_id, md_gpu_process *out, int max);
 
 /* Reads a capture file into one sample rank: the process's own device
  * (rank from its META); the _mem form reads bytes already in memory (name

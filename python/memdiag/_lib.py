@@ -26,6 +26,14 @@ class Sample(ctypes.Structure):
                 ("device_total", ctypes.c_uint64), ("process_used", ctypes.c_uint64)]
 
 
+class GpuProcess(ctypes.Structure):
+    _fields_ = [("pid", ctypes.c_uint32), ("ppid", ctypes.c_uint32),
+                ("used", ctypes.c_uint64), ("name", ctypes.c_char * 64)]
+
+
+MAX_PROCESSES = 64
+
+
 class Err(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("file", ctypes.c_char * 512),
                 ("offset", ctypes.c_int64), ("msg", ctypes.c_char * 320)]
@@ -70,11 +78,15 @@ def load() -> ctypes.CDLL:
     lib.md_cap_close.argtypes = [vp, ctypes.c_int]
     u64p = ctypes.POINTER(ctypes.c_uint64)
     lib.md_nvml_memory.argtypes = [ctypes.c_char_p, u64p, u64p, u64p]
+    procs = ctypes.POINTER(GpuProcess)
+    lib.md_nvml_processes.argtypes = [ctypes.c_char_p, procs, ctypes.c_int]
+    lib.md_cap_processes.argtypes = [vp, ctypes.c_int, procs, ctypes.c_size_t]
     lib.md_driver_trace_stop.argtypes = [ctypes.c_char_p]
     lib.md_driver_trace_stop.restype = None
     for f in ("md_cap_open", "md_cap_meta", "md_cap_write_sample", "md_cap_write_device_sample",
               "md_cap_step", "md_cap_optimizer_step",
-              "md_cap_snapshot", "md_cap_oom", "md_cap_close", "md_nvml_memory"):
+              "md_cap_snapshot", "md_cap_oom", "md_cap_close", "md_nvml_memory",
+              "md_nvml_processes", "md_cap_processes"):
         getattr(lib, f).restype = ctypes.c_int
     return lib
 
@@ -119,6 +131,11 @@ class CaptureFile:
     def oom(self, requested: int, free: int, total: int) -> None:
         self._lib.md_cap_oom(self._h, requested, free, total)
 
+    def processes(self, device: int, procs) -> None:
+        """The other processes on the device (nvml_processes' array, n of them)."""
+        arr, n = procs
+        self._lib.md_cap_processes(self._h, device, arr, n)
+
     def close(self, status: int = 0) -> None:
         if self._h:
             self._lib.md_cap_close(self._h, status)
@@ -130,3 +147,11 @@ def nvml_memory(lib: ctypes.CDLL, pci_bus_id: str):
     u, t, p = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
     lib.md_nvml_memory(pci_bus_id.encode(), ctypes.byref(u), ctypes.byref(t), ctypes.byref(p))
     return u.value, t.value, p.value
+
+
+def nvml_processes(lib: ctypes.CDLL, pci_bus_id: str):
+    """The other processes NVML lists on the device: (array, count), or
+    None where NVML cannot say."""
+    arr = (GpuProcess * MAX_PROCESSES)()
+    n = lib.md_nvml_processes(pci_bus_id.encode(), arr, MAX_PROCESSES)
+    return None if n < 0 else (arr, n)

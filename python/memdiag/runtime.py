@@ -28,6 +28,7 @@ from . import _lib
 PLACEHOLDERS = ("run", "rank", "local_rank", "step", "host", "pid")
 PROBE_EVERY = 25  # steps between looks for devices first used after the third step
 MAX_OPTIMIZERS = 64  # numbered; more (one made every step) are left unknown
+OTHERS_MOVE = 32 << 20  # bytes other processes' use moves before they are listed again
 
 
 def rank_info(env=os.environ):
@@ -57,6 +58,16 @@ def expand(template: str, **values) -> str:
     if "/" in out or not out or out in (".", ".."):
         raise ValueError(f"file name template {template!r} gives {out!r}")
     return out
+
+
+def worker_role(torch) -> str:
+    """"DataLoader worker N" inside a DataLoader's worker process (its CUDA
+    use starts in the Dataset, a transform or collate_fn), else ""."""
+    try:
+        info = torch.utils.data.get_worker_info() if torch is not None else None
+    except Exception:
+        return ""
+    return f"DataLoader worker {info.id}" if info is not None else ""
 
 
 class Window:
@@ -132,6 +143,7 @@ class Recorder:
         self.ndevices = 1
         self.further = set()  # further devices the process uses (reserved memory, a context)
         self.pcis = {}  # device -> NVML's PCI bus id (None: unknown)
+        self.others_seen = 0  # bytes NVML counted beside this process when last listed
         self.unreadable = set()  # devices whose statistics failed once: not asked again
         self.lock = threading.Lock()
         self.dumped = set()
@@ -170,10 +182,14 @@ class Recorder:
 
     def _metadata(self) -> dict:
         meta = {"rank": self.rank, "local_rank": self.local_rank, "world_size": self.world,
-                "host": socket.gethostname(), "pid": os.getpid(), "argv": " ".join(sys.argv),
+                "host": socket.gethostname(), "pid": os.getpid(), "ppid": os.getppid(),
+                "argv": " ".join(sys.argv),
                 "stacks": self.opts.stacks,
                 "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
         t = self.torch
+        role = worker_role(t)
+        if role:
+            meta["role"] = role
         if t is not None:
             meta["torch"] = t.__version__
             meta["cuda"] = t.version.cuda or ""
@@ -199,11 +215,26 @@ class Recorder:
                 used, total, proc = _lib.nvml_memory(self.lib, self.pci)
             step = self.steps if step is None else step
             self.cap.sample(step, phase, alloc, res, peak, used, total, proc)
+            self._other_processes(used, proc)
             for d in self._further_devices():
                 try:
                     self._sample_further(d, step, phase)
                 except Exception:  # a further device is never worth the whole capture
                     self.unreadable.add(d)
+
+    def _other_processes(self, used: int, proc: int) -> None:
+        """Other processes on this GPU (another job, DataLoader workers that
+        made CUDA contexts): listed when what NVML counts beside this
+        process moves by OTHERS_MOVE, so a steady neighbour costs nothing."""
+        if used == _lib.NA or proc == _lib.NA or used < proc:
+            return
+        others = used - proc
+        if abs(others - self.others_seen) < OTHERS_MOVE:
+            return
+        self.others_seen = others
+        procs = _lib.nvml_processes(self.lib, self.pci)
+        if procs is not None:
+            self.cap.processes(self.device if self.device is not None else -1, procs)
 
     def _own_device(self) -> None:
         """The process's device is the current one: a torchrun process may

@@ -141,6 +141,15 @@ int md_lone_growth(const md_rank_growth *g, size_t ng, md_finding **out, size_t 
  * cuda:0, which holds almost nothing". */
 void md_say_above(char *dst, size_t n, const char *hi, double diff_mib, const char *lo,
                   double low_mib);
+/* Other processes on a rank's device (processes.c): the MiB NVML counted
+ * beside the process at sample s (0 where it could not tell, or under
+ * NVML's own noise), and that said in f, a non_framework finding of gap
+ * MiB: evidence, each process listed as a site, and, where they hold at
+ * least half the gap, the summary and advice by whose they are (this
+ * process's children, its siblings, another job). */
+double md_others_mib(const md_sample_rank *r, const md_sample *s);
+double md_other_processes(const md_sample_rank *r, const md_sample *s, double gap,
+                          md_finding *f);
 #define MD_SUMMARY(f, ...) md_fsay((f)->summary, sizeof (f)->summary, __VA_ARGS__)
 #define MD_ADVICE(f, ...) md_fsay((f)->advice, sizeof (f)->advice, __VA_ARGS__)
 #define MD_EVIDENCE(f, ...)                                                             \

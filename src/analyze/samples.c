@@ -265,6 +265,8 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
         if (!worst || used_mib(r, s) - s->reserved_mib > used_mib(r, worst) - worst->reserved_mib)
             worst = s;
     }
+    if (r->helper) /* its parent's finding names it, with what it holds */
+        return;
     if (!worst) {
         driver_only(r, out, n, cap);
         return;
@@ -309,7 +311,9 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
     const md_finding_site *most = NULL;
     for (int i = 0; i < f->nsites; i++)
         most = !most || f->sites[i].bytes > most->bytes ? &f->sites[i] : most;
-    if (most && md_mib(most->bytes) >= 0.5 * gap) /* one library holds most of it: say so */
+    double others = md_other_processes(r, worst, gap, f);
+    explained += others;
+    if (others < 0.5 * gap && most && md_mib(most->bytes) >= 0.5 * gap) /* one library holds most of it: say so */
         md_fsay(f->summary, sizeof f->summary, "%.1f MiB of %s is used outside PyTorch's "
                 "allocator, %.1f MiB of it by %s", gap,
                 own_use ? "this process's device memory" : "device memory", md_mib(most->bytes),
@@ -604,19 +608,37 @@ int md_diagnose_samples(const md_sample_rank *r, md_finding **out, size_t *n, md
     return MD_OK;
 }
 
+/* A rank to compare: its process's own device (a process's further
+ * devices, DataParallel's or a model split's, are not ranks), and not a
+ * helper process (a DataLoader worker). */
+static int is_rank(const md_sample_rank *r)
+{
+    return !r->further_device && !r->helper;
+}
+
+/* Two processes that both say they are one rank (a sweep's processes
+ * started without RANK) are not one job's ranks: nothing to compare. */
+static int one_job(const md_sample_rank *r, size_t nr)
+{
+    for (size_t i = 0; i < nr; i++)
+        for (size_t j = i + 1; j < nr; j++)
+            if (is_rank(&r[i]) && is_rank(&r[j]) && r[i].rank == r[j].rank && r[i].pid &&
+                r[j].pid && r[i].pid != r[j].pid)
+                return 0;
+    return 1;
+}
+
 static int imbalance(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n,
                      size_t *capp)
 {
     size_t hi = 0, lo = 0;
-    /* ranks are compared by their own devices; a process's further
-     * devices (DataParallel, a model split) are not ranks */
-    while (hi < nr && r[hi].further_device)
+    while (hi < nr && !is_rank(&r[hi]))
         hi++;
-    if (hi >= nr)
+    if (hi >= nr || !one_job(r, nr))
         return MD_OK;
     lo = hi;
     for (size_t i = hi + 1; i < nr; i++) {
-        if (r[i].further_device)
+        if (!is_rank(&r[i]))
             continue;
         if (r[i].indicators.maximum_peak_allocated_mib > r[hi].indicators.maximum_peak_allocated_mib)
             hi = i;
@@ -674,7 +696,7 @@ static int strays(const md_sample_rank *r, size_t nr, md_finding **out, size_t *
         if (!w->further_device || mib <= 0)
             continue;
         for (size_t k = 0; k < nr; k++) {
-            if (r[k].further_device || !r[k].has_capture)
+            if (!is_rank(&r[k]) || !r[k].has_capture)
                 continue;
             if (r[k].rank == w->rank)
                 own = &r[k];
@@ -712,8 +734,8 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
     if (!g)
         return MD_E_NOMEM;
     size_t ng = 0;
-    for (size_t i = 0; i < nr; i++) /* ranks by their own devices, as imbalance does */
-        if (!r[i].further_device && r[i].indicators.valid)
+    for (size_t i = 0; i < nr && one_job(r, nr); i++) /* ranks as imbalance takes them */
+        if (is_rank(&r[i]) && r[i].indicators.valid)
             g[ng++] = (md_rank_growth){r[i].rank, r[i].indicators.between_step_growth_mib};
     if (!rc)
         rc = md_lone_growth(g, ng, out, n, &cap);

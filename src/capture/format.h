@@ -32,8 +32,11 @@ enum md_cap_record {
     MD_CAP_DEVICE_SAMPLE = 7, /* i32 device | a sample's payload: the same phase point
                                 on a further device the process uses (DataParallel,
                                 a model split); readers before it skip it */
-    MD_CAP_DRIVER = 8    /* i64 time_ns | u8 op | i32 device | u64 id | u64 bytes |
+    MD_CAP_DRIVER = 8,   /* i64 time_ns | u8 op | i32 device | u64 id | u64 bytes |
                             caller \0: one CUDA driver allocation call (driver.c) */
+    MD_CAP_PROCESSES = 9 /* i64 time_ns | i32 device | u32 n | n x (u32 pid | u32 ppid |
+                            u64 used | command line \0): the other processes NVML
+                            lists on the device, written when they change */
 };
 #define MD_CAP_DRIVER_FIXED (8 + 1 + 4 + 8 + 8)
 
@@ -45,6 +48,10 @@ enum md_cap_record {
 #define MD_CAP_SAMPLE_LEN (8 + 4 + 1 + 6 * 8)
 _Static_assert(MD_CAP_SAMPLE_LEN == 61, "sample record size is part of the format");
 #define MD_CAP_DEVICE_SAMPLE_LEN (4 + MD_CAP_SAMPLE_LEN)
+
+#define MD_CAP_PROCESSES_FIXED (8 + 4 + 4)
+#define MD_CAP_PROCESS_FIXED (4 + 4 + 8)
+#define MD_CAP_MAX_PROCESSES 64
 
 #define MD_CAP_NA UINT64_MAX
 

@@ -5,6 +5,7 @@
  * initialised once. Structs are declared here from nvml.h (NVML 12/13). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "memdiag.h"
@@ -77,4 +78,62 @@ int md_nvml_memory(const char *pci_bus_id, uint64_t *used, uint64_t *total,
         }
     }
     return 0;
+}
+
+/* /proc/PID's command line (argv[0] without its directory, arguments
+ * joined by spaces) and parent: what
+ * a report can name another process by; left empty and 0 where the
+ * process is in another PID namespace. */
+static void describe(md_gpu_process *p)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%u/cmdline", p->pid);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *slash = strrchr(buf, '/'); /* in argv[0]: its directory takes room */
+        const char *start = slash ? slash + 1 : buf;
+        n -= (size_t)(start - buf);
+        size_t k = 0; /* arguments are NUL-separated; code given with -c holds newlines */
+        for (size_t i = 0; i < n && k < sizeof p->name - 1; i++)
+            p->name[k++] = (unsigned char)start[i] < 0x20 ? ' ' : start[i];
+        while (k && p->name[k - 1] == ' ')
+            k--;
+        p->name[k] = 0;
+    }
+    snprintf(path, sizeof path, "/proc/%u/stat", p->pid);
+    f = fopen(path, "re");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    unsigned ppid;
+    if (close && sscanf(close + 1, " %*c %u", &ppid) == 1)
+        p->ppid = ppid;
+}
+
+int md_nvml_processes(const char *pci_bus_id, md_gpu_process *out, int max)
+{
+    nvml_device dev;
+    nvml_process_v3 p[64];
+    unsigned n = 64;
+    pthread_once(&nv_once, nv_load);
+    if (!nv.ok || !nv.procs || !pci_bus_id || nv.by_pci(pci_bus_id, &dev) != 0 ||
+        nv.procs(dev, &n, p) != 0)
+        return -1;
+    unsigned me = (unsigned)getpid();
+    int k = 0;
+    for (unsigned i = 0; i < n && i < 64 && k < max; i++) {
+        if (p[i].pid == me)
+            continue;
+        memset(&out[k], 0, sizeof out[k]);
+        out[k].pid = p[i].pid;
+        out[k].used = p[i].used_gpu_memory; /* NVML's "not available" is 2^64-1 too */
+        describe(&out[k++]);
+    }
+    return k;
 }

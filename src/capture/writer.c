@@ -157,6 +157,23 @@ int md_cap_optimizer_step(md_cap *c, int step, int optimizer)
     return record(c, MD_CAP_STEP, b, optimizer < 0 ? 12 : sizeof b);
 }
 
+int md_cap_processes(md_cap *c, int device, const md_gpu_process *p, size_t n)
+{
+    unsigned char b[MD_CAP_PROCESSES_FIXED + MD_CAP_MAX_PROCESSES * (MD_CAP_PROCESS_FIXED + 64)];
+    if (n > MD_CAP_MAX_PROCESSES)
+        n = MD_CAP_MAX_PROCESSES;
+    unsigned char *q = put_u32(put_u32(put_u64(b, (uint64_t)now_ns()), (uint32_t)device),
+                               (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strnlen(p[i].name, sizeof p[i].name - 1);
+        q = put_u64(put_u32(put_u32(q, p[i].pid), p[i].ppid), p[i].used);
+        memcpy(q, p[i].name, len);
+        q += len;
+        *q++ = 0;
+    }
+    return record(c, MD_CAP_PROCESSES, b, (size_t)(q - b));
+}
+
 int md_cap_snapshot(md_cap *c, const char *path, const char *reason)
 {
     return record_strings(c, MD_CAP_SNAPSHOT, 1, path, reason);

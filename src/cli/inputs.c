@@ -3,6 +3,7 @@
  * each rank's findings and the job's cross-rank findings. Any unreadable
  * input stops the command with one error line: a report silently missing
  * a rank would look complete and mislead. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "load.h"
@@ -70,6 +71,35 @@ static void attach_drivers(cli_inputs *L)
         L->sranks[k++] = *d;
     }
     L->nsranks = k;
+}
+
+/* Whether a snapshot file is the one a capture names (it may since have
+ * been compressed: rank0.pickle.xz for rank0.pickle). */
+static int names_snapshot(const char *recorded, const char *path)
+{
+    const char *a = strrchr(recorded, '/'), *b = strrchr(path, '/');
+    a = a ? a + 1 : recorded;
+    b = b ? b + 1 : path;
+    size_t la = strlen(a);
+    return !strncmp(a, b, la) && (!b[la] || !strcmp(b + la, ".xz") || !strcmp(b + la, ".gz") ||
+                                  !strcmp(b + la, ".zst"));
+}
+
+/* A helper process's snapshot (its capture's parent is another input's:
+ * md_sample_ranks_relate) is no rank of the job either. */
+static void mark_helper_snapshots(cli_inputs *L)
+{
+    for (size_t i = 0; i < L->nsranks; i++) {
+        const md_sample_rank *h = &L->sranks[i];
+        if (!h->helper || !h->has_capture || !h->capture.snapshot[0])
+            continue;
+        for (size_t k = 0; k < L->nranks; k++)
+            if (names_snapshot(h->capture.snapshot, L->ranks[k].path)) {
+                L->ranks[k].helper_of = h->ppid;
+                snprintf(L->ranks[k].role, sizeof L->ranks[k].role, "%s",
+                         h->role[0] ? h->role : "child process");
+            }
+    }
 }
 
 static void diagnose_sample_ranks(cli_inputs *L)
@@ -238,6 +268,8 @@ int cli_inputs_load(char **args, int nargs, cli_inputs *L)
     rc = load_all(L->paths, L->npaths, L);
     if (!rc) {
         attach_drivers(L);
+        md_sample_ranks_relate(L->sranks, L->nsranks);
+        mark_helper_snapshots(L);
         diagnose_sample_ranks(L);
     }
     md_finding *scross = NULL;

@@ -85,8 +85,26 @@ static int better(const char *a, const char *b)
     return mtime(a) > mtime(b);
 }
 
-/* A run directory can hold several snapshots of one rank (window, signal,
- * oom, exit); one is reported, the others are named once and left out. */
+/* The "-pidN" memdiag run adds to a second process's names where two
+ * processes claim one rank (a sweep's, DataLoader workers); 0 if none. */
+static long pid_from_name(const char *p)
+{
+    const char *base = strrchr(p, '/'), *hit = NULL;
+    base = base ? base + 1 : p;
+    for (const char *q = base; (q = strstr(q, "-pid")) != NULL; q += 4)
+        if (q[4] >= '0' && q[4] <= '9')
+            hit = q + 4;
+    return hit ? atol(hit) : 0;
+}
+
+static int same_process(const char *a, const char *b)
+{
+    return md_rank_from_name(a) == md_rank_from_name(b) && pid_from_name(a) == pid_from_name(b);
+}
+
+/* A run directory can hold several snapshots of one process (window,
+ * signal, oom, exit); one is reported, the others are named once and left
+ * out. */
 static void keep_newest_per_rank(char **v, size_t *n, size_t before)
 {
     size_t w = 0, m = *n - before;
@@ -94,7 +112,7 @@ static void keep_newest_per_rank(char **v, size_t *n, size_t before)
         int r = md_rank_from_name(v[i]), dup = 0;
         if (is_snapshot(v[i]) && r >= 0)
             for (size_t j = 0; j < m && !dup; j++)
-                dup = j != i && is_snapshot(v[j]) && md_rank_from_name(v[j]) == r &&
+                dup = j != i && is_snapshot(v[j]) && same_process(v[j], v[i]) &&
                       (better(v[j], v[i]) || (!better(v[i], v[j]) && j > i));
         if (dup) {
             fprintf(stderr, "memdiag: %s: another snapshot of rank %d is used (the exit one, or the newest)\n",

@@ -180,6 +180,10 @@ static void rank(md_jw *w, const md_rank *rk)
     KV(w, "device", md_jw_int(w, rk->device));
     KV(w, "source", md_jw_str(w, rk->path));
     KV(w, "kind", md_jw_str(w, "snapshot"));
+    if (rk->helper_of) { /* a helper process (a DataLoader worker): not a rank */
+        KV(w, "helper_of", md_jw_int(w, rk->helper_of));
+        KV(w, "role", md_jw_str(w, rk->role));
+    }
     KV(w, "events", md_jw_int(w, (long long)rk->nevents));
     KV(w, "replay_anomalies", md_jw_int(w, (long long)md_replay_anomalies(rk->r)));
     indicators(w, rk);
@@ -235,6 +239,10 @@ static void sample_rank(md_jw *w, const md_sample_rank *r, const md_finding *f, 
     KV(w, "device", md_jw_int(w, r->device >= 0 ? r->device : r->local_rank));
     KV(w, "source", md_jw_str(w, r->source));
     KV(w, "kind", md_jw_str(w, r->driver_file ? "driver" : r->has_capture ? "capture" : "samples"));
+    if (r->helper) { /* a helper process (a DataLoader worker): not a rank */
+        KV(w, "helper_of", md_jw_int(w, r->ppid));
+        KV(w, "role", md_jw_str(w, r->role[0] ? r->role : "child process"));
+    }
     if (r->has_capture) {
         KV(w, "complete", md_jw_int(w, r->capture.complete));
         KV(w, "status", md_jw_int(w, r->capture.status));

@@ -149,6 +149,11 @@ const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, 
     return buf;
 }
 
+int md_rank_is_rank(const md_rank *rk)
+{
+    return !rk->further && !rk->helper_of;
+}
+
 int md_ranks_one_process(const md_rank *ranks, size_t n)
 {
     for (size_t i = 1; i < n; i++)
@@ -168,7 +173,8 @@ static int strays(const md_rank *ranks, size_t n, md_finding **out, size_t *nout
         for (size_t k = 0; k < n; k++) {
             if (!ranks[k].further && ranks[k].s == ranks[i].s)
                 own = &ranks[k];
-            if (!ranks[k].further && ranks[k].s != ranks[i].s && ranks[k].device == ranks[i].device)
+            if (md_rank_is_rank(&ranks[k]) && ranks[k].s != ranks[i].s &&
+                ranks[k].device == ranks[i].device)
                 owner = &ranks[k];
         }
         if (!own || !owner)
@@ -202,7 +208,8 @@ int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nou
     int devices = md_ranks_one_process(ranks, n);
     for (size_t i = 0; i < n && !devices; i++)
         for (size_t j = i + 1; j < n; j++)
-            if (!ranks[i].further && !ranks[j].further && ranks[i].rank == ranks[j].rank)
+            if (md_rank_is_rank(&ranks[i]) && md_rank_is_rank(&ranks[j]) &&
+                ranks[i].rank == ranks[j].rank)
                 return MD_OK; /* not one job's ranks: nothing to compare */
     const md_analysis **as = calloc(n ? n : 1, sizeof *as);
     int *nums = calloc(n ? n : 1, sizeof *nums);
@@ -212,7 +219,7 @@ int md_ranks_cross(const md_rank *ranks, size_t n, md_finding **out, size_t *nou
         rc = MD_E_NOMEM;
     } else {
         for (size_t i = 0; i < n; i++) {
-            if (!devices && ranks[i].further)
+            if (ranks[i].helper_of || (!devices && ranks[i].further))
                 continue;
             as[m] = ranks[i].a;
             nums[m++] = devices ? ranks[i].device : ranks[i].rank;

@@ -14,6 +14,10 @@ typedef struct md_rank {
     int device;
     int further;            /* a device of its file other than the process's own
                                (the one with the most events) */
+    int helper_of;          /* the snapshot of a helper process (a DataLoader worker:
+                               its capture's parent is another input's): the parent's
+                               pid; not a rank. 0 otherwise */
+    char role[32];          /* a helper's: "DataLoader worker 0", "child process" */
     const md_snapshot *s;   /* borrowed */
     md_replay *r;
     md_analysis *a;
@@ -34,6 +38,8 @@ typedef struct md_rank {
 /* Builds the facts for one device of a snapshot. */
 int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err);
 void md_rank_free(md_rank *rk);
+/* A rank of the job: its process's own device, not a helper's. */
+int md_rank_is_rank(const md_rank *rk);
 /* Whether these are several devices of one snapshot (one process), not
  * the ranks of a job. */
 int md_ranks_one_process(const md_rank *ranks, size_t n);

@@ -35,6 +35,9 @@ static void header(FILE *o, const md_rank *rk, int devices)
     else if (rk->further)
         fprintf(o, "== rank %d (cuda:%d, a further GPU of the process)  %s\n", rk->rank, rk->device,
                 rk->path);
+    else if (rk->helper_of)
+        fprintf(o, "== %s of pid %d (rank %d, cuda:%d)  %s\n", rk->role, rk->helper_of, rk->rank,
+                rk->device, rk->path);
     else
         fprintf(o, "== rank %d (cuda:%d)  %s\n", rk->rank, rk->device, rk->path);
     fprintf(o, "  trace       %zu events", n);
@@ -258,7 +261,7 @@ static int distinct_ranks(const md_rank *rk, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
-            if (!rk[i].further && !rk[j].further && rk[i].rank == rk[j].rank)
+            if (md_rank_is_rank(&rk[i]) && md_rank_is_rank(&rk[j]) && rk[i].rank == rk[j].rank)
                 return 0;
     return 1;
 }
@@ -274,12 +277,15 @@ static void compare(FILE *o, const md_rank *rk, size_t n, int devices)
         const md_indicators *in = md_analysis_indicators(rk[i].a);
         const char *base = strrchr(rk[i].path, '/');
         int other = !devices && rk[i].further;
+        char note[64] = "";
+        if (other || rk[i].helper_of)
+            snprintf(note, sizeof note, other ? "  (a further GPU of the process)"
+                                              : "  (%s of pid %d)", rk[i].role, rk[i].helper_of);
         fprintf(o, "  %-5d %-6d %10.1f %10.1f %14.1f %11.1f %8.1f  %s%s\n", rk[i].rank, rk[i].device,
                 in->maximum_peak_allocated_mib, md_mib(md_replay_peak_reserved(rk[i].r)),
                 in->largest_forward_increase_mib, in->first_step_persistent_change_mib,
-                in->between_step_growth_mib, base ? base + 1 : rk[i].path,
-                other ? "  (a further GPU of the process)" : "");
-        if (other)
+                in->between_step_growth_mib, base ? base + 1 : rk[i].path, note);
+        if (other || rk[i].helper_of)
             continue;
         if (hi == n || md_replay_peak_allocated(rk[i].r) > md_replay_peak_allocated(rk[hi].r))
             hi = i;
@@ -324,8 +330,19 @@ static void findings(FILE *o, const md_finding *f, size_t n, int detail, const c
 
 /* Each step's phases; reserved, device-used and (with a driver-level
  * trace) the memory live through the driver at the step's end. */
+/* A sample of a step's phase (not CUDA's start or the exit). */
+static int step_sample(const md_sample *s)
+{
+    return s->step >= 0 && s->phase >= MD_SP_AFTER_FORWARD && s->phase <= MD_SP_AFTER_CLEAR_GRADIENTS;
+}
+
 static void samples_table(FILE *o, const md_sample_rank *r)
 {
+    size_t k0 = 0;
+    while (k0 < r->nsamples && !step_sample(&r->samples[k0]))
+        k0++;
+    if (k0 == r->nsamples) /* a process that never stepped (a DataLoader worker) */
+        return;
     uint64_t *drv = md_driver_at_samples(r);
     fprintf(o, "\n  MiB allocated   after-fwd  after-bwd  after-opt  after-zero   reserved  device-used%s\n",
             drv ? "   driver" : "");
@@ -334,7 +351,7 @@ static void samples_table(FILE *o, const md_sample_rank *r)
         int any = 0;
         for (size_t i = 0; i < r->nsamples; i++) {
             const md_sample *s = &r->samples[i];
-            if (s->step != k)
+            if (s->step != k || !step_sample(s))
                 continue;
             any = 1;
             if (s->phase >= MD_SP_AFTER_FORWARD && s->phase <= MD_SP_AFTER_CLEAR_GRADIENTS)
@@ -356,6 +373,26 @@ static void samples_table(FILE *o, const md_sample_rank *r)
     free(drv);
 }
 
+/* "DataLoader worker 0" (the capture's role), else "child process". */
+static const char *helper_role(const md_sample_rank *r)
+{
+    return r->role[0] ? r->role : "child process";
+}
+
+/* What a helper process held of the GPU: its parent's non_framework
+ * finding counts it; here, how much of it was PyTorch's. */
+static void helper_use(FILE *o, const md_sample_rank *r)
+{
+    double used = -1, reserved = 0;
+    for (size_t i = 0; i < r->nsamples; i++) {
+        used = fmax(used, r->samples[i].process_used_mib);
+        reserved = fmax(reserved, r->samples[i].reserved_mib);
+    }
+    if (used > 0)
+        fprintf(o, "  uses        %.1f MiB of cuda:%d at most (NVML), %.1f MiB of it reserved by "
+                   "PyTorch: the rest is its CUDA context\n", used, r->device, reserved);
+}
+
 static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, size_t nf,
                         const md_out_opts *opt)
 {
@@ -366,6 +403,9 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
     else if (r->driver_file)
         fprintf(o, "== rank %d pid %d  %s  [driver-level allocations only: no phase samples "
                    "from this process]\n", r->rank, r->pid, r->source);
+    else if (r->helper)
+        fprintf(o, "== %s of pid %d (rank %d)  %s  [phase samples, no allocator history]\n",
+                helper_role(r), r->ppid, r->rank, r->source);
     else if (r->device >= 0 && r->device != r->local_rank) /* a process over several GPUs */
         fprintf(o, "== rank %d (local %d) cuda:%d  %s  [phase samples, no allocator history]\n",
                 r->rank, r->local_rank, r->device, r->source);
@@ -374,8 +414,11 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
                 r->local_rank, r->source);
     if (r->has_capture && !r->driver_file) {
         const md_capture_info *ci = &r->capture;
-        fprintf(o, "  capture     %s", ci->complete ? "complete" : "INCOMPLETE: the process "
-                                                                "never closed it (killed or crashed)");
+        fprintf(o, "  capture     %s", ci->complete ? "complete"
+                                     : r->helper ? "INCOMPLETE: the process never closed it "
+                                                   "(stopped by its parent, killed or crashed)"
+                                                 : "INCOMPLETE: the process never closed it "
+                                                   "(killed or crashed)");
         if (ci->complete)
             fprintf(o, ", status %d", ci->status);
         fprintf(o, ", %zu optimizer steps", ci->steps);
@@ -390,6 +433,8 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
     if (r->nsamples)
         fprintf(o, "  peak        %.1f MiB allocated (max of the samples' peaks)\n",
                 in->maximum_peak_allocated_mib);
+    if (r->helper)
+        helper_use(o, r);
     if (opt->detail)
         findings(o, f, nf, 1, "findings");
     md_render_driver(o, r, 0);
@@ -430,12 +475,18 @@ static void brief_rank(FILE *o, md_rank *rk, int devices)
 
 static void brief_samples(FILE *o, const md_sample_rank *r, const md_finding *f, size_t nf)
 {
-    char dev[32] = "";
+    char dev[96] = "";
     if (r->further_device)
         snprintf(dev, sizeof dev, " (cuda:%d)", r->device);
+    if (r->helper)
+        snprintf(dev + strlen(dev), sizeof dev - strlen(dev), " %s of pid %d", helper_role(r),
+                 r->ppid);
     fprintf(o, "== rank %d %s %s%s: %s", r->rank, r->driver_file ? "driver trace" : "capture",
             r->source, dev,
-            !r->has_capture ? "samples" : r->capture.complete ? "complete" : "INCOMPLETE (killed?)");
+            !r->has_capture                 ? "samples"
+            : r->capture.complete           ? "complete"
+            : r->helper                     ? "INCOMPLETE (stopped by its parent?)"
+                                            : "INCOMPLETE (killed?)");
     if (r->has_capture && !r->driver_file)
         fprintf(o, ", %zu steps", r->capture.steps);
     fprintf(o, "\n");

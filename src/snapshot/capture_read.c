@@ -46,6 +46,10 @@ static void meta(md_sample_rank *r, md_capture_info *info, const unsigned char *
         r->device_total_mib = atof(v);
     else if (!strcmp(k, "pid"))
         r->pid = atoi(v);
+    else if (!strcmp(k, "ppid"))
+        r->ppid = atoi(v);
+    else if (!strcmp(k, "role"))
+        snprintf(r->role, sizeof r->role, "%s", v);
     else if (!strcmp(k, "kind"))
         r->driver_file = !strcmp(v, "driver");
     else if (!strcmp(k, "driver")) {
@@ -184,13 +188,48 @@ static int device_sample(further *f, const unsigned char *p)
     return r ? sample(r, cap, p + 4) : -1;
 }
 
+/* A PROCESSES record: each other process once, at its largest use. A
+ * malformed list is skipped from where it stops making sense. */
+static int processes(md_sample_rank *r, size_t *cap, const unsigned char *p, uint32_t len)
+{
+    if (len < MD_CAP_PROCESSES_FIXED)
+        return 0;
+    uint32_t n = get_u32(p + 12);
+    size_t pos = MD_CAP_PROCESSES_FIXED;
+    for (uint32_t i = 0; i < n && i < MD_CAP_MAX_PROCESSES; i++) {
+        if (len - pos <= MD_CAP_PROCESS_FIXED)
+            return 0;
+        const char *name = (const char *)p + pos + MD_CAP_PROCESS_FIXED;
+        size_t room = len - pos - MD_CAP_PROCESS_FIXED, nl = strnlen(name, room);
+        if (nl == room)
+            return 0;
+        md_gpu_process g = {.pid = get_u32(p + pos), .ppid = get_u32(p + pos + 4),
+                            .used = get_u64(p + pos + 8)};
+        for (size_t c = 0; c < nl && c < sizeof g.name - 1; c++) /* shown as one line */
+            g.name[c] = (unsigned char)name[c] < 0x20 ? ' ' : name[c];
+        pos += MD_CAP_PROCESS_FIXED + nl + 1;
+        size_t k = 0;
+        while (k < r->nothers && r->others[k].pid != g.pid)
+            k++;
+        if (k == r->nothers) {
+            if (md_grow((void **)&r->others, cap, k + 1, sizeof g))
+                return -1;
+            r->others[r->nothers++] = g;
+        } else if (g.used != MD_CAP_NA && (r->others[k].used == MD_CAP_NA ||
+                                           g.used > r->others[k].used)) {
+            r->others[k].used = g.used;
+        }
+    }
+    return 0;
+}
+
 /* What a file is read into: its own device's samples, further devices',
  * the driver-level trace, and the capacities behind them. */
 typedef struct reading {
     md_sample_rank *r;
     md_capture_info *info;
     further *f;
-    size_t samplecap, stepoptcap;
+    size_t samplecap, stepoptcap, otherscap;
     driver_caps driver;
 } reading;
 
@@ -219,6 +258,7 @@ static int one_record(reading *x, int type, const unsigned char *p, uint32_t len
     case MD_CAP_DEVICE_SAMPLE:
         return len == MD_CAP_DEVICE_SAMPLE_LEN && x->f ? device_sample(x->f, p) : 0;
     case MD_CAP_DRIVER: return driver_event(&x->r->driver, &x->driver, p, len);
+    case MD_CAP_PROCESSES: return processes(x->r, &x->otherscap, p, len);
     case MD_CAP_STEP:
         info->steps++;
         info->steps_after_oom += info->ooms > 0;
@@ -307,6 +347,10 @@ static void own_is_the_largest(md_sample_rank *own, further *f)
     size_t nsamples = own->nsamples;
     int device = own->device;
     double total = own->device_total_mib;
+    md_gpu_process *others = own->others; /* seen on the device the samples measured */
+    size_t nothers = own->nothers;
+    own->others = x->others, own->nothers = x->nothers;
+    x->others = others, x->nothers = nothers;
     own->samples = x->samples, own->nsamples = x->nsamples, own->device = x->device;
     own->device_total_mib = x->device_total_mib > 0 ? x->device_total_mib : total;
     x->samples = samples, x->nsamples = nsamples, x->device = device;
@@ -329,6 +373,9 @@ static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_
         }
         x->rank = own->rank;
         x->local_rank = own->local_rank;
+        x->pid = own->pid;
+        x->ppid = own->ppid;
+        memcpy(x->role, own->role, sizeof x->role);
         x->has_capture = 1;
         x->capture = own->capture;
         memcpy(x->source, own->source, sizeof x->source); /* gpu: its own is not recorded */

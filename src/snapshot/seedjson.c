@@ -139,9 +139,11 @@ void md_sample_rank_clear(md_sample_rank *r)
     free(r->samples);
     md_driver_log_free(&r->driver);
     free(r->step_optimizers);
+    free(r->others);
     r->samples = NULL;
     r->step_optimizers = NULL;
-    r->nsamples = r->nstep_optimizers = 0;
+    r->others = NULL;
+    r->nsamples = r->nstep_optimizers = r->nothers = 0;
 }
 
 void md_driver_log_free(md_driver_log *d)

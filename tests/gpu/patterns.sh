@@ -37,7 +37,9 @@
 # DDP and FSDP2, uneven batches, unused parameters), SCRIPT=examples/amp.py fp16
 # through accelerate, Lightning and the HF Trainer, the first steps skipped,
 # SCRIPT=examples/inference.py more inference loops (growing batches, beams, an index),
-# SCRIPT=examples/optimizers.py optimizer state off the textbook multiple.
+# SCRIPT=examples/optimizers.py optimizer state off the textbook multiple,
+# SCRIPT=examples/sharing.py a GPU shared with other processes (another job,
+# DataLoader workers using CUDA, a sweep's processes on one GPU).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -47,6 +49,7 @@ SCRIPT=${SCRIPT:-examples/patterns.py}
 case $SCRIPT in
 *infer.py) all="gen genleak" ;;
 *optimizers.py) all="amsgrad optswitch rmsmoment" ;;
+*sharing.py) all="neighbour workers sweep" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;

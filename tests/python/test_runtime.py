@@ -215,6 +215,55 @@ class FurtherDevices(unittest.TestCase):
         self.assertEqual([d for _, d, _, _ in rec.cap.further], [2, 2, 2, 2])
 
 
+class OtherProcesses(unittest.TestCase):
+    """Other processes on the GPU are listed when what NVML counts beside
+    this process moves by 32 MiB or more (a worker's context appears, a
+    neighbour leaves), not at every sample."""
+
+    class Cap(FurtherDevices.Cap):
+        def __init__(self):
+            super().__init__()
+            self.lists = []
+
+        def processes(self, device, procs):
+            self.lists.append((device, procs))
+
+    def test_listed_when_they_change(self):
+        rec = runtime.Recorder(runtime.Options({}), torch=FurtherDevices.torch_on_pci_buses(),
+                               counters=lambda d=None: (0, 0, 0))
+        rec.cap = self.Cap()
+        beside = [0, 0, 600, 610, 1200, 1200, 5]  # MiB NVML counts beside this process
+        now, listed = [0], []
+        nvml, procs = runtime._lib.nvml_memory, runtime._lib.nvml_processes
+        runtime._lib.nvml_memory = lambda lib, pci: ((1000 + beside[now[0]]) << 20, 2, 1000 << 20)
+        runtime._lib.nvml_processes = lambda lib, pci: listed.append(now[0]) or ("arr", 1)
+        try:
+            for now[0] in range(len(beside)):
+                rec.steps = now[0]
+                rec.sample("after_forward")
+        finally:
+            runtime._lib.nvml_memory, runtime._lib.nvml_processes = nvml, procs
+        self.assertEqual(listed, [2, 4, 6])
+        self.assertEqual([d for d, _ in rec.cap.lists], [0, 0, 0])
+
+    def test_worker_role(self):
+        class Info:
+            id = 3
+
+        class Data:
+            get_worker_info = staticmethod(lambda: Info())
+
+        class Utils:
+            data = Data()
+
+        class Torch:
+            utils = Utils()
+        self.assertEqual(runtime.worker_role(Torch()), "DataLoader worker 3")
+        Data.get_worker_info = staticmethod(lambda: None)
+        self.assertEqual(runtime.worker_role(Torch()), "")
+        self.assertEqual(runtime.worker_role(None), "")
+
+
 class AsyncBackend(unittest.TestCase):
     def test_no_history_under_cudamallocasync_but_samples_go_on(self):
         """torch refuses _record_memory_history with backend:cudaMallocAsync:

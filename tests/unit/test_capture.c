@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "testutil.h"
 
 static char path[256];
@@ -262,6 +263,77 @@ static void test_own_device_is_the_largest(void **st)
     md_sample_ranks_free(r, n);
 }
 
+/* Other processes on the device: each pid once at its largest use, its
+ * command line on one line; a list that overruns its record is read up
+ * to there. The parent's pid and the process's role from META. */
+static void test_other_processes(void **st)
+{
+    (void)st;
+    md_cap *c;
+    md_err e;
+    assert_int_equal(md_cap_open(path, 0, &c, &e), MD_OK);
+    md_cap_meta(c, "ppid", "77");
+    md_cap_meta(c, "role", "DataLoader worker 1");
+    md_gpu_process p[2] = {{10, 5, 600ULL << 20, "python3 -c import torch\nx = 1"},
+                           {11, 5, UINT64_MAX, ""}};
+    md_cap_processes(c, 0, p, 2);
+    p[0].used = 700ULL << 20;
+    p[1].used = 50ULL << 20;
+    md_cap_processes(c, 0, p, 2);
+    p[0].used = 100ULL << 20; /* smaller later: the largest stays */
+    md_cap_processes(c, 0, p, 1);
+    md_cap_processes(c, 0, p, 0); /* they are gone */
+    assert_int_equal(md_cap_close(c, 0), MD_OK);
+    md_sample_rank r;
+    md_capture_info info;
+    assert_int_equal(md_capture_load(path, &r, &info, &e), MD_OK);
+    assert_int_equal(r.ppid, 77);
+    assert_string_equal(r.role, "DataLoader worker 1");
+    assert_int_equal(r.nothers, 2);
+    assert_int_equal(r.others[0].pid, 10);
+    assert_int_equal(r.others[0].ppid, 5);
+    assert_true(r.others[0].used == 700ULL << 20);
+    assert_string_equal(r.others[0].name, "python3 -c import torch x = 1");
+    assert_true(r.others[1].used == 50ULL << 20); /* NVML could not say, then could */
+    md_sample_rank_clear(&r);
+    /* a record whose list claims more processes than it holds */
+    static const unsigned char torn[] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0,
+                                         9, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 'a', 0};
+    unsigned char file[256];
+    size_t n = 0;
+    memcpy(file, "MDCAP\r\n\x1a\1\0\0\0\0\0\0\0", 16);
+    n = 16;
+    uint32_t len = sizeof torn;
+    memcpy(file + n, &len, 4);
+    file[n + 4] = 9;
+    memcpy(file + n + 5, torn, sizeof torn);
+    uint32_t crc = (uint32_t)crc32(0L, file + n + 4, (uInt)(sizeof torn + 1));
+    memcpy(file + n + 5 + sizeof torn, &crc, 4);
+    n += 9 + sizeof torn;
+    assert_int_equal(md_capture_load_mem(file, n, "torn", &r, &info, &e), MD_OK);
+    assert_int_equal(r.nothers, 1);
+    assert_int_equal(r.others[0].pid, 9);
+    assert_string_equal(r.others[0].name, "a");
+    md_sample_rank_clear(&r);
+}
+
+/* A capture whose parent process is another input's is a helper. */
+static void test_relate(void **st)
+{
+    (void)st;
+    md_sample_rank r[4];
+    memset(r, 0, sizeof r);
+    r[0].pid = 100, r[0].ppid = 1;
+    r[1].pid = 101, r[1].ppid = 100;                       /* its worker */
+    r[2].pid = 102, r[2].ppid = 100, r[2].driver_file = 1; /* the worker's trace, too */
+    r[3].pid = 103, r[3].ppid = 99;                        /* a sibling's parent is no input */
+    md_sample_ranks_relate(r, 4);
+    assert_false(r[0].helper);
+    assert_true(r[1].helper);
+    assert_true(r[2].helper);
+    assert_false(r[3].helper);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +342,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_own_device_is_the_largest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_and_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_processes, setup, teardown),
+        cmocka_unit_test(test_relate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,6 +102,85 @@ static void test_findings_from_samples(void **st)
     md_sample_ranks_free(r, n);
 }
 
+/* The capture files of one run directory, each file's own device. */
+static md_sample_rank *load_captures(const char *const *rel, size_t n)
+{
+    md_sample_rank *r = calloc(n, sizeof *r);
+    assert_non_null(r);
+    for (size_t i = 0; i < n; i++) {
+        char p[1024];
+        md_capture_info info;
+        md_err e;
+        assert_int_equal(md_capture_load(data_path(rel[i], p, sizeof p), &r[i], &info, &e), MD_OK);
+        md_samples_indicators(&r[i]);
+    }
+    md_sample_ranks_relate(r, n);
+    return r;
+}
+
+/* The finding of that kind, or an empty one (its checks then fail). */
+static md_finding find_kind(const md_finding *f, size_t n, const char *kind)
+{
+    md_finding none;
+    memset(&none, 0, sizeof none);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(f[i].kind, kind))
+            return f[i];
+    return none;
+}
+
+/* Real runs (tests/data/sharing, examples/sharing.py on an H200): two
+ * DataLoader workers with CUDA contexts are the main process's children
+ * and no ranks of their own (the main process was "1359 MiB above rank
+ * 0"); a sweep's two processes on one GPU name each other as siblings. */
+static void test_other_processes(void **st)
+{
+    (void)st;
+    static const char *const workers[] = {"sharing/workers/rank0.mdcap",
+                                          "sharing/workers/rank0-pid559.mdcap",
+                                          "sharing/workers/rank0-pid560.mdcap"};
+    md_sample_rank *r = load_captures(workers, 3);
+    assert_false(r[0].helper);
+    assert_true(r[1].helper && r[2].helper);
+    assert_string_equal(r[1].role, "DataLoader worker 0");
+    md_finding *f;
+    size_t nf;
+    md_err e;
+    assert_int_equal(md_diagnose_sample_ranks(r, 3, &f, &nf, &e), MD_OK);
+    assert_int_equal(nf, 0);
+    free(f);
+    for (int i = 1; i < 3; i++) { /* said by their parent's finding */
+        assert_int_equal(md_diagnose_samples(&r[i], &f, &nf, &e), MD_OK);
+        assert_false(has(f, nf, "non_framework"));
+        free(f);
+    }
+    assert_int_equal(md_diagnose_samples(&r[0], &f, &nf, &e), MD_OK);
+    md_finding x = find_kind(f, nf, "non_framework");
+    assert_non_null(strstr(x.summary, "1268.0 MiB of it by 2 child processes of this one"));
+    assert_int_equal(x.severity, MD_SEV_WARNING);
+    assert_int_equal(x.nsites, 2);
+    assert_non_null(strstr(x.sites[0].site, "(a child of this process): python3 -B -c from "
+                                            "multiprocessing.spawn"));
+    free(f);
+    md_sample_ranks_free(r, 3);
+
+    static const char *const sweep[] = {"sharing/sweep/rank0.mdcap",
+                                        "sharing/sweep/rank0-pid652.mdcap"};
+    r = load_captures(sweep, 2);
+    assert_int_equal(md_diagnose_sample_ranks(r, 2, &f, &nf, &e), MD_OK);
+    assert_int_equal(nf, 0);
+    free(f);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(md_diagnose_samples(&r[i], &f, &nf, &e), MD_OK);
+        x = find_kind(f, nf, "non_framework");
+        assert_non_null(strstr(x.summary, "3428.4 MiB of it by another process started by "
+                                          "this one's parent"));
+        assert_non_null(strstr(x.advice, "torch.cuda.set_device(rank)"));
+        free(f);
+    }
+    md_sample_ranks_free(r, 2);
+}
+
 static void test_bad_json(void **st)
 {
     (void)st;
@@ -127,6 +206,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_indicators_equal_the_scripts),
         cmocka_unit_test(test_findings_from_samples),
+        cmocka_unit_test(test_other_processes),
         cmocka_unit_test(test_bad_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
