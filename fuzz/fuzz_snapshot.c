@@ -40,6 +40,7 @@ static void samples(md_sample_rank *r, size_t n)
     md_prediction p = {0};
     md_validation v;
     p.peak = 1 << 30, p.peak_known = 1, p.floor = 1 << 28;
+    md_sample_ranks_relate(r, n);
     for (size_t i = 0; i < n; i++) {
         driver(&r[i]);
         md_samples_indicators(&r[i]);

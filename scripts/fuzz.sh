@@ -12,7 +12,8 @@ clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -Iinclude -Isrc $srcs "$out/gen/page_js.c" fuzz/fuzz_snapshot.c \
     -o "$out/fuzz_snapshot" -ljansson -lz -lzstd -llzma -lm -ldl -lpthread
 cp tests/data/synthetic/*.pickle tests/data/synthetic/*.json tests/data/fuzz-regress/* "$out/corpus/"
-for f in tests/data/runs/*/*.mdcap tests/data/driver/*/*.mdcap tests/data/loops/*/rank0.mdcap; do   # same names in each run: prefix the run
+for f in tests/data/runs/*/*.mdcap tests/data/driver/*/*.mdcap tests/data/loops/*/rank0.mdcap \
+         tests/data/sharing/*/rank0*.mdcap; do   # same names in each run: prefix the run
     cp "$f" "$out/corpus/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 cp tests/data/seed-exercise/alpha-small.json "$out/corpus/"
