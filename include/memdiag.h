@@ -580,6 +580,7 @@ typedef struct md_sample_rank {
     int pid;                   /* the process's, from its capture file; 0 unknown */
     int ppid;                  /* its parent's; 0 unknown */
     char role[32];             /* "DataLoader worker 0"; "" for a training process */
+    char host[64];             /* from its capture's META; "" unknown */
     int helper;                /* its parent process is among the inputs (a DataLoader
                                   worker, a spawned helper): not a rank of its own
                                   (md_sample_ranks_relate) */

@@ -150,6 +150,9 @@ void md_say_above(char *dst, size_t n, const char *hi, double diff_mib, const ch
 double md_others_mib(const md_sample_rank *r, const md_sample *s);
 double md_other_processes(const md_sample_rank *r, const md_sample *s, double gap,
                           md_finding *f);
+/* Ranks of one job whose own GPU is one (same host and device): a
+ * rank_imbalance finding for each such group. */
+int md_shared_gpus(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n, size_t *cap);
 #define MD_SUMMARY(f, ...) md_fsay((f)->summary, sizeof (f)->summary, __VA_ARGS__)
 #define MD_ADVICE(f, ...) md_fsay((f)->advice, sizeof (f)->advice, __VA_ARGS__)
 #define MD_EVIDENCE(f, ...)                                                             \

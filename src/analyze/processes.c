@@ -5,6 +5,7 @@
  * CUDA), a sibling (another process of the same launch: a sweep started
  * by torch.multiprocessing, ranks that never chose their GPU), or another
  * job. Said in the non_framework finding (samples.c). */
+#include <stdio.h>
 #include <string.h>
 #include "../util/util.h"
 #include "analyze.h"
@@ -175,4 +176,94 @@ double md_other_processes(const md_sample_rank *r, const md_sample *s, double ga
     if (mib >= 1024) /* a GiB of the card lost to other processes */
         f->severity = MD_SEV_WARNING;
     return mib;
+}
+
+/* The most NVML saw a rank's process use of its own GPU, or its peak
+ * allocated where NVML could not say. */
+static double process_mib(const md_sample_rank *r)
+{
+    double m = -1;
+    for (size_t i = 0; i < r->nsamples; i++)
+        m = r->samples[i].process_used_mib > m ? r->samples[i].process_used_mib : m;
+    return m > 0 ? m : r->indicators.maximum_peak_allocated_mib;
+}
+
+static int shares_with(const md_sample_rank *a, const md_sample_rank *b)
+{
+    return a->has_capture && b->has_capture && !a->further_device && !b->further_device &&
+           !a->helper && !b->helper && !a->driver_file && !b->driver_file && a->device >= 0 &&
+           a->device == b->device && a->rank != b->rank && a->host[0] && !strcmp(a->host, b->host);
+}
+
+/* "0, 1 and 2" (the first 16 of them). */
+static void say_ranks(char *dst, size_t n, const int *rank, size_t count)
+{
+    size_t len = 0;
+    dst[0] = 0;
+    for (size_t i = 0; i < count && i < 16 && len < n; i++)
+        len += (size_t)snprintf(dst + len, n - len, "%s%d",
+                                !i ? "" : i + 1 == count ? " and " : ", ", rank[i]);
+    if (count > 16 && len < n)
+        snprintf(dst + len, n - len, " and %zu more", count - 16);
+}
+
+/* Ranks of one job whose own GPU is one GPU (ranks that never chose a
+ * device: with gloo the job runs, each rank with what the others leave). */
+static int shared_gpu(const md_sample_rank *r, size_t nr, size_t first, md_finding **out,
+                      size_t *n, size_t *cap)
+{
+    int rank[16];
+    char uses[200] = "";
+    size_t count = 0, ulen = 0;
+    double total = 0, largest = 0;
+    const md_sample_rank *moved = NULL; /* a rank whose local rank names another GPU */
+    for (size_t j = first; j < nr; j++) {
+        if (j != first && !shares_with(&r[first], &r[j]))
+            continue;
+        double mib = process_mib(&r[j]);
+        total += mib;
+        largest = mib > largest ? mib : largest;
+        if (count < 16)
+            rank[count] = r[j].rank;
+        if (count < 4 && ulen < sizeof uses)
+            ulen += (size_t)snprintf(uses + ulen, sizeof uses - ulen, "%srank %d %.1f MiB",
+                                     count ? ", " : "", r[j].rank, mib);
+        count++;
+        if (!moved && r[j].local_rank != r[j].device)
+            moved = &r[j];
+    }
+    md_finding *f = md_finding_new(out, n, cap, "rank_imbalance", MD_SEV_WARNING,
+                                   md_bytes_of_mib(total - largest));
+    if (!f)
+        return MD_E_NOMEM;
+    char said[160];
+    say_ranks(said, sizeof said, rank, count);
+    f->device = r[first].device;
+    md_fsay(f->summary, sizeof f->summary, "ranks %s run on one GPU, cuda:%d of %s: each has "
+            "what the others leave of it", said, r[first].device, r[first].host);
+    if (moved)
+        MD_EVIDENCE(f, "rank %d's local rank is %d, yet its process runs on cuda:%d", moved->rank,
+                    moved->local_rank, moved->device);
+    MD_EVIDENCE(f, "each process at its largest (NVML): %s%s; %.1f MiB of cuda:%d together",
+                uses, count > 4 ? ", ..." : "", total, r[first].device);
+    md_fsay(f->advice, sizeof f->advice, "Give each rank its own GPU: "
+            "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"])) before any CUDA call, "
+            "or init_process_group(..., device_id=torch.device(\"cuda\", local_rank)); tensors "
+            "on \"cuda\" then follow it. NCCL refuses ranks on one GPU (\"Duplicate GPU "
+            "detected\"); gloo runs them, each with a share of one GPU's memory.");
+    return MD_OK;
+}
+
+int md_shared_gpus(const md_sample_rank *r, size_t nr, md_finding **out, size_t *n, size_t *cap)
+{
+    for (size_t i = 0; i < nr; i++) {
+        int earlier = 0, later = 0;
+        for (size_t j = 0; j < nr; j++) {
+            earlier |= j < i && shares_with(&r[j], &r[i]);
+            later |= j > i && shares_with(&r[i], &r[j]);
+        }
+        if (!earlier && later && shared_gpu(r, nr, i, out, n, cap))
+            return MD_E_NOMEM;
+    }
+    return MD_OK;
 }

@@ -730,6 +730,8 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
     int rc = imbalance(r, nr, out, n, &cap);
     if (!rc)
         rc = strays(r, nr, out, n, &cap);
+    if (!rc)
+        rc = md_shared_gpus(r, nr, out, n, &cap);
     md_rank_growth *g = calloc(nr ? nr : 1, sizeof *g);
     if (!g)
         return MD_E_NOMEM;

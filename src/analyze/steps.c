@@ -935,10 +935,12 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     if (a->nsteps && i <= a->steps[0].fwd_start) {
         if (tags & MD_TAG_MODEL_INIT)
             return MD_CAT_PARAMETER;
-        /* made by an attempt that ran out of memory and was tried again
-         * smaller (gone before training began), not an input */
-        if (i < a->pre_oom && fr >= 0 && fr <= a->steps[0].fwd_start)
-            return (tags & MD_TAG_FORWARD) ? MD_CAT_ACTIVATION : MD_CAT_TEMPORARY;
+        /* gone before training began: no input of it; made by an attempt
+         * that ran out of memory and was tried again smaller, or by the
+         * set-up (a buffer to hold the GPU, a checkpoint copied in) */
+        if (fr >= 0 && fr <= a->steps[0].fwd_start)
+            return (i < a->pre_oom && (tags & MD_TAG_FORWARD)) ? MD_CAT_ACTIVATION
+                                                               : MD_CAT_TEMPORARY;
         return MD_CAT_INPUT;
     }
     long k = step_of(a, i);

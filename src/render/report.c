@@ -54,6 +54,18 @@ static int freed_before_backward(const md_rank *rk, const md_step *st, long p)
     return 0;
 }
 
+/* The highest allocated from the first forward on: the training's peak,
+ * set-up aside. */
+static uint64_t training_peak(const md_rank *rk, const md_step *st, size_t n)
+{
+    uint64_t m = 0;
+    for (long i = st[0].fwd_start; i <= st[0].after_zero; i++)
+        m = md_replay_at(rk->r, i).allocated > m ? md_replay_at(rk->r, i).allocated : m;
+    for (size_t k = 1; k < n; k++)
+        m = st[k].peak > m ? st[k].peak : m;
+    return m;
+}
+
 static void locate_peak(md_rank *rk)
 {
     size_t n;
@@ -63,6 +75,7 @@ static void locate_peak(md_rank *rk)
     rk->peak_phase = -1;
     rk->peak_failed = 0;
     rk->peak_unused = 0;
+    rk->setup_peak_over = 0;
     long lo = -1;
     size_t nev;
     const md_event *ev = md_snapshot_events(rk->s, rk->device, &nev);
@@ -74,6 +87,8 @@ static void locate_peak(md_rank *rk)
                 rk->peak_failed |= ev[i].action == MD_ACT_OOM;
             if (rk->peak_phase == MD_PHASE_FORWARD)
                 rk->peak_unused = freed_before_backward(rk, &st[k], p);
+            if (k == 0 && p <= st[0].fwd_start && !rk->peak_failed)
+                rk->setup_peak_over = training_peak(rk, st, n);
             return;
         }
         lo = st[k].after_zero;
@@ -84,6 +99,9 @@ const char *md_rank_peak_where(const md_rank *rk, char *dst, size_t n)
 {
     if (rk->peak_failed)
         snprintf(dst, n, " (before step %ld, in an attempt that ran out of memory)", rk->peak_step);
+    else if (rk->setup_peak_over)
+        snprintf(dst, n, " (before the first forward pass: set-up; the training's own peak "
+                 "is %.1f MiB)", md_mib(rk->setup_peak_over));
     else if (rk->peak_unused)
         snprintf(dst, n, " (step %ld, forward: in a pass all freed before the backward: an "
                  "evaluation or other no_grad work)", rk->peak_step);

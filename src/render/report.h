@@ -30,6 +30,9 @@ typedef struct md_rank {
     int peak_phase;         /* md_phase, -1 = between phases */
     int peak_failed;        /* the peak came before peak_step's forward, in an
                                attempt an out-of-memory error ended */
+    uint64_t setup_peak_over; /* the peak came before the first step's forward (set-up:
+                                 a buffer made and freed before training): the
+                                 training's own peak, which it rises above; 0 else */
     int peak_unused;        /* in the forward phase, in a pass all freed before
                                the backward (an evaluation, a no_grad forward) */
     size_t nevents;

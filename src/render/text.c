@@ -62,6 +62,11 @@ static void peak_line(FILE *o, const md_rank *rk)
     fprintf(o, "; reserved peak %.1f MiB\n", md_mib(md_replay_peak_reserved(rk->r)));
     fprintf(o, "  at end      %.1f MiB allocated, %.1f MiB reserved\n", md_mib(end.allocated),
             md_mib(end.reserved));
+    if (rk->setup_peak_over && end.reserved >= 2 * rk->setup_peak_over)
+        fprintf(o, "  note        the cache kept what the set-up freed: %.1f MiB reserved to the "
+                   "end, %.1fx the training's peak; torch.cuda.empty_cache() after the set-up "
+                   "returns it to the GPU\n", md_mib(end.reserved),
+                (double)end.reserved / (double)rk->setup_peak_over);
 }
 
 /* A trace without steps: the calls leaks are judged by. */

@@ -50,6 +50,8 @@ static void meta(md_sample_rank *r, md_capture_info *info, const unsigned char *
         r->ppid = atoi(v);
     else if (!strcmp(k, "role"))
         snprintf(r->role, sizeof r->role, "%s", v);
+    else if (!strcmp(k, "host"))
+        snprintf(r->host, sizeof r->host, "%s", v);
     else if (!strcmp(k, "kind"))
         r->driver_file = !strcmp(v, "driver");
     else if (!strcmp(k, "driver")) {
@@ -376,6 +378,7 @@ static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_
         x->pid = own->pid;
         x->ppid = own->ppid;
         memcpy(x->role, own->role, sizeof x->role);
+        memcpy(x->host, own->host, sizeof x->host);
         x->has_capture = 1;
         x->capture = own->capture;
         memcpy(x->source, own->source, sizeof x->source); /* gpu: its own is not recorded */

@@ -39,7 +39,9 @@
 # SCRIPT=examples/inference.py more inference loops (growing batches, beams, an index),
 # SCRIPT=examples/optimizers.py optimizer state off the textbook multiple,
 # SCRIPT=examples/sharing.py a GPU shared with other processes (another job,
-# DataLoader workers using CUDA, a sweep's processes on one GPU).
+# DataLoader workers using CUDA, a sweep's processes on one GPU),
+# SCRIPT=examples/launch.py memory the set-up decides (max-autotune's first step,
+# a GPU held by a large allocation at the start, DDP ranks that never chose a GPU).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -50,6 +52,7 @@ case $SCRIPT in
 *infer.py) all="gen genleak" ;;
 *optimizers.py) all="amsgrad optswitch rmsmoment" ;;
 *sharing.py) all="neighbour workers sweep" ;;
+*launch.py) all="autotune prealloc samegpu" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
@@ -77,7 +80,7 @@ esac
 log=$OUT/patterns.log
 for c in ${ONLY:-$all}; do
     py=python3
-    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload|gather|ddpckpt|fsdpckpt|uneven|unused) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
+    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload|gather|ddpckpt|fsdpckpt|uneven|unused|samegpu) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
     PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py "$SCRIPT" --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"

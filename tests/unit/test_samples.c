@@ -179,6 +179,17 @@ static void test_other_processes(void **st)
         free(f);
     }
     md_sample_ranks_free(r, 2);
+
+    /* two DDP ranks over gloo that never chose a GPU: one finding across them */
+    static const char *const same[] = {"launch/samegpu/rank0.mdcap", "launch/samegpu/rank1.mdcap"};
+    r = load_captures(same, 2);
+    assert_int_equal(md_diagnose_sample_ranks(r, 2, &f, &nf, &e), MD_OK);
+    assert_int_equal(nf, 1);
+    assert_string_equal(f[0].summary, "ranks 0 and 1 run on one GPU, cuda:0 of vm: each has what "
+                                      "the others leave of it");
+    assert_int_equal(f[0].severity, MD_SEV_WARNING);
+    free(f);
+    md_sample_ranks_free(r, 2);
 }
 
 static void test_bad_json(void **st)
