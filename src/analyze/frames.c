@@ -195,6 +195,9 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&
                  (name_is(s, f, "_apply") || name_is(s, f, "to") || name_is(s, f, "cuda")))
             tags |= MD_TAG_MODEL_INIT;
+        else if ((frame_in(s, f, "torch/nn/modules/lazy.py") && name_is(s, f, "_infer_parameters")) ||
+                 (frame_in(s, f, "torch/nn/parameter.py") && name_is(s, f, "materialize")))
+            tags |= MD_TAG_MODEL_INIT; /* a LazyModule's weights, made by its first forward */
         else if (frame_in(s, f, "torch/nn/parallel/distributed.py") &&
                  (name_is(s, f, "_pre_forward") || name_is(s, f, "_ddp_init_helper")))
             tags |= MD_TAG_GRAD_ACCUM; /* DDP's gradient buckets, (re)built there */

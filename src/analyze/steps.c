@@ -950,8 +950,11 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     const md_step *s = &a->steps[k];
     if (i <= s->fwd_start) /* between steps: a model built or cast mid-run is still one */
         return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_OTHER;
-    if (i <= s->after_forward)
+    if (i <= s->after_forward) {
+        if ((tags & MD_TAG_MODEL_INIT) && (fr < 0 || fr > s->after_zero))
+            return MD_CAT_PARAMETER; /* LazyLinear's weights: made by the forward, kept */
         return (fr < 0 || fr > s->after_forward) ? MD_CAT_ACTIVATION : MD_CAT_TEMPORARY;
+    }
     if (i <= s->after_backward) {
         int forward = (tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD);
         if (fr < 0 || fr > s->after_backward) /* a later micro-batch's kept output, or a gradient */

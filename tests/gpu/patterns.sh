@@ -41,7 +41,9 @@
 # SCRIPT=examples/sharing.py a GPU shared with other processes (another job,
 # DataLoader workers using CUDA, a sweep's processes on one GPU),
 # SCRIPT=examples/launch.py memory the set-up decides (max-autotune's first step,
-# a GPU held by a large allocation at the start, DDP ranks that never chose a GPU).
+# a GPU held by a large allocation at the start, DDP ranks that never chose a GPU),
+# SCRIPT=examples/lazy.py parameters made during training (LazyLinear, a model built
+# at the loop's first iteration).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -53,6 +55,7 @@ case $SCRIPT in
 *optimizers.py) all="amsgrad optswitch rmsmoment" ;;
 *sharing.py) all="neighbour workers sweep" ;;
 *launch.py) all="autotune prealloc samegpu" ;;
+*lazy.py) all="lazy buildfirst" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
