@@ -1130,7 +1130,8 @@ static void find_optimizer_state(fctx *c)
                     "that no longer train; state / trained parameters = %.2f", md_mib(all_params),
                     md_mib(trained), ratio);
     else if (trained)
-        MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients (the rest is frozen); "
+        MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients (the rest none: frozen "
+                    "weights, or buffers such as attention masks); "
                     "state / trained parameters = %.2f", md_mib(all_params), md_mib(trained), ratio);
     else if (params)
         MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params), ratio);

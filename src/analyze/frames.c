@@ -198,6 +198,9 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         else if ((frame_in(s, f, "torch/nn/modules/lazy.py") && name_is(s, f, "_infer_parameters")) ||
                  (frame_in(s, f, "torch/nn/parameter.py") && name_is(s, f, "materialize")))
             tags |= MD_TAG_MODEL_INIT; /* a LazyModule's weights, made by its first forward */
+        else if (frame_in(s, f, "torch/_functorch/functional_call.py") &&
+                 name_is(s, f, "stack_module_state"))
+            tags |= MD_TAG_MODEL_INIT; /* an ensemble's weights, stacked for vmap */
         else if (frame_in(s, f, "torch/nn/parallel/distributed.py") &&
                  (name_is(s, f, "_pre_forward") || name_is(s, f, "_ddp_init_helper")))
             tags |= MD_TAG_GRAD_ACCUM; /* DDP's gradient buckets, (re)built there */

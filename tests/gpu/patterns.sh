@@ -43,7 +43,8 @@
 # SCRIPT=examples/launch.py memory the set-up decides (max-autotune's first step,
 # a GPU held by a large allocation at the start, DDP ranks that never chose a GPU),
 # SCRIPT=examples/lazy.py parameters made during training (LazyLinear, a model built
-# at the loop's first iteration).
+# at the loop's first iteration), SCRIPT=examples/params.py where parameters come from
+# (an ensemble's stacked weights, causal-mask buffers, a model built on the meta device).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -56,6 +57,7 @@ case $SCRIPT in
 *sharing.py) all="neighbour workers sweep" ;;
 *launch.py) all="autotune prealloc samegpu" ;;
 *lazy.py) all="lazy buildfirst" ;;
+*params.py) all="ensemble buffers metainit" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
