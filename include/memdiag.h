@@ -504,6 +504,7 @@ typedef struct md_capture_info {
     size_t steps;            /* STEP records */
     size_t ooms;
     uint64_t oom_requested, oom_device_free;
+    int64_t oom_time_ns;     /* the last OOM record's time */
     uint64_t oom_limit;      /* the allocator's limit: device total or memory fraction */
     size_t steps_after_oom;  /* STEP records after the last OOM: the job caught it */
     char snapshot[512];      /* the last snapshot record's path */

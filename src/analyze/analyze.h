@@ -55,6 +55,7 @@ const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack);
 typedef struct md_iterations {
     size_t period;
     const md_frame *site[MD_MAX_PERIOD];
+    const char *name[MD_MAX_PERIOD]; /* each one's optimizer class, where its frames say */
     md_step *steps;
     size_t n;
     const md_frame *call; /* a trace without steps: the steps are the calls
@@ -62,6 +63,8 @@ typedef struct md_iterations {
 } md_iterations;
 int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_event *ev,
                        const md_step *st, size_t n, md_iterations *out);
+/* The optimizer class of position k of the iteration's cycle, or NULL. */
+const char *md_analysis_period_name(const md_analysis *a, size_t k);
 /* The shortest cycle (2..MD_MAX_PERIOD) that ids (< 0: unknown) repeat at
  * least twice, every position known and not all one id, with each
  * position's id in rep; 1 when none. Steps' call sites, or the optimizers

@@ -42,6 +42,9 @@ typedef struct fctx {
     size_t n, cap;
     uint64_t state_grew; /* the memory held between steps grew by this much of
                             optimizer state: parameters joined the optimizer */
+    const md_step *state_oom; /* the last step's optimizer step ran out of memory:
+                                 the state live at the end is what it made */
+    long state_oom_at;        /* that error's event */
 } fctx;
 
 static const md_live_set *live_at(fctx *c, long index)
@@ -776,7 +779,7 @@ static double expected_state_multiple(const char *opt)
 {
     static const struct { const char *name; double x; } known[] = {
         {"AdamW", 2}, {"Adam", 2}, {"Adam/AdamW", 2}, {"Adamax", 2}, {"NAdam", 2}, {"RAdam", 2},
-        {"SGD", 1}, {"Adagrad", 1}, {"RMSprop", 1}, {"Adadelta", 2}, {"Rprop", 2},
+        {"SGD", 1}, {"Adagrad", 1}, {"RMSprop", 1}, {"Adadelta", 2}, {"Rprop", 2}, {"Muon", 1},
         {"SparseAdam", 2}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(opt, known[i].name))
@@ -971,6 +974,10 @@ static void say_state_expected(fctx *c, md_finding *f, const char *opt, double r
         MD_EVIDENCE(f, "L-BFGS keeps 2 x history_size past updates (old_dirs, old_stps) plus a few "
                     "flat copies of the parameters: it grows until the history is full "
                     "(history_size defaults to 100, 200 x the parameters)");
+    else if (has_params && ratio >= 0.5 && opt[0])
+        MD_EVIDENCE(f, "%s is not an optimizer memdiag knows: %.2f x is about %.0f buffer%s of each "
+                    "parameter's size", opt, ratio, floor(ratio + 0.5),
+                    floor(ratio + 0.5) == 1 ? "" : "s");
 }
 
 static void say_state_advice(fctx *c, md_finding *f, const char *opt, uint64_t state, long end)
@@ -987,9 +994,11 @@ static void say_state_advice(fctx *c, md_finding *f, const char *opt, uint64_t s
                   "a quarter of fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.",
                   sharder, with, md_mib(state));
     else
-        MD_ADVICE(f, "Expected for this optimizer. To shrink it: shard it across data-parallel ranks "
-                  "(ZeRO-1 / FSDP: divided by the world size), an 8-bit optimizer (about a quarter "
-                  "of fp32 Adam state), or a stateless optimizer; saving up to %.1f MiB.",
+        MD_ADVICE(f, "%s To shrink it: shard it across data-parallel ranks (ZeRO-1 / FSDP: divided "
+                  "by the world size), an 8-bit optimizer (about a quarter of fp32 Adam state), or "
+                  "a stateless optimizer; saving up to %.1f MiB.",
+                  expected_state_multiple(opt) > 0 ? "Expected for this optimizer."
+                  : "Whether this is expected depends on the optimizer's design (see its buffers).",
                   md_mib(state));
 }
 
@@ -1072,6 +1081,98 @@ static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_si
     return params && (double)covered >= 0.9 * (double)params ? 2 * covered : 0;
 }
 
+/* The optimizers whose state is live at end, by the files their steps
+ * run in (Muon for the hidden matrices beside AdamW for the rest). */
+#define MAX_OWNERS 4
+typedef struct owners {
+    const char *name[MAX_OWNERS];
+    uint64_t bytes[MAX_OWNERS];
+    size_t n;
+} owners;
+
+static void state_owners(fctx *c, long end, owners *w)
+{
+    const md_live_set *ls = live_at(c, end);
+    memset(w, 0, sizeof *w);
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        const char *o = l->category == MD_CAT_OPTIMIZER_STATE
+                            ? md_optimizer_from_stack(c->s, l->stack) : NULL;
+        size_t k = 0;
+        while (o && k < w->n && strcmp(w->name[k], o))
+            k++;
+        if (!o || k == MAX_OWNERS)
+            continue;
+        w->name[k] = o;
+        w->bytes[k] += l->block_size;
+        w->n += k == w->n;
+    }
+}
+
+/* Several optimizers, each over its own parameters, keep the state
+ * together: each one's share, and whether their multiples account for the
+ * parameters between them. 0 where one optimizer holds nine tenths. */
+static int mixed_state(fctx *c, md_finding *f, long end, uint64_t state, uint64_t params,
+                       const char *whose)
+{
+    owners w;
+    state_owners(c, end, &w);
+    size_t big = 0;
+    for (size_t k = 0; k < w.n; k++)
+        big += (double)w.bytes[k] >= 0.1 * (double)state;
+    if (big < 2)
+        return 0;
+    char names[96] = "";
+    double covered = 0;
+    int known = 1;
+    for (size_t k = 0, len = 0; k < w.n; k++) {
+        double want = expected_state_multiple(w.name[k]);
+        len += (size_t)snprintf(names + len, len < sizeof names ? sizeof names - len : 0, "%s%s",
+                                !k ? "" : k + 1 == w.n ? " and " : ", ", w.name[k]);
+        if (want > 0)
+            MD_EVIDENCE(f, "%s: %.1f MiB, %g x the %.1f MiB of parameters it steps", w.name[k],
+                        md_mib(w.bytes[k]), want, md_mib(w.bytes[k]) / want);
+        else
+            MD_EVIDENCE(f, "%s: %.1f MiB (its multiple is not known to memdiag)", w.name[k],
+                        md_mib(w.bytes[k]));
+        covered += want > 0 ? md_mib(w.bytes[k]) / want : 0;
+        known &= want > 0;
+    }
+    MD_SUMMARY(f, "%s keep %.1f MiB of state together, %.2f x the %sparameter bytes, created at "
+               "the first optimizer step", names, md_mib(state),
+               params ? (double)state / (double)params : 0, whose);
+    if (known && params && fabs(covered / md_mib(params) - 1) < 0.1)
+        MD_EVIDENCE(f, "%.1f MiB of parameters between them, against %.1f MiB of %sparameters: "
+                    "each has one optimizer's state, as expected", covered, md_mib(params), whose);
+    else if (known && params)
+        MD_EVIDENCE(f, "%.1f MiB of parameters between them, against %.1f MiB of %sparameters",
+                    covered, md_mib(params), whose);
+    return 1;
+}
+
+/* The optimizer's step ran out of memory while it made its state: what
+ * is live is what it made before the error, not what it keeps. */
+static void unfinished_state(fctx *c, md_finding *f, const char *opt, uint64_t state,
+                             uint64_t params, const char *whose, double want, size_t count)
+{
+    const char *name = opt[0] ? opt : "the optimizer";
+    f->severity = MD_SEV_WARNING;
+    if (want > 0 && params)
+        MD_SUMMARY(f, "%s had made %.1f MiB of its state when its step ran out of memory; the "
+                   "whole is %g x the %sparameter bytes, %.1f MiB", name, md_mib(state), want,
+                   whose, want * md_mib(params));
+    else
+        MD_SUMMARY(f, "%s had made %.1f MiB of its state when its step ran out of memory", name,
+                   md_mib(state));
+    MD_EVIDENCE(f, "%.1f MiB in %zu allocations made in step %d's optimizer step before the "
+                "error", md_mib(state), count, c->state_oom->number);
+    if (params)
+        MD_EVIDENCE(f, "parameters: %.1f MiB (%s); state made / parameters = %.2f",
+                    md_mib(params), whose[0] ? "those that get gradients" : "all",
+                    (double)state / (double)params);
+    MD_ADVICE(f, "See the oom finding: the state did not fit beside the weights and gradients.");
+}
+
 static void find_optimizer_state(fctx *c)
 {
     if (!c->nst)
@@ -1111,6 +1212,10 @@ static void find_optimizer_state(fctx *c)
     f->nsites = probe.nsites;
     const char *made = c->state_grew ? "made as parameters joined the optimizer"
                                      : "created at the first optimizer step";
+    if (c->state_oom) {
+        unfinished_state(c, f, opt, state, params, whose, want, ca.count);
+        return;
+    }
     if (params)
         MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the %sparameter bytes, %s",
                 opt[0] ? opt : "the optimizer", " ", md_mib(state), ratio, whose, made);
@@ -1119,6 +1224,10 @@ static void find_optimizer_state(fctx *c)
                    md_mib(state), made);
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
                 "still live at the end of the last step", md_mib(state), ca.count);
+    if (!masters && mixed_state(c, f, end, state, params, whose)) {
+        say_state_advice(c, f, opt, state, end);
+        return;
+    }
     if (masters)
         MD_EVIDENCE(f, "parameters: %.1f MiB, 16-bit; fp32 master weights beside them: %.1f MiB in "
                     "%zu tensors, each twice a parameter's size (the largest at %s); state / "
@@ -1943,6 +2052,54 @@ static size_t steps_after(const fctx *c, long i, const md_step **first)
     return c->nst - k;
 }
 
+/* The step whose optimizer phase holds event i, or NULL. */
+static const md_step *in_optimizer_step(const fctx *c, long i)
+{
+    for (size_t k = 0; k < c->nst; k++)
+        if (i > c->st[k].after_backward && i <= c->st[k].after_optim)
+            return &c->st[k];
+    return NULL;
+}
+
+/* An error in the optimizer's step as it made its state (Adam's first
+ * step: exp_avg and exp_avg_sq for every parameter): said with what the
+ * whole state needs beside the weights and gradients, and lighter or
+ * sharded state as the advice. 0 where the step made no state. */
+static int state_did_not_fit(fctx *c, md_finding *f, long i)
+{
+    const md_step *st = in_optimizer_step(c, i);
+    md_finding scratch;
+    memset(&scratch, 0, sizeof scratch);
+    cat_arg ca = {MD_CAT_OPTIMIZER_STATE, st->after_backward, i, 0};
+    uint64_t made = collect_sites(c, &scratch, i, cat_pred, &ca);
+    uint64_t params = category_bytes(c, i, MD_CAT_PARAMETER);
+    uint64_t grads = category_bytes(c, i, MD_CAT_GRADIENT);
+    const char *opt = md_analysis_optimizer(c->a);
+    double want = expected_state_multiple(opt);
+    if (made < (1 << 20) || !params)
+        return 0;
+    c->state_oom = st;
+    c->state_oom_at = i;
+    const char *name = opt[0] ? opt : "the optimizer";
+    MD_EVIDENCE(f, "it came in step %d's optimizer step, as %s made its state: %.1f MiB made in "
+                "%zu allocations", st->number, name, md_mib(made), ca.count);
+    if (want > 0)
+        MD_EVIDENCE(f, "%s keeps %g x the parameters: %.1f MiB beside the weights (%.1f MiB) and "
+                    "their gradients (%.1f MiB), %.1f MiB more than it had made",
+                    name, want, want * md_mib(params), md_mib(params), md_mib(grads),
+                    want * md_mib(params) - md_mib(made));
+    MD_SUMMARY(f, "out of memory in step %d's optimizer step: %s's state (%.1f MiB made so far) "
+               "did not fit beside the weights and gradients", st->number, name, md_mib(made));
+    MD_ADVICE(f, "The state is made at the first step and kept: make it smaller or spread it. An "
+              "8-bit optimizer (bitsandbytes' AdamW8bit: about a quarter of fp32 Adam's state), "
+              "a lighter one (Adafactor; SGD with momentum or Lion: 1 x the parameters), sharding "
+              "it over data-parallel ranks (FSDP, ZeroRedundancyOptimizer: divided by the world "
+              "size), or keeping it on the CPU (DeepSpeed ZeRO-Offload); or a larger memory "
+              "limit.%s", want > 0 ? "" : " The optimizer's multiple is not known to memdiag: "
+              "see the state's sites.");
+    return 1;
+}
+
 static void find_oom(fctx *c)
 {
     size_t n = md_replay_nevents(c->r);
@@ -1991,6 +2148,7 @@ static void find_oom(fctx *c)
                 top = k;
         MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", md_mib(live),
                  md_category_name(top), md_mib(aa.by_cat[top]));
+        int state = !went_on && in_optimizer_step(c, (long)i) && state_did_not_fit(c, f, (long)i);
         int limited = ev[i].addr > req + pt.reserved; /* the device had room */
         uint64_t short_by = limited ? (req > cs.largest_free ? req - cs.largest_free : 0)
                                     : (req > avail ? req - avail : 0);
@@ -2000,6 +2158,8 @@ static void find_oom(fctx *c)
             MD_EVIDENCE(f, "the device itself had %.1f MiB free: a per-process limit stopped the "
                            "request (set_per_process_memory_fraction, or memory held elsewhere)",
                         md_mib(ev[i].addr));
+        if (state) /* its advice is the state's */
+            continue;
         if (limited)
             MD_ADVICE(f, "Raise the process's limit, or free %.1f MiB of live memory so the request "
                          "fits in cached blocks; the largest holder is %s (%.1f MiB): see the sites.",

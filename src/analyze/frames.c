@@ -281,7 +281,8 @@ const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack)
         {"/adagrad.py", "Adagrad"}, {"/rmsprop.py", "RMSprop"},
         {"/adamax.py", "Adamax"}, {"/nadam.py", "NAdam"}, {"/radam.py", "RAdam"},
         {"/adadelta.py", "Adadelta"}, {"/lbfgs.py", "LBFGS"}, {"/asgd.py", "ASGD"},
-        {"/rprop.py", "Rprop"}, {"/sparse_adam.py", "SparseAdam"}, {"/adafactor.py", "Adafactor"}};
+        {"/rprop.py", "Rprop"}, {"/sparse_adam.py", "SparseAdam"}, {"/adafactor.py", "Adafactor"},
+        {"/_muon.py", "Muon"}};
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
     const char *found = NULL;

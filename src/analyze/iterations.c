@@ -9,6 +9,7 @@
  * (Adam's foreach intermediates, every optimizer's state at its first
  * step). A step that allocates nothing says nothing; a cycle must show
  * in the steps that do, twice. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../snapshot/snapshot_int.h"
@@ -25,6 +26,21 @@ static const md_frame *step_site(const md_snapshot *s, md_stack_cache *cache,
             if (fr)
                 return fr;
         }
+    return NULL;
+}
+
+/* The optimizer class that step st's optimizer phase runs in, from the
+ * first allocation whose frames name one (torch/optim/adamw.py: AdamW), or
+ * NULL: optimizers stepped from one line (`for opt in opts: opt.step()`,
+ * Muon beside AdamW) are told apart by it. The names are static. */
+static const char *step_optimizer(const md_snapshot *s, const md_event *ev, const md_step *st)
+{
+    for (long i = st->after_backward + 1; i >= 0 && i <= st->after_optim; i++) {
+        const char *o = ev[i].action == MD_ACT_ALLOC && ev[i].stack
+                            ? md_optimizer_from_stack(s, ev[i].stack) : NULL;
+        if (o)
+            return o;
+    }
     return NULL;
 }
 
@@ -92,22 +108,51 @@ int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_eve
     long *id = n >= 2 * 2 ? malloc(n * sizeof *id) : NULL, rep[MD_MAX_PERIOD];
     if (n >= 2 * 2 && !id)
         return -1;
+    const char **name = id ? malloc(n * sizeof *name) : NULL;
+    const md_frame **site = id ? malloc(n * sizeof *site) : NULL;
+    if (id && (!name || !site)) {
+        free(id);
+        free(name);
+        free(site);
+        return -1;
+    }
     for (size_t k = 0; id && k < n; k++) { /* frames are interned: an index is a site */
-        const md_frame *f = step_site(s, cache, ev, &st[k]);
-        id[k] = f ? (long)(f - s->frames) : -1;
+        site[k] = step_site(s, cache, ev, &st[k]);
+        name[k] = step_optimizer(s, ev, &st[k]);
+        id[k] = site[k] ? (long)(site[k] - s->frames) : -1;
     }
     out->period = id ? md_cycle_period(id, n, rep) : 1;
-    free(id);
+    if (id && out->period == 1) { /* one call site: the optimizers' classes */
+        for (size_t k = 0; k < n; k++)
+            id[k] = name[k] ? (long)(intptr_t)name[k] : -1;
+        out->period = md_cycle_period(id, n, rep);
+    }
     size_t p = out->period;
-    for (size_t k = 0; p > 1 && k < p; k++)
-        out->site[k] = &s->frames[rep[k]];
+    for (size_t k = 0; p > 1 && k < p; k++) { /* each position's site and class */
+        out->site[k] = NULL;
+        out->name[k] = NULL;
+        for (size_t j = k; j < n; j += p) {
+            out->site[k] = out->site[k] ? out->site[k] : site[j];
+            out->name[k] = out->name[k] ? out->name[k] : name[j];
+        }
+        if (!out->site[k]) /* a position no allocation names: no cycle to say */
+            out->period = 1;
+    }
+    p = out->period;
+    free(id);
+    free(name);
+    free(site);
     /* iterations end with the last step: a run stops at an iteration's end;
      * a first group cut short by where recording began is left out */
     size_t first = n % p, count = n / p;
     const md_frame *cycle[MD_MAX_PERIOD]; /* the sites in an iteration's order */
-    for (size_t k = 0; k < p; k++)
+    const char *names[MD_MAX_PERIOD];
+    for (size_t k = 0; k < p; k++) {
         cycle[k] = out->site[(first + k) % p];
+        names[k] = out->name[(first + k) % p];
+    }
     memcpy(out->site, cycle, p * sizeof *cycle);
+    memcpy(out->name, names, p * sizeof *names);
     out->steps = malloc((count ? count : 1) * sizeof *out->steps);
     if (!out->steps)
         return -1;
@@ -117,6 +162,14 @@ int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_eve
     return 0;
 }
 
+/* Position k and j of the cycle: one optimizer (one call site, one class). */
+static int same_position(const md_analysis *a, size_t k, size_t j)
+{
+    const char *x = md_analysis_period_name(a, k), *y = md_analysis_period_name(a, j);
+    return same_site(md_analysis_period_site(a, k), md_analysis_period_site(a, j)) &&
+           (x == y || (x && y && !strcmp(x, y)));
+}
+
 size_t md_analysis_period_say(const md_analysis *a, char *dst, size_t n)
 {
     size_t period = md_analysis_period(a), used = 0, distinct = 0;
@@ -124,17 +177,19 @@ size_t md_analysis_period_say(const md_analysis *a, char *dst, size_t n)
     dst[0] = '\0';
     for (size_t k = 0; period > 1 && k < period;) {
         const md_frame *fr = md_analysis_period_site(a, k);
+        const char *cls = md_analysis_period_name(a, k);
         size_t run = 1, seen = 0;
-        while (k + run < period && same_site(md_analysis_period_site(a, k + run), fr))
+        while (k + run < period && same_position(a, k + run, k))
             run++;
         for (size_t j = 0; j < k; j++)
-            seen |= same_site(md_analysis_period_site(a, j), fr);
+            seen |= same_position(a, j, k);
         distinct += !seen;
         char times[32] = "", label[512];
         if (run > 1)
             snprintf(times, sizeof times, " %zu times", run);
         if (used < n)
-            used += (size_t)snprintf(dst + used, n - used, "%s%s%s", k ? ", then " : "",
+            used += (size_t)snprintf(dst + used, n - used, "%s%s%s%s%s", k ? ", then " : "",
+                                     cls ? cls : "", cls ? " at " : "",
                                      md_frame_label(s, fr, label, sizeof label), times);
         k += run;
     }

@@ -586,6 +586,14 @@ static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *ca
         MD_EVIDENCE(f, "%zu step%s ran after the last one: the error was caught and the work "
                     "tried again, smaller or after freeing memory", went_on,
                     went_on == 1 ? "" : "s");
+    const md_sample *before = NULL; /* the last phase point before the error */
+    for (size_t i = 0; i < r->nsamples && ci->oom_time_ns; i++)
+        if (r->samples[i].time_ns <= ci->oom_time_ns && r->samples[i].phase != MD_SP_OTHER)
+            before = &r->samples[i];
+    if (before)
+        MD_EVIDENCE(f, "the last phase point before it: %s of step %d (%.1f MiB allocated); the "
+                    "error came in the phase after", md_sample_phase_name(before->phase),
+                    before->step, before->allocated_mib);
     if (ci->snapshot[0] && !strcmp(ci->snapshot_reason, "oom"))
         MD_EVIDENCE(f, "snapshot written at the failure: %s", ci->snapshot);
     else if (ci->snapshot[0])

@@ -628,6 +628,19 @@ static double mib_at(const md_analysis *a, long idx)
     return (double)md_replay_at(a->r, idx).allocated / MIB;
 }
 
+/* The run ended in an out-of-memory error inside its last step's
+ * optimizer step (Adam's first step making its state): that step never
+ * finished, and, as a capture (which samples no end of it), the
+ * indicators leave it out. */
+static int last_step_failed(const md_analysis *a)
+{
+    const md_step *s = &a->steps[a->nsteps - 1];
+    for (long i = s->after_backward + 1; i >= 0 && i <= s->after_optim; i++)
+        if (ev_at(a, i)->action == MD_ACT_OOM)
+            return 1;
+    return 0;
+}
+
 static void indicators(md_analysis *a)
 {
     md_indicators *in = &a->ind;
@@ -636,14 +649,19 @@ static void indicators(md_analysis *a)
     if (a->nsteps == 0)
         return;
     const md_step *s = a->steps;
-    size_t n = a->nsteps;
-    in->valid = 1;
-    in->first_step_recorded = s[0].number == 0;
+    int failed = last_step_failed(a);
+    size_t n = a->nsteps - (size_t)failed;
     /* where several optimizers step in turn, a training step is an
      * iteration of them all: its end is the last one's (one optimizer: the
      * iterations are the steps) */
     const md_step *it = a->iters.steps;
     size_t ni = md_closed_iterations(it, a->iters.n);
+    if (failed && ni && it[ni - 1].after_optim >= s[a->nsteps - 1].after_optim)
+        ni--;
+    if (n == 0 || ni == 0)
+        return;
+    in->valid = 1;
+    in->first_step_recorded = s[0].number == 0;
     long start = it[0].fwd_start == s[0].fwd_start ? a->start : it[0].fwd_start;
     in->first_step_persistent_change_mib = mib_at(a, it[0].after_zero) - mib_at(a, start);
     in->between_step_growth_mib = mib_at(a, it[ni - 1].after_zero) - mib_at(a, it[0].after_zero);
@@ -839,6 +857,10 @@ const md_frame *md_analysis_call_site(const md_analysis *a) { return a->iters.ca
 const md_frame *md_analysis_period_site(const md_analysis *a, size_t k)
 {
     return k < a->iters.period && a->iters.period > 1 ? a->iters.site[k] : NULL;
+}
+const char *md_analysis_period_name(const md_analysis *a, size_t k)
+{
+    return k < a->iters.period && a->iters.period > 1 ? a->iters.name[k] : NULL;
 }
 int md_analysis_step_device(const md_analysis *a) { return a->source ? a->step_device : -1; }
 const md_indicators *md_analysis_indicators(const md_analysis *a) { return &a->ind; }

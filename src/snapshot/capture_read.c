@@ -270,6 +270,7 @@ static int one_record(reading *x, int type, const unsigned char *p, uint32_t len
         if (len >= 32) {
             info->ooms++;
             info->steps_after_oom = 0;
+            info->oom_time_ns = (int64_t)get_u64(p);
             info->oom_requested = get_u64(p + 8);
             info->oom_device_free = get_u64(p + 16);
             info->oom_limit = get_u64(p + 24);

@@ -44,7 +44,9 @@
 # a GPU held by a large allocation at the start, DDP ranks that never chose a GPU),
 # SCRIPT=examples/lazy.py parameters made during training (LazyLinear, a model built
 # at the loop's first iteration), SCRIPT=examples/params.py where parameters come from
-# (an ensemble's stacked weights, causal-mask buffers, a model built on the meta device).
+# (an ensemble's stacked weights, causal-mask buffers, a model built on the meta device),
+# SCRIPT=examples/firststep.py the first optimizer step running out of memory, Muon
+# beside AdamW, a Lion optimizer written in the script.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -58,6 +60,7 @@ case $SCRIPT in
 *launch.py) all="autotune prealloc samegpu" ;;
 *lazy.py) all="lazy buildfirst" ;;
 *params.py) all="ensemble buffers metainit" ;;
+*firststep.py) all="optoom muon lion" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;

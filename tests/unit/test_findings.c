@@ -177,7 +177,8 @@ static void test_optimizers_in_turn(void **st)
     assert_int_equal(md_analysis_period_site(d.a, 1)->line, 50);
     char say[256];
     assert_int_equal(md_analysis_period_say(d.a, say, sizeof say), 2);
-    assert_string_equal(say, "/home/u/gan.py:40 train, then /home/u/gan.py:50 train");
+    assert_string_equal(say, "Adam/AdamW at /home/u/gan.py:40 train, then Adam/AdamW at "
+                              "/home/u/gan.py:50 train");
     const md_finding *l = need(&d, "leak");
     near((double)l->bytes / MIB, 2.0, 0.01, "leak per iteration");
     assert_non_null(strstr(l->summary, "every iteration"));
