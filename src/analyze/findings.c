@@ -2208,8 +2208,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
 static void parting(md_finding *f, const md_analysis *ah, const md_analysis *al,
                     const char *who, double diff)
 {
-    static const char *const names[] = {"before the forward", "forward", "backward",
-                                        "optimizer step", "zero_grad"};
+    static const char *const names[] = {"", "forward", "backward", "optimizer step", "zero_grad"};
     const md_replay *rh = md_analysis_replay(ah), *rl = md_analysis_replay(al);
     size_t nh, nl;
     const md_step *sh = md_analysis_steps(ah, &nh), *sl = md_analysis_steps(al, &nl);
@@ -2223,8 +2222,12 @@ static void parting(md_finding *f, const md_analysis *ah, const md_analysis *al,
                         (double)md_replay_at(rl, il[ph]).allocated;
             if (dh >= diff / 4) {
                 f->phase = ph == 0 ? -1 : ph - 1;
-                MD_EVIDENCE(f, "they part in step %d's %s: %s holds %.1f MiB more by its end",
-                            sh[k].number, names[ph], who, dh / MIB);
+                if (ph == 0) /* what was made before the step's forward: set-up */
+                    MD_EVIDENCE(f, "they part before step %d's forward: %s holds %.1f MiB more "
+                                "as it begins", sh[k].number, who, dh / MIB);
+                else
+                    MD_EVIDENCE(f, "they part in step %d's %s: %s holds %.1f MiB more by its end",
+                                sh[k].number, names[ph], who, dh / MIB);
                 return;
             }
         }
@@ -2240,11 +2243,58 @@ static size_t step_of_peak(const md_step *st, size_t n)
     return best;
 }
 
+/* Bytes of category cat live in ls, made at the user frame labelled label
+ * ("" for the largest such frame: its label is written there). */
+static uint64_t site_part(const md_analysis *a, const md_live_set *ls, int cat, char *label,
+                          size_t n, uint32_t *stack)
+{
+    const md_snapshot *s = md_analysis_snapshot(a);
+    md_stack_cache *cache = md_analysis_cache(a);
+    uint64_t best = 0;
+    char lab[512];
+    for (size_t i = 0; i < ls->n; i++) { /* each distinct frame, summed: a few hundred at most */
+        const md_frame *fr = ls->live[i].category == cat
+                                 ? md_stack_user_frame(cache, s, ls->live[i].stack) : NULL;
+        if (!fr || (label[0] && strcmp(md_frame_label(s, fr, lab, sizeof lab), label)))
+            continue;
+        if (label[0]) {
+            best += ls->live[i].block_size;
+            continue;
+        }
+        uint64_t sum = 0;
+        for (size_t j = 0; j < ls->n; j++)
+            sum += ls->live[j].category == cat &&
+                   md_stack_user_frame(cache, s, ls->live[j].stack) == fr ? ls->live[j].block_size : 0;
+        if (sum > best) {
+            best = sum;
+            *stack = ls->live[i].stack;
+            md_frame_label(s, fr, lab, sizeof lab);
+        }
+    }
+    if (!label[0] && best)
+        snprintf(label, n, "%s", lab);
+    return best;
+}
+
+/* Whether a stack runs inside torch.load. */
+static int in_torch_load(const md_snapshot *s, uint32_t stack)
+{
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strstr(md_strtab_get(&s->strs, s->frames[ids[i]].filename), "torch/serialization.py") &&
+            !strcmp(md_strtab_get(&s->strs, s->frames[ids[i]].name), "load"))
+            return 1;
+    return 0;
+}
+
 /* The category that makes most of the difference between two peaks: the
  * live bytes by category at each analysis' peak; said where one category
- * holds three quarters of diff or more. */
-static void say_category_part(md_finding *f, const md_analysis *ah, const md_analysis *al,
-                              const char *who, uint64_t diff)
+ * holds three quarters of diff or more, with the call site that makes
+ * most of it where one does (a checkpoint only rank 0 loaded onto its
+ * GPU). Returns 1 where that site is torch.load's. */
+static int say_category_part(md_finding *f, const md_analysis *ah, const md_analysis *al,
+                             const char *who, uint64_t diff)
 {
     const md_live_set *lh = md_analysis_live(ah, md_replay_peak_index(md_analysis_replay(ah)));
     const md_live_set *ll = md_analysis_live(al, md_replay_peak_index(md_analysis_replay(al)));
@@ -2256,9 +2306,25 @@ static void say_category_part(md_finding *f, const md_analysis *ah, const md_ana
     int top = 0;
     for (int k = 1; k < MD_CAT_COUNT; k++)
         top = by[k] > by[top] ? k : top;
-    if (lh && ll && by[top] >= 0.75 * (double)diff)
-        MD_EVIDENCE(f, "at the peaks, %s holds %.1f MiB more %s", who, by[top] / MIB,
-                    md_category_name((md_category)top));
+    if (!lh || !ll || by[top] < 0.75 * (double)diff)
+        return 0;
+    char label[512] = "";
+    uint32_t stack = 0;
+    uint64_t here = site_part(ah, lh, top, label, sizeof label, &stack);
+    uint64_t there = here ? site_part(al, ll, top, label, sizeof label, &(uint32_t){0}) : 0;
+    double part = (double)here - (double)there;
+    if (here && part >= 0.5 * by[top] && f->nsites < MD_FINDING_MAX_SITES) {
+        MD_EVIDENCE(f, "at the peaks, %s holds %.1f MiB more %s, %.1f MiB of it made at %s",
+                    who, by[top] / MIB, md_category_name((md_category)top), part / MIB, label);
+        md_finding_site *x = &f->sites[f->nsites++];
+        snprintf(x->site, sizeof x->site, "%s", label);
+        x->bytes = (uint64_t)part;
+        x->count = 1;
+        return in_torch_load(md_analysis_snapshot(ah), stack);
+    }
+    MD_EVIDENCE(f, "at the peaks, %s holds %.1f MiB more %s", who, by[top] / MIB,
+                md_category_name((md_category)top));
+    return 0;
 }
 
 /* Whether the two analyses' last steps peak within 1% of each other: the
@@ -2312,7 +2378,7 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
     md_say_above(f->summary, sizeof f->summary, h, md_mib(diff), l, md_mib(pl));
     MD_EVIDENCE(f, "peak allocated: %s %.1f MiB, %s %.1f MiB", h, md_mib(ph), l, md_mib(pl));
     parting(f, as[hi], as[lo], h, (double)diff);
-    say_category_part(f, as[hi], as[lo], h, diff);
+    int loaded = say_category_part(f, as[hi], as[lo], h, diff);
     int once = say_one_off(f, as[hi], as[lo]);
     const md_indicators *ih = md_analysis_indicators(as[hi]), *il = md_analysis_indicators(as[lo]);
     if (ih->valid && il->valid)
@@ -2323,6 +2389,11 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
                   "parallelism, device_map): move layers from %s to %s (another split point, "
                   "or a smaller max_memory for %s). Balanced, %s would need about %.1f MiB less.",
                   h, l, h, h, md_mib(diff));
+    else if (loaded)
+        MD_ADVICE(f, "%s keeps a checkpoint it loaded onto its GPU (torch.load at %s): load it "
+                  "with map_location=\"cpu\" (load_state_dict copies it onto the model's "
+                  "device), or del it once loaded. Balanced, %s would need about %.1f MiB less.",
+                  h, f->sites[f->nsites - 1].site, h, md_mib(diff));
     else if (once)
         MD_ADVICE(f, "It happens once, early (DDP rebuilding its gradient buckets after the first "
                   "iteration holds the old and the new for a moment; a first-iteration compile "

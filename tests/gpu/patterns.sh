@@ -46,7 +46,8 @@
 # at the loop's first iteration), SCRIPT=examples/params.py where parameters come from
 # (an ensemble's stacked weights, causal-mask buffers, a model built on the meta device),
 # SCRIPT=examples/firststep.py the first optimizer step running out of memory, Muon
-# beside AdamW, a Lion optimizer written in the script.
+# beside AdamW, a Lion optimizer written in the script, SCRIPT=examples/checkpoints.py
+# checkpoints on 2 GPUs (FSDP2's full state dict every 3 steps, a resume rank 0 loads).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -61,6 +62,7 @@ case $SCRIPT in
 *lazy.py) all="lazy buildfirst" ;;
 *params.py) all="ensemble buffers metainit" ;;
 *firststep.py) all="optoom muon lion" ;;
+*checkpoints.py) all="fsdpsave rank0load" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
@@ -88,7 +90,7 @@ esac
 log=$OUT/patterns.log
 for c in ${ONLY:-$all}; do
     py=python3
-    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload|gather|ddpckpt|fsdpckpt|uneven|unused|samegpu) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
+    case $c in rankleak|fsdpleak|zero1|bucketview|nosync|tp|fsdpmp|fsdpoffload|gather|ddpckpt|fsdpckpt|uneven|unused|samegpu|fsdpsave|rank0load) py="python3 -m torch.distributed.run --nproc-per-node 2" ;; esac
     PYTHONUNBUFFERED=1 timeout 300 "$M" run -o "$W/$c" -- $py "$SCRIPT" --case "$c" \
         >"$W/$c.out" 2>&1
     echo "== $c: exit $?" >>"$log"
