@@ -2244,35 +2244,34 @@ static size_t step_of_peak(const md_step *st, size_t n)
 }
 
 /* Bytes of category cat live in ls, made at the user frame labelled label
- * ("" for the largest such frame: its label is written there). */
+ * ("" for the largest such frame: its label is written there, and one of
+ * its stacks to *stack). Sums per interned frame in one pass. */
 static uint64_t site_part(const md_analysis *a, const md_live_set *ls, int cat, char *label,
                           size_t n, uint32_t *stack)
 {
     const md_snapshot *s = md_analysis_snapshot(a);
     md_stack_cache *cache = md_analysis_cache(a);
+    uint64_t *sum = label[0] ? NULL : calloc(s->nframes ? s->nframes : 1, sizeof *sum);
     uint64_t best = 0;
     char lab[512];
-    for (size_t i = 0; i < ls->n; i++) { /* each distinct frame, summed: a few hundred at most */
+    for (size_t i = 0; i < ls->n; i++) {
         const md_frame *fr = ls->live[i].category == cat
                                  ? md_stack_user_frame(cache, s, ls->live[i].stack) : NULL;
-        if (!fr || (label[0] && strcmp(md_frame_label(s, fr, lab, sizeof lab), label)))
+        if (!fr)
             continue;
         if (label[0]) {
-            best += ls->live[i].block_size;
-            continue;
-        }
-        uint64_t sum = 0;
-        for (size_t j = 0; j < ls->n; j++)
-            sum += ls->live[j].category == cat &&
-                   md_stack_user_frame(cache, s, ls->live[j].stack) == fr ? ls->live[j].block_size : 0;
-        if (sum > best) {
-            best = sum;
+            best += strcmp(md_frame_label(s, fr, lab, sizeof lab), label) ? 0
+                                                                           : ls->live[i].block_size;
+        } else if (sum && (sum[fr - s->frames] += ls->live[i].block_size) > best) {
+            best = sum[fr - s->frames];
             *stack = ls->live[i].stack;
-            md_frame_label(s, fr, lab, sizeof lab);
         }
     }
-    if (!label[0] && best)
-        snprintf(label, n, "%s", lab);
+    free(sum);
+    if (!label[0] && best) {
+        const md_frame *fr = md_stack_user_frame(cache, s, *stack);
+        snprintf(label, n, "%s", md_frame_label(s, fr, lab, sizeof lab));
+    }
     return best;
 }
 
