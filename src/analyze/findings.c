@@ -1093,11 +1093,22 @@ typedef struct owners {
 static void state_owners(fctx *c, long end, owners *w)
 {
     const md_live_set *ls = live_at(c, end);
+    uint32_t seen[16]; /* a few stacks make all the state: each looked up once */
+    const char *seen_name[16];
+    size_t nseen = 0;
     memset(w, 0, sizeof *w);
     for (size_t i = 0; ls && i < ls->n; i++) {
         const md_live *l = &ls->live[i];
-        const char *o = l->category == MD_CAT_OPTIMIZER_STATE
-                            ? md_optimizer_from_stack(c->s, l->stack) : NULL;
+        if (l->category != MD_CAT_OPTIMIZER_STATE)
+            continue;
+        size_t j = 0;
+        while (j < nseen && seen[j] != l->stack)
+            j++;
+        const char *o = j < nseen ? seen_name[j] : md_optimizer_from_stack(c->s, l->stack);
+        if (j == nseen && nseen < 16) {
+            seen[nseen] = l->stack;
+            seen_name[nseen++] = o;
+        }
         size_t k = 0;
         while (o && k < w->n && strcmp(w->name[k], o))
             k++;

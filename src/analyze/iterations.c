@@ -33,14 +33,13 @@ static const md_frame *step_site(const md_snapshot *s, md_stack_cache *cache,
  * first allocation whose frames name one (torch/optim/adamw.py: AdamW), or
  * NULL: optimizers stepped from one line (`for opt in opts: opt.step()`,
  * Muon beside AdamW) are told apart by it. The names are static. */
-static const char *step_optimizer(const md_snapshot *s, const md_event *ev, const md_step *st)
+static const char *step_optimizer(const md_snapshot *s, md_stack_cache *cache,
+                                  const md_event *ev, const md_step *st)
 {
-    for (long i = st->after_backward + 1; i >= 0 && i <= st->after_optim; i++) {
-        const char *o = ev[i].action == MD_ACT_ALLOC && ev[i].stack
-                            ? md_optimizer_from_stack(s, ev[i].stack) : NULL;
-        if (o)
-            return o;
-    }
+    for (long i = st->after_backward + 1; i >= 0 && i <= st->after_optim; i++)
+        if (ev[i].action == MD_ACT_ALLOC && ev[i].stack &&
+            (md_stack_tags(cache, s, ev[i].stack) & MD_TAG_OPTIM)) /* tags are cached */
+            return md_optimizer_from_stack(s, ev[i].stack); /* one file scan a step */
     return NULL;
 }
 
@@ -118,7 +117,7 @@ int md_find_iterations(const md_snapshot *s, md_stack_cache *cache, const md_eve
     }
     for (size_t k = 0; id && k < n; k++) { /* frames are interned: an index is a site */
         site[k] = step_site(s, cache, ev, &st[k]);
-        name[k] = step_optimizer(s, ev, &st[k]);
+        name[k] = step_optimizer(s, cache, ev, &st[k]);
         id[k] = site[k] ? (long)(site[k] - s->frames) : -1;
     }
     out->period = id ? md_cycle_period(id, n, rep) : 1;
