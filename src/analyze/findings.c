@@ -1081,6 +1081,80 @@ static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_si
     return params && (double)covered >= 0.9 * (double)params ? 2 * covered : 0;
 }
 
+/* Whether a stack runs inside torch.load. */
+static int in_torch_load(const md_snapshot *s, uint32_t stack)
+{
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strstr(md_strtab_get(&s->strs, s->frames[ids[i]].filename), "torch/serialization.py") &&
+            !strcmp(md_strtab_get(&s->strs, s->frames[ids[i]].name), "load"))
+            return 1;
+    return 0;
+}
+
+/* Optimizer state a checkpoint brought (Optimizer.load_state_dict keeps
+ * the loaded tensors where their device and dtype match): no optimizer
+ * step made any, yet tensors loaded by torch.load and live at the end
+ * match each parameter's size `want` times over. Says it as the state,
+ * with the rest of that checkpoint still held. 0 where it does not. */
+static int loaded_state(fctx *c, long end, uint64_t params, const char *opt)
+{
+    double want = expected_state_multiple(opt);
+    const md_live_set *ls = live_at(c, end);
+    if (want < 1 || want > 3 || !params || !ls || !ls->n)
+        return 0;
+    uint64_t *psz = NULL, *got = malloc(ls->n * sizeof *got), loaded = 0;
+    size_t np = param_sizes(c, end, &psz), n = 0, matched = 0, times = (size_t)want;
+    uint64_t *wanted = psz && np ? malloc(np * times * sizeof *wanted) : NULL;
+    md_finding_site site = {"", 0, 0};
+    for (size_t k = 0; got && k < ls->n; k++) {
+        const md_live *l = &ls->live[k];
+        if (l->category == MD_CAT_PARAMETER || !in_torch_load(c->s, l->stack))
+            continue;
+        got[n++] = l->requested;
+        loaded += l->block_size;
+        const md_frame *fr = site.site[0] ? NULL
+                             : md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
+        if (fr)
+            md_frame_label(c->s, fr, site.site, sizeof site.site);
+    }
+    for (size_t k = 0; wanted && k < np * times; k++) /* each size want times, ascending */
+        wanted[k] = psz[k / times];
+    if (n)
+        qsort(got, n, sizeof *got, cmp_u64);
+    uint64_t state = wanted && n ? common_sizes(wanted, np * times, got, n, &matched) : 0;
+    free(got);
+    free(psz);
+    free(wanted);
+    if ((double)state < 0.9 * want * (double)params)
+        return 0;
+    md_finding *f = add(c, "optimizer_state", MD_SEV_INFO, state);
+    if (!f)
+        return 0;
+    site.bytes = loaded;
+    site.count = (uint32_t)n;
+    f->sites[f->nsites++] = site;
+    MD_SUMMARY(f, "%s keeps %.1f MiB of state, %.2f x the parameter bytes, loaded from a "
+               "checkpoint (torch.load at %s)", opt, md_mib(state), (double)state / (double)params,
+               site.site);
+    MD_EVIDENCE(f, "no optimizer step made state; %zu tensors torch.load made and still live "
+                "match each parameter's size %g times: %.1f MiB, the state "
+                "Optimizer.load_state_dict took over (it keeps loaded tensors whose device and "
+                "dtype already match)", matched, want, md_mib(state));
+    MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params),
+                (double)state / (double)params);
+    if (loaded > state + (1 << 20))
+        MD_EVIDENCE(f, "that checkpoint holds %.1f MiB more, still live: what load_state_dict "
+                    "copied into the model (its weights) stays while the checkpoint is referenced",
+                    md_mib(loaded - state));
+    say_state_advice(c, f, opt, state, end);
+    if (loaded > state + (1 << 20))
+        advice_first(f, "del the checkpoint once loaded (or load it with map_location=\"cpu\"): "
+                     "%.1f MiB.", md_mib(loaded - state));
+    return 1;
+}
+
 /* The optimizers whose state is live at end, by the files their steps
  * run in (Muon for the hidden matrices beside AdamW for the rest). */
 #define MAX_OWNERS 4
@@ -1198,8 +1272,10 @@ static void find_optimizer_state(fctx *c)
     uint64_t trained = trained_bytes(c, all_params, state, grads);
     uint64_t params = trained ? trained : all_params;
     /* ignore per-parameter step counters and other crumbs */
-    if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params))
+    if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params)) {
+        loaded_state(c, end, params, md_analysis_optimizer(c->a));
         return;
+    }
     const char *first = md_analysis_optimizer(c->a), *opt = state_owner(c, end, first);
     double ratio = params ? (double)state / (double)params : 0;
     const char *whose = trained ? "trained " : "";
@@ -2284,18 +2360,6 @@ static uint64_t site_part(const md_analysis *a, const md_live_set *ls, int cat, 
         snprintf(label, n, "%s", md_frame_label(s, fr, lab, sizeof lab));
     }
     return best;
-}
-
-/* Whether a stack runs inside torch.load. */
-static int in_torch_load(const md_snapshot *s, uint32_t stack)
-{
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
-    for (size_t i = 0; i < n; i++)
-        if (strstr(md_strtab_get(&s->strs, s->frames[ids[i]].filename), "torch/serialization.py") &&
-            !strcmp(md_strtab_get(&s->strs, s->frames[ids[i]].name), "load"))
-            return 1;
-    return 0;
 }
 
 /* The category that makes most of the difference between two peaks: the
