@@ -44,7 +44,6 @@ typedef struct fctx {
                             optimizer state: parameters joined the optimizer */
     const md_step *state_oom; /* the last step's optimizer step ran out of memory:
                                  the state live at the end is what it made */
-    long state_oom_at;        /* that error's event */
 } fctx;
 
 static const md_live_set *live_at(fctx *c, long index)
@@ -1212,8 +1211,9 @@ static int mixed_state(fctx *c, md_finding *f, long end, uint64_t state, uint64_
     int known = 1;
     for (size_t k = 0, len = 0; k < w.n; k++) {
         double want = expected_state_multiple(w.name[k]);
-        len += (size_t)snprintf(names + len, len < sizeof names ? sizeof names - len : 0, "%s%s",
-                                !k ? "" : k + 1 == w.n ? " and " : ", ", w.name[k]);
+        if (len < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                                    !k ? "" : k + 1 == w.n ? " and " : ", ", w.name[k]);
         if (want > 0)
             MD_EVIDENCE(f, "%s: %.1f MiB, %g x the %.1f MiB of parameters it steps", w.name[k],
                         md_mib(w.bytes[k]), want, md_mib(w.bytes[k]) / want);
@@ -2152,9 +2152,8 @@ static const md_step *in_optimizer_step(const fctx *c, long i)
  * step: exp_avg and exp_avg_sq for every parameter): said with what the
  * whole state needs beside the weights and gradients, and lighter or
  * sharded state as the advice. 0 where the step made no state. */
-static int state_did_not_fit(fctx *c, md_finding *f, long i)
+static int state_did_not_fit(fctx *c, md_finding *f, const md_step *st, long i)
 {
-    const md_step *st = in_optimizer_step(c, i);
     md_finding scratch;
     memset(&scratch, 0, sizeof scratch);
     cat_arg ca = {MD_CAT_OPTIMIZER_STATE, st->after_backward, i, 0};
@@ -2166,7 +2165,6 @@ static int state_did_not_fit(fctx *c, md_finding *f, long i)
     if (made < (1 << 20) || !params)
         return 0;
     c->state_oom = st;
-    c->state_oom_at = i;
     const char *name = opt[0] ? opt : "the optimizer";
     MD_EVIDENCE(f, "it came in step %d's optimizer step, as %s made its state: %.1f MiB made in "
                 "%zu allocations", st->number, name, md_mib(made), ca.count);
@@ -2235,7 +2233,8 @@ static void find_oom(fctx *c)
                 top = k;
         MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", md_mib(live),
                  md_category_name(top), md_mib(aa.by_cat[top]));
-        int state = !went_on && in_optimizer_step(c, (long)i) && state_did_not_fit(c, f, (long)i);
+        const md_step *in_opt = went_on ? NULL : in_optimizer_step(c, (long)i);
+        int state = in_opt && state_did_not_fit(c, f, in_opt, (long)i);
         int limited = ev[i].addr > req + pt.reserved; /* the device had room */
         uint64_t short_by = limited ? (req > cs.largest_free ? req - cs.largest_free : 0)
                                     : (req > avail ? req - avail : 0);

@@ -255,6 +255,8 @@ static void driver_only(const md_sample_rank *r, md_finding **out, size_t *n, si
 
 static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
 {
+    if (r->helper) /* its parent's finding names it, with what it holds */
+        return;
     const md_sample *first = NULL, *worst = NULL;
     for (size_t i = 0; i < r->nsamples; i++) {
         const md_sample *s = &r->samples[i];
@@ -265,8 +267,6 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
         if (!worst || used_mib(r, s) - s->reserved_mib > used_mib(r, worst) - worst->reserved_mib)
             worst = s;
     }
-    if (r->helper) /* its parent's finding names it, with what it holds */
-        return;
     if (!worst) {
         driver_only(r, out, n, cap);
         return;
@@ -744,7 +744,8 @@ int md_diagnose_sample_ranks(const md_sample_rank *r, size_t nr, md_finding **ou
     if (!g)
         return MD_E_NOMEM;
     size_t ng = 0;
-    for (size_t i = 0; i < nr && one_job(r, nr); i++) /* ranks as imbalance takes them */
+    int job = one_job(r, nr);
+    for (size_t i = 0; i < nr && job; i++) /* ranks as imbalance takes them */
         if (is_rank(&r[i]) && r[i].indicators.valid)
             g[ng++] = (md_rank_growth){r[i].rank, r[i].indicators.between_step_growth_mib};
     if (!rc)
