@@ -23,6 +23,7 @@ enum {
     MD_TAG_MHA = 0x8000,        /* nn.MultiheadAttention's multi_head_attention_forward */
     MD_TAG_SOFTMAX = 0x10000,   /* torch.nn.functional.softmax, called from Python */
     MD_TAG_ODE = 0x20000,       /* torchdiffeq's solvers (odeint) */
+    MD_TAG_TORCH_LOAD = 0x40000, /* inside torch.load (torch/serialization.py) */
     MD_TAG_KNOWN = 0x80000000u
 };
 

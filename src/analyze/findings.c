@@ -1080,16 +1080,11 @@ static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_si
     return params && (double)covered >= 0.9 * (double)params ? 2 * covered : 0;
 }
 
-/* Whether a stack runs inside torch.load. */
-static int in_torch_load(const md_snapshot *s, uint32_t stack)
+/* Whether a stack runs inside torch.load (its frames' tags, cached). */
+static int in_torch_load(const md_analysis *a, uint32_t stack)
 {
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
-    for (size_t i = 0; i < n; i++)
-        if (strstr(md_strtab_get(&s->strs, s->frames[ids[i]].filename), "torch/serialization.py") &&
-            !strcmp(md_strtab_get(&s->strs, s->frames[ids[i]].name), "load"))
-            return 1;
-    return 0;
+    return (md_stack_tags(md_analysis_cache(a), md_analysis_snapshot(a), stack) &
+            MD_TAG_TORCH_LOAD) != 0;
 }
 
 /* Optimizer state a checkpoint brought (Optimizer.load_state_dict keeps
@@ -1109,7 +1104,7 @@ static int loaded_state(fctx *c, long end, uint64_t params, const char *opt)
     md_finding_site site = {"", 0, 0};
     for (size_t k = 0; got && k < ls->n; k++) {
         const md_live *l = &ls->live[k];
-        if (l->category == MD_CAT_PARAMETER || !in_torch_load(c->s, l->stack))
+        if (l->category == MD_CAT_PARAMETER || !in_torch_load(c->a, l->stack))
             continue;
         got[n++] = l->requested;
         loaded += l->block_size;
@@ -1311,7 +1306,8 @@ static void find_optimizer_state(fctx *c)
                    md_mib(state), made);
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
                 "still live at the end of the last step", md_mib(state), ca.count);
-    if (!masters && mixed_state(c, f, end, state, params, whose)) {
+    /* several optimizers step in turn wherever several keep state */
+    if (!masters && md_analysis_period(c->a) > 1 && mixed_state(c, f, end, state, params, whose)) {
         say_state_advice(c, f, opt, state, end);
         return;
     }
@@ -2393,7 +2389,7 @@ static int say_category_part(md_finding *f, const md_analysis *ah, const md_anal
         snprintf(x->site, sizeof x->site, "%s", label);
         x->bytes = (uint64_t)part;
         x->count = 1;
-        return in_torch_load(md_analysis_snapshot(ah), stack);
+        return in_torch_load(ah, stack);
     }
     MD_EVIDENCE(f, "at the peaks, %s holds %.1f MiB more %s", who, by[top] / MIB,
                 md_category_name((md_category)top));

@@ -183,6 +183,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_SCALER;
         else if (frame_in(s, f, "torchdiffeq/_impl/"))
             tags |= MD_TAG_ODE;
+        else if (frame_in(s, f, "torch/serialization.py") && name_is(s, f, "load"))
+            tags |= MD_TAG_TORCH_LOAD;
         else if (frame_in(s, f, "torch/nn/functional.py"))
             tags |= name_is(s, f, "multi_head_attention_forward") ? MD_TAG_MHA
                     : name_is(s, f, "softmax")                    ? MD_TAG_SOFTMAX
