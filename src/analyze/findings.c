@@ -2098,7 +2098,18 @@ static void find_fragmentation(fctx *c)
     MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the reserved peak was never allocated at once: cached blocks "
                "that did not fit later requests",
             md_mib(gap), 100.0 * (double)gap / (double)pres);
-    if (c->s->settings.expandable_segments)
+    if (c->s->settings.max_split_size >= 0 && !c->s->settings.expandable_segments) {
+        MD_EVIDENCE(f, "max_split_size_mb is set (%.0f MiB): a cached block of that size or more "
+                    "is never split, and serves only a request of at least %.0f MiB that it "
+                    "exceeds by under 20 MiB (torch's kLargeBuffer)",
+                    md_mib((uint64_t)c->s->settings.max_split_size),
+                    md_mib((uint64_t)c->s->settings.max_split_size));
+        MD_ADVICE(f, "max_split_size_mb keeps large blocks whole: with requests of many sizes "
+                  "(sequence lengths) each size range gets segments of its own, and the cache "
+                  "grows. Unset it or raise it, or use PYTORCH_CUDA_ALLOC_CONF="
+                  "expandable_segments:True (segments grow in place); pad or bucket the shapes. "
+                  "Up to %.1f MiB could be returned.", md_mib(gap));
+    } else if (c->s->settings.expandable_segments)
         MD_ADVICE(f, "expandable_segments is on already: its segments keep the pages freed blocks "
                   "leave mapped until torch.cuda.empty_cache(). Pad or bucket varying shapes "
                   "(sequence lengths) so freed blocks fit the next request, or call empty_cache() "

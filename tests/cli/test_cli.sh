@@ -65,9 +65,9 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
 # distributed,serving,finetune,growth,resume,rlhf,vision,research,practice,pipeline,interop,
 # habits,sequence,dataparallel,amp,inference,optimizers,sharing,launch,lazy,params,firststep,
-# checkpoints}.py on H200s:
+# checkpoints,allocconf}.py on H200s:
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf; do
     for r in $(ls $D/$d); do
         check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
     done
@@ -93,6 +93,7 @@ check "lazy (examples/lazy.py): LazyLinear's weights made by a dry-run forward a
 check "params (examples/params.py): an ensemble's weights stacked for vmap are parameters, AdamW's state 2 x them; causal-mask buffers named beside frozen weights; a model built on the meta device; no leak" python3 tests/cli/check_params.py $M $D/params
 check "firststep (examples/firststep.py): AdamW's first step out of memory as it made its state, said with the whole state's size, the cut step no complete step; Muon beside AdamW from one line iterations of 2 with each one's state; a Lion from the script an optimizer memdiag does not know" python3 tests/cli/check_firststep.py $M $D/firststep
 check "checkpoints (examples/checkpoints.py): FSDP2's full state dict every 3 steps no imbalance; a checkpoint only rank 0 loaded onto its GPU the imbalance, at its torch.load line, map_location=cpu advised" python3 tests/cli/check_checkpoints.py $M $D/checkpoints
+check "allocconf (examples/allocconf.py): under max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold and a MemPool the replay equals torch's counters at every phase; max_split_size_mb's part in the fragmentation said" python3 tests/cli/check_allocconf.py $M $D/allocconf
 check "finetune (examples/finetune.py): a frozen backbone's head-only state and no_grad peak; SparseAdam beside AdamW stepping back to back, iterations of 2 steps from both files" python3 tests/cli/check_finetune.py $M $D/finetune
 check "growth (examples/growth.py): layers joining the optimizer grow its state, no leak from either file; micro-batch losses summed before one backward keep every graph, said with the advice" python3 tests/cli/check_growth.py $M $D/growth
 check "resume (examples/resume.py): a model built between steps is parameters; a checkpoint kept on the GPU is the largest site at its torch.load line; a bf16 cast mid-run and CUDA graphs over several sizes are no leaks" python3 tests/cli/check_resume.py $M $D/resume

@@ -47,7 +47,9 @@
 # (an ensemble's stacked weights, causal-mask buffers, a model built on the meta device),
 # SCRIPT=examples/firststep.py the first optimizer step running out of memory, Muon
 # beside AdamW, a Lion optimizer written in the script, SCRIPT=examples/checkpoints.py
-# checkpoints on 2 GPUs (FSDP2's full state dict every 3 steps, a resume rank 0 loads).
+# checkpoints on 2 GPUs (FSDP2's full state dict every 3 steps, a resume rank 0 loads),
+# SCRIPT=examples/allocconf.py the allocator's settings (max_split_size_mb,
+# roundup_power2_divisions, garbage_collection_threshold) and a MemPool.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -63,6 +65,7 @@ case $SCRIPT in
 *params.py) all="ensemble buffers metainit" ;;
 *firststep.py) all="optoom muon lion" ;;
 *checkpoints.py) all="fsdpsave rank0load" ;;
+*allocconf.py) all="maxsplit roundup gcthresh mempool" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
