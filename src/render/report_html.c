@@ -281,7 +281,8 @@ static void compare_html(FILE *o, const md_rank *rk, size_t n)
         fprintf(o, "<tr><td>%d</td><td>cuda:%d%s</td><td class=\"n\">%.1f</td>"
                    "<td class=\"n\">%.1f</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td>"
                    "<td class=\"n\">%.1f</td><td>", rk[i].rank, rk[i].device,
-                rk[i].further ? " (further)" : "", in->maximum_peak_allocated_mib,
+                rk[i].further ? " (further)" : rk[i].helper_of ? " (helper)" : "",
+                in->maximum_peak_allocated_mib,
                 md_mib(md_replay_peak_reserved(rk[i].r)), in->largest_forward_increase_mib,
                 in->first_step_persistent_change_mib, in->between_step_growth_mib);
         md_html_text(o, rk[i].path);
@@ -298,6 +299,10 @@ static void rank_head(FILE *o, const md_rank *rk)
     md_analysis_steps(rk->a, &nst);
     fprintf(o, "<h2>rank %d (cuda:%d%s): ", rk->rank, rk->device,
             rk->further ? ", a further GPU of the process" : "");
+    if (rk->helper_of) { /* a DataLoader worker's snapshot: its parent's helper */
+        md_html_text(o, rk->role); /* from a capture file: escaped */
+        fprintf(o, " of pid %d: ", rk->helper_of);
+    }
     md_html_text(o, rk->path);
     fprintf(o, "</h2>\n<div class=\"md-sub\">%zu events, peak %.1f MiB allocated", rk->nevents,
             md_mib(md_replay_peak_allocated(rk->r)));
@@ -486,6 +491,10 @@ static void sample_section(FILE *o, FILE *calls, const md_sample_rank *r, const 
 {
     fprintf(o, "<h2>rank %d (cuda:%d%s): ", r->rank, r->device >= 0 ? r->device : r->local_rank,
             r->further_device ? ", a further GPU of the process" : "");
+    if (r->helper) {
+        md_html_text(o, r->role[0] ? r->role : "child process");
+        fprintf(o, " of pid %d: ", r->ppid);
+    }
     md_html_text(o, r->source);
     if (r->driver_file)
         fprintf(o, "</h2>\n<div class=\"md-sub\">driver-level trace of pid %d (no phase samples "

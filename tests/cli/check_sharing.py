@@ -9,6 +9,7 @@ sibling, both snapshots read. None leaks.
     python3 tests/cli/check_sharing.py MEMDIAG DIR"""
 import json
 import sys
+import tempfile
 
 from runcheck import Runs
 
@@ -61,6 +62,12 @@ text = runs.run("summary", runs.path("workers"))
 check("workers: the ranks compared, the workers labelled",
       "== ranks compared" in text and "(DataLoader worker 1 of pid 514)" in text and
       "uses        624.0 MiB of cuda:0 at most (NVML), 2.0 MiB of it reserved by PyTorch" in text)
+
+with tempfile.TemporaryDirectory() as tmp:
+    runs.run("report", runs.path("workers"), "-o", f"{tmp}/r.html")
+    page = open(f"{tmp}/r.html", encoding="utf-8").read()
+check("workers: the report labels the workers' sections and rows as helpers",
+      "DataLoader worker 1 of pid 514: " in page and page.count("cuda:0 (helper)") == 2)
 
 d = diagnosis("sweep")
 snaps = sorted(r["source"].split("/")[-1] for r in d["ranks"] if r["kind"] == "snapshot")
