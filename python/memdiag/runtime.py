@@ -144,6 +144,7 @@ class Recorder:
         self.further = set()  # further devices the process uses (reserved memory, a context)
         self.pcis = {}  # device -> NVML's PCI bus id (None: unknown)
         self.others_seen = 0  # bytes NVML counted beside this process when last listed
+        #                       (None: listing failed once, not tried again)
         self.unreadable = set()  # devices whose statistics failed once: not asked again
         self.lock = threading.Lock()
         self.dumped = set()
@@ -226,15 +227,18 @@ class Recorder:
         """Other processes on this GPU (another job, DataLoader workers that
         made CUDA contexts): listed when what NVML counts beside this
         process moves by OTHERS_MOVE, so a steady neighbour costs nothing."""
-        if used == _lib.NA or proc == _lib.NA or used < proc:
+        if used == _lib.NA or proc == _lib.NA or used < proc or self.others_seen is None:
             return
         others = used - proc
         if abs(others - self.others_seen) < OTHERS_MOVE:
             return
         self.others_seen = others
-        procs = _lib.nvml_processes(self.lib, self.pci)
-        if procs is not None:
-            self.cap.processes(self.device if self.device is not None else -1, procs)
+        try:
+            procs = _lib.nvml_processes(self.lib, self.pci)
+            if procs is not None:
+                self.cap.processes(self.device if self.device is not None else -1, procs)
+        except Exception:  # the list of others is never worth the whole capture
+            self.others_seen = None
 
     def _own_device(self) -> None:
         """The process's device is the current one: a torchrun process may

@@ -246,6 +246,27 @@ class OtherProcesses(unittest.TestCase):
         self.assertEqual(listed, [2, 4, 6])
         self.assertEqual([d for d, _ in rec.cap.lists], [0, 0, 0])
 
+    def test_a_failing_list_never_stops_the_capture(self):
+        rec = runtime.Recorder(runtime.Options({}), torch=FurtherDevices.torch_on_pci_buses(),
+                               counters=lambda d=None: (0, 0, 0))
+        rec.cap = self.Cap()
+        calls = []
+        nvml, procs = runtime._lib.nvml_memory, runtime._lib.nvml_processes
+        runtime._lib.nvml_memory = lambda lib, pci: (2000 << 20, 2, 1000 << 20)
+
+        def broken(lib, pci):
+            calls.append(1)
+            raise OSError("no /proc")
+        runtime._lib.nvml_processes = broken
+        try:
+            for step in range(3):
+                rec.steps = step
+                rec.sample("after_forward")
+        finally:
+            runtime._lib.nvml_memory, runtime._lib.nvml_processes = nvml, procs
+        self.assertEqual(rec.cap.own, [0, 1, 2])  # every sample written
+        self.assertEqual(len(calls), 1)  # asked once, not again
+
     def test_worker_role(self):
         class Info:
             id = 3
