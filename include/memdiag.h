@@ -666,6 +666,8 @@ int md_driver_is_torch_allocator(const char *caller);
  * so that it is not compared as a rank, and its memory is said by its
  * parent's non_framework finding. */
 void md_sample_ranks_relate(md_sample_rank *r, size_t n);
+/* A helper's role as said: "DataLoader worker 0", else "child process". */
+const char *md_helper_role(const md_sample_rank *r);
 /* Fills r->indicators from the samples (the seed script's rules). */
 void md_samples_indicators(md_sample_rank *r);
 /* Findings from samples alone: non_framework, leak; and across ranks,

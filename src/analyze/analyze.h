@@ -147,11 +147,10 @@ void md_say_above(char *dst, size_t n, const char *hi, double diff_mib, const ch
                   double low_mib);
 /* Other processes on a rank's device (processes.c): the MiB NVML counted
  * beside the process at sample s (0 where it could not tell, or under
- * NVML's own noise), and that said in f, a non_framework finding of gap
+ * NVML's own noise), said in f, a non_framework finding of gap
  * MiB: evidence, each process listed as a site, and, where they hold at
  * least half the gap, the summary and advice by whose they are (this
  * process's children, its siblings, another job). */
-double md_others_mib(const md_sample_rank *r, const md_sample *s);
 double md_other_processes(const md_sample_rank *r, const md_sample *s, double gap,
                           md_finding *f);
 /* Ranks of one job whose own GPU is one (same host and device): a

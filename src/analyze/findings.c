@@ -1012,24 +1012,6 @@ static void say_variant_advice(md_finding *f, const char *opt, double ratio, uin
                  "less.", var->option, var->x - base, opt, base, (var->x - base) * md_mib(params));
 }
 
-/* The optimizer whose state is live at end, named by its allocations'
- * frames, where that is not the one the annotations named first (opt): an
- * optimizer replaced mid-run (SGD for a warm-up, then AdamW); else opt. */
-static const char *state_owner(fctx *c, long end, const char *opt)
-{
-    const md_live_set *ls = live_at(c, end);
-    const char *other = NULL;
-    for (size_t i = 0; ls && i < ls->n && !is_zero(opt); i++) {
-        if (ls->live[i].category != MD_CAT_OPTIMIZER_STATE)
-            continue;
-        const char *o = md_optimizer_from_stack(c->s, ls->live[i].stack);
-        if (o && (strstr(o, opt) || strstr(opt, o)))
-            return opt;
-        other = o ? o : other;
-    }
-    return other && opt[0] ? other : opt;
-}
-
 /* The values a and b (both ascending) have in common, each matched once:
  * their sum, and how many in *count. */
 static uint64_t common_sizes(const uint64_t *a, size_t na, const uint64_t *b, size_t nb,
@@ -1156,6 +1138,7 @@ typedef struct owners {
     const char *name[MAX_OWNERS];
     uint64_t bytes[MAX_OWNERS];
     size_t n;
+    const char *last; /* the last named, in the live set's order */
 } owners;
 
 static void state_owners(fctx *c, long end, owners *w)
@@ -1177,6 +1160,7 @@ static void state_owners(fctx *c, long end, owners *w)
             seen[nseen] = l->stack;
             seen_name[nseen++] = o;
         }
+        w->last = o ? o : w->last;
         size_t k = 0;
         while (o && k < w->n && strcmp(w->name[k], o))
             k++;
@@ -1186,6 +1170,21 @@ static void state_owners(fctx *c, long end, owners *w)
         w->bytes[k] += l->block_size;
         w->n += k == w->n;
     }
+}
+
+/* The optimizer whose state is live at end, named by its allocations'
+ * frames, where that is not the one the annotations named first (opt): an
+ * optimizer replaced mid-run (SGD for a warm-up, then AdamW); else opt. */
+static const char *state_owner(fctx *c, long end, const char *opt)
+{
+    if (is_zero(opt))
+        return opt;
+    owners w;
+    state_owners(c, end, &w);
+    for (size_t k = 0; k < w.n; k++)
+        if (strstr(w.name[k], opt) || strstr(opt, w.name[k]))
+            return opt;
+    return w.last && opt[0] ? w.last : opt;
 }
 
 /* Several optimizers, each over its own parameters, keep the state

@@ -47,6 +47,11 @@ void md_sample_ranks_relate(md_sample_rank *r, size_t n)
     }
 }
 
+const char *md_helper_role(const md_sample_rank *r)
+{
+    return r->role[0] ? r->role : "child process";
+}
+
 static relation relation_of(const md_sample_rank *r, const md_gpu_process *p)
 {
     if (r->pid > 0 && p->ppid == (uint32_t)r->pid)
@@ -56,7 +61,7 @@ static relation relation_of(const md_sample_rank *r, const md_gpu_process *p)
     return REL_OTHER;
 }
 
-double md_others_mib(const md_sample_rank *r, const md_sample *s)
+static double others_mib(const md_sample_rank *r, const md_sample *s)
 {
     if (r->further_device || s->process_used_mib < 0 || s->device_used_mib < 0)
         return 0;
@@ -155,7 +160,7 @@ static void say_summary(md_finding *f, double gap, double mib, relation top, siz
 double md_other_processes(const md_sample_rank *r, const md_sample *s, double gap,
                           md_finding *f)
 {
-    double mib = md_others_mib(r, s);
+    double mib = others_mib(r, s);
     if (mib <= 0)
         return 0;
     double by[REL_COUNT] = {0};

@@ -96,8 +96,7 @@ static void mark_helper_snapshots(cli_inputs *L)
         for (size_t k = 0; k < L->nranks; k++)
             if (names_snapshot(h->capture.snapshot, L->ranks[k].path)) {
                 L->ranks[k].helper_of = h->ppid;
-                snprintf(L->ranks[k].role, sizeof L->ranks[k].role, "%s",
-                         h->role[0] ? h->role : "child process");
+                snprintf(L->ranks[k].role, sizeof L->ranks[k].role, "%s", md_helper_role(h));
             }
     }
 }

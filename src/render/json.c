@@ -244,7 +244,7 @@ static void sample_rank(md_jw *w, const md_sample_rank *r, const md_finding *f, 
     KV(w, "kind", md_jw_str(w, r->driver_file ? "driver" : r->has_capture ? "capture" : "samples"));
     if (r->helper) { /* a helper process (a DataLoader worker): not a rank */
         KV(w, "helper_of", md_jw_int(w, r->ppid));
-        KV(w, "role", md_jw_str(w, r->role[0] ? r->role : "child process"));
+        KV(w, "role", md_jw_str(w, md_helper_role(r)));
     }
     if (r->has_capture) {
         KV(w, "complete", md_jw_int(w, r->capture.complete));

@@ -492,7 +492,7 @@ static void sample_section(FILE *o, FILE *calls, const md_sample_rank *r, const 
     fprintf(o, "<h2>rank %d (cuda:%d%s): ", r->rank, r->device >= 0 ? r->device : r->local_rank,
             r->further_device ? ", a further GPU of the process" : "");
     if (r->helper) {
-        md_html_text(o, r->role[0] ? r->role : "child process");
+        md_html_text(o, md_helper_role(r));
         fprintf(o, " of pid %d: ", r->ppid);
     }
     md_html_text(o, r->source);

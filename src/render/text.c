@@ -378,12 +378,6 @@ static void samples_table(FILE *o, const md_sample_rank *r)
     free(drv);
 }
 
-/* "DataLoader worker 0" (the capture's role), else "child process". */
-static const char *helper_role(const md_sample_rank *r)
-{
-    return r->role[0] ? r->role : "child process";
-}
-
 /* What a helper process held of the GPU: its parent's non_framework
  * finding counts it; here, how much of it was PyTorch's. */
 static void helper_use(FILE *o, const md_sample_rank *r)
@@ -410,7 +404,7 @@ static void sample_rank(FILE *o, const md_sample_rank *r, const md_finding *f, s
                    "from this process]\n", r->rank, r->pid, r->source);
     else if (r->helper)
         fprintf(o, "== %s of pid %d (rank %d)  %s  [phase samples, no allocator history]\n",
-                helper_role(r), r->ppid, r->rank, r->source);
+                md_helper_role(r), r->ppid, r->rank, r->source);
     else if (r->device >= 0 && r->device != r->local_rank) /* a process over several GPUs */
         fprintf(o, "== rank %d (local %d) cuda:%d  %s  [phase samples, no allocator history]\n",
                 r->rank, r->local_rank, r->device, r->source);
@@ -484,7 +478,7 @@ static void brief_samples(FILE *o, const md_sample_rank *r, const md_finding *f,
     if (r->further_device)
         snprintf(dev, sizeof dev, " (cuda:%d)", r->device);
     if (r->helper)
-        snprintf(dev + strlen(dev), sizeof dev - strlen(dev), " %s of pid %d", helper_role(r),
+        snprintf(dev + strlen(dev), sizeof dev - strlen(dev), " %s of pid %d", md_helper_role(r),
                  r->ppid);
     fprintf(o, "== rank %d %s %s%s: %s", r->rank, r->driver_file ? "driver trace" : "capture",
             r->source, dev,

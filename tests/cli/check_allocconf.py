@@ -10,7 +10,6 @@ phase and its reserved memory equal torch's counters sampled in the run
 fragmentation it caused is said (the advice suggested setting it); none
 leaks.
     python3 tests/cli/check_allocconf.py MEMDIAG DIR"""
-import json
 import struct
 import sys
 
@@ -35,7 +34,7 @@ def samples(path):
 
 
 for case in ("maxsplit", "roundup", "gcthresh", "mempool"):
-    d = json.loads(runs.run("diagnose", "--json", runs.path(case)))
+    d = runs.diagnosis(case)
     check(f"{case}: no leak", not [f for r in d["ranks"] for f in r["findings"]
                                    if f["kind"] == "leak"])
     snap = [r for r in d["ranks"] if r["kind"] == "snapshot" and

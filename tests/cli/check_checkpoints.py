@@ -7,7 +7,6 @@ only rank 0 loaded onto its GPU and kept is the imbalance, named at its
 torch.load line with map_location="cpu" as the advice (it said "inputs" and
 "rank-0 logging/evaluation").
     python3 tests/cli/check_checkpoints.py MEMDIAG DIR"""
-import json
 import sys
 
 from runcheck import Runs
@@ -15,7 +14,7 @@ from runcheck import Runs
 runs = Runs(sys.argv[1], sys.argv[2])
 check = runs.check
 for case in ("fsdpsave", "rank0load"):
-    d = json.loads(runs.run("diagnose", "--json", runs.path(case)))
+    d = runs.diagnosis(case)
     check(f"{case}: no leak", not [f for r in d["ranks"] for f in r["findings"]
                                    if f["kind"] == "leak"])
     check(f"{case}: two snapshots and two captures",

@@ -9,7 +9,6 @@ a temporary, the cache that keeps it noted; two DDP ranks over gloo that
 never chose a device, both on cuda:0, named as ranks sharing one GPU. None
 leaks.
     python3 tests/cli/check_launch.py MEMDIAG DIR"""
-import json
 import sys
 
 from runcheck import Runs
@@ -31,7 +30,7 @@ check("prealloc: the text says set-up, and that the cache kept it",
       "(before the first forward pass: set-up; the training's own peak is 2358.1 MiB)" in text and
       "note        the cache kept what the set-up freed: 40964.0 MiB reserved to the end" in text)
 
-d = json.loads(runs.run("diagnose", "--json", runs.path("samegpu")))
+d = runs.diagnosis("samegpu")
 check("samegpu: no leak", not [f for r in d["ranks"] for f in r["findings"] if f["kind"] == "leak"])
 shared = [f for f in d["findings"] if "run on one GPU" in f["summary"]]
 check("samegpu: ranks 0 and 1 named on one GPU, with set_device as the advice",

@@ -7,7 +7,6 @@ children, the workers' own files shown as its helpers and compared with no
 rank; a sweep's two processes on one GPU each naming the other as a
 sibling, both snapshots read. None leaks.
     python3 tests/cli/check_sharing.py MEMDIAG DIR"""
-import json
 import sys
 import tempfile
 
@@ -15,10 +14,6 @@ from runcheck import Runs
 
 runs = Runs(sys.argv[1], sys.argv[2])
 check = runs.check
-
-
-def diagnosis(case):
-    return json.loads(runs.run("diagnose", "--json", runs.path(case)))
 
 
 def non_framework(rank):
@@ -31,12 +26,12 @@ def main_capture(d):
 
 
 for case in ("neighbour", "workers", "sweep"):
-    d = diagnosis(case)
+    d = runs.diagnosis(case)
     check(f"{case}: no leak", not [f for r in d["ranks"] for f in r["findings"]
                                    if f["kind"] == "leak"])
     check(f"{case}: no cross-rank finding", d["findings"] == [])
 
-d = diagnosis("neighbour")
+d = runs.diagnosis("neighbour")
 nf = non_framework(main_capture(d)[0])
 check("neighbour: another job's 6.5 GiB named by pid",
       "6676.4 MiB of it by another process on this GPU (pid 491)" in nf["summary"] and
@@ -44,7 +39,7 @@ check("neighbour: another job's 6.5 GiB named by pid",
 check("neighbour: its site, its command line",
       nf["sites"][0]["site"].startswith("pid 491 (another job): python3 -c import os, time, torch"))
 
-d = diagnosis("workers")
+d = runs.diagnosis("workers")
 main = main_capture(d)
 nf = non_framework(main[0])
 check("workers: the main process's two children named, with the DataLoader advice",
@@ -69,7 +64,7 @@ with tempfile.TemporaryDirectory() as tmp:
 check("workers: the report labels the workers' sections and rows as helpers",
       "DataLoader worker 1 of pid 514: " in page and page.count("cuda:0 (helper)") == 2)
 
-d = diagnosis("sweep")
+d = runs.diagnosis("sweep")
 snaps = sorted(r["source"].split("/")[-1] for r in d["ranks"] if r["kind"] == "snapshot")
 check("sweep: both processes' snapshots read", snaps == ["rank0-pid652.pickle.xz",
                                                        "rank0.pickle.xz"])

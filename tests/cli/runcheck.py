@@ -26,8 +26,12 @@ class Runs:
     def path(self, case, name=""):
         return f"{self.root}/{case}" + (f"/{name}" if name else "")
 
+    def diagnosis(self, case):
+        """diagnose --json of a case's directory: its ranks and cross-rank findings."""
+        return json.loads(self.run("diagnose", "--json", self.path(case)))
+
     def ranks(self, case):
-        return json.loads(self.run("diagnose", "--json", self.path(case)))["ranks"]
+        return self.diagnosis(case)["ranks"]
 
     def rank(self, case, kind):
         return [r for r in self.ranks(case) if r["kind"] == kind][0]
