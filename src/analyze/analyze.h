@@ -27,6 +27,10 @@ enum {
     MD_TAG_KNOWN = 0x80000000u
 };
 
+/* Whether the allocation at index i is a parameter no frame names (made
+ * before training, found by the gradients and state of its size). */
+int md_analysis_unnamed_param(const md_analysis *a, long i);
+
 /* Per-stack tag cache (one uint32 per stack id). */
 typedef struct md_stack_cache {
     uint32_t *tags;   /* per stack id */

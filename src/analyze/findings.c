@@ -1031,10 +1031,18 @@ static uint64_t common_sizes(const uint64_t *a, size_t na, const uint64_t *b, si
     return sum;
 }
 
+/* A parameter no frame names (raw tensors, fp32 master copies). */
+static int unnamed_param(fctx *c, const md_live *l)
+{
+    return l->category == MD_CAT_PARAMETER && l->alloc_index >= 0 &&
+           md_analysis_unnamed_param(c->a, l->alloc_index);
+}
+
 /* fp32 master weights beside 16-bit parameters (apex O2's way, a
- * hand-rolled mixed precision): tensors made outside the steps (inputs or
- * other) of twice a parameter's size, one for each parameter, covering 90%
- * of their bytes. Their bytes (0: none), the site of the largest in *site. */
+ * hand-rolled mixed precision): tensors made outside the steps (inputs,
+ * other, or parameters no frame names) of twice a parameter's size, one
+ * for each parameter, covering 90% of their bytes. Their bytes (0: none),
+ * the site of the largest in *site. */
 static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_site *site)
 {
     const md_live_set *ls = live_at(c, end);
@@ -1043,7 +1051,8 @@ static uint64_t master_weights(fctx *c, long end, uint64_t params, md_finding_si
     uint64_t largest = 0;
     for (size_t k = 0; got && k < ls->n; k++) {
         const md_live *l = &ls->live[k];
-        if ((l->category != MD_CAT_INPUT && l->category != MD_CAT_OTHER) || l->requested % 2)
+        if ((l->category != MD_CAT_INPUT && l->category != MD_CAT_OTHER && !unnamed_param(c, l)) ||
+            l->requested % 2)
             continue;
         got[n++] = l->requested / 2;
         if (l->requested > largest) {
@@ -1252,38 +1261,79 @@ static void unfinished_state(fctx *c, md_finding *f, const char *opt, uint64_t s
     MD_ADVICE(f, "See the oom finding: the state did not fit beside the weights and gradients.");
 }
 
+/* The bytes of the tensors (as requested, not the allocator's rounded
+ * blocks) of category cat live after event index, those pred says yes to
+ * (NULL: all). */
+static uint64_t tensor_bytes(fctx *c, long index, md_category cat,
+                             int (*pred)(fctx *, const md_live *))
+{
+    const md_live_set *ls = live_at(c, index);
+    uint64_t sum = 0;
+    for (size_t k = 0; ls && k < ls->n; k++)
+        if (ls->live[k].category == cat && (!pred || pred(c, &ls->live[k])))
+            sum += ls->live[k].requested;
+    return sum;
+}
+
+/* The optimizer state against the parameters it is kept for. Multiples
+ * are of tensor bytes: the allocator rounds a 5.5 MiB moment buffer up to
+ * a 6 MiB block, which would read as a state beyond the optimizer's. */
+typedef struct state_measure {
+    uint64_t blocks;  /* the state's blocks, what it holds */
+    uint64_t tensors; /* its tensors' bytes */
+    uint64_t params;  /* the parameters it is measured against */
+    uint64_t all;     /* all parameters' bytes */
+    uint64_t named;   /* parameters frames name (not fp32 master copies) */
+    uint64_t masters, trained; /* fp32 master weights, the trained part; 0: none */
+    uint64_t grads;   /* the last iteration's gradients, a parameter's size each */
+    double ratio;
+    md_finding_site msite; /* the largest master weight's */
+} state_measure;
+
+static void measure_state(fctx *c, long end, double want, uint64_t blocks, state_measure *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->msite.site, sizeof m->msite.site, "an unnamed site");
+    m->blocks = blocks;
+    m->tensors = tensor_bytes(c, end, MD_CAT_OPTIMIZER_STATE, NULL);
+    uint64_t all = m->all = tensor_bytes(c, end, MD_CAT_PARAMETER, NULL);
+    double st = (double)m->tensors;
+    /* twice the multiple expected over the parameters frames name: the
+     * state may be of fp32 master weights beside them */
+    m->named = all - tensor_bytes(c, end, MD_CAT_PARAMETER, unnamed_param);
+    if (want > 0 && m->named && fabs(st / (double)m->named / (2 * want) - 1) < 0.15)
+        m->masters = master_weights(c, end, m->named, &m->msite);
+    if (m->masters && fabs(st / (double)m->masters / want - 1) >= 0.1)
+        m->masters = 0;
+    m->grads = last_grad_bytes(c, end);
+    m->trained = m->masters ? 0 : trained_bytes(c, all, m->tensors, m->grads);
+    m->params = m->masters ? m->named : m->trained ? m->trained : all;
+    uint64_t against = m->masters ? m->masters : m->params;
+    m->ratio = against ? st / (double)against : 0;
+}
+
 static void find_optimizer_state(fctx *c)
 {
     if (!c->nst)
         return;
     long end = c->st[c->nst - 1].after_zero;
-    uint64_t all_params = category_bytes(c, end, MD_CAT_PARAMETER);
     md_finding probe;
     memset(&probe, 0, sizeof probe);
     cat_arg ca = {MD_CAT_OPTIMIZER_STATE, -1, -1, 0};
     uint64_t state = collect_sites(c, &probe, end, cat_pred, &ca);
-    uint64_t grads = last_grad_bytes(c, end); /* the last iteration's, a parameter's size each */
-    uint64_t trained = trained_bytes(c, all_params, state, grads);
-    uint64_t params = trained ? trained : all_params;
+    const char *first = md_analysis_optimizer(c->a), *opt = state_owner(c, end, first);
+    double want = expected_state_multiple(opt);
+    state_measure m;
+    measure_state(c, end, want, state, &m);
+    uint64_t masters = m.masters, trained = m.trained, params = m.params, named = m.named;
     /* ignore per-parameter step counters and other crumbs */
     if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params)) {
         loaded_state(c, end, params, md_analysis_optimizer(c->a));
         return;
     }
-    const char *first = md_analysis_optimizer(c->a), *opt = state_owner(c, end, first);
-    double ratio = params ? (double)state / (double)params : 0;
-    const char *whose = trained ? "trained " : "";
-    /* twice the multiple expected: the state may be of fp32 master weights */
-    double want = expected_state_multiple(opt);
-    md_finding_site msite = {"an unnamed site", 0, 0};
-    uint64_t masters = want > 0 && !trained && fabs(ratio / (2 * want) - 1) < 0.15
-                           ? master_weights(c, end, params, &msite) : 0;
-    if (masters && fabs((double)state / (double)masters / want - 1) < 0.1) {
-        ratio = (double)state / (double)masters;
-        whose = "fp32 master ";
-    } else {
-        masters = 0;
-    }
+    double ratio = m.ratio;
+    md_finding_site msite = m.msite;
+    const char *whose = masters ? "fp32 master " : trained ? "trained " : "";
     uint64_t peak = md_replay_peak_allocated(c->r);
     md_finding *f = add(c, "optimizer_state",
                         (double)state > 0.3 * (double)peak ? MD_SEV_WARNING : MD_SEV_INFO, state);
@@ -1305,6 +1355,10 @@ static void find_optimizer_state(fctx *c)
                    md_mib(state), made);
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
                 "still live at the end of the last step", md_mib(state), ca.count);
+    if ((double)state > 1.02 * (double)m.tensors)
+        MD_EVIDENCE(f, "its tensors are %.1f MiB: the allocator's blocks round them up by %.1f MiB "
+                    "(a large block is not split where 1 MiB or less would remain)",
+                    md_mib(m.tensors), md_mib(state - m.tensors));
     /* several optimizers step in turn wherever several keep state */
     if (!masters && md_analysis_period(c->a) > 1 && mixed_state(c, f, end, state, params, whose)) {
         say_state_advice(c, f, opt, state, end);
@@ -1313,17 +1367,17 @@ static void find_optimizer_state(fctx *c)
     if (masters)
         MD_EVIDENCE(f, "parameters: %.1f MiB, 16-bit; fp32 master weights beside them: %.1f MiB in "
                     "%zu tensors, each twice a parameter's size (the largest at %s); state / "
-                    "master weights = %.2f", md_mib(all_params), md_mib(masters),
+                    "master weights = %.2f", md_mib(named), md_mib(masters),
                     (size_t)msite.count, msite.site, ratio);
     else if (trained && only_late_train(c, end, trained))
         MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients, those made after the "
                     "first step (a model built mid-run); the rest belong to models built earlier "
-                    "that no longer train; state / trained parameters = %.2f", md_mib(all_params),
+                    "that no longer train; state / trained parameters = %.2f", md_mib(m.all),
                     md_mib(trained), ratio);
     else if (trained)
         MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients (the rest none: frozen "
                     "weights, or buffers such as attention masks); "
-                    "state / trained parameters = %.2f", md_mib(all_params), md_mib(trained), ratio);
+                    "state / trained parameters = %.2f", md_mib(m.all), md_mib(trained), ratio);
     else if (params)
         MD_EVIDENCE(f, "parameters: %.1f MiB; state / parameters = %.2f", md_mib(params), ratio);
     if (opt != first)
@@ -1337,7 +1391,7 @@ static void find_optimizer_state(fctx *c)
                     md_mib(c->state_grew));
     MD_EVIDENCE(f, "this is %.0f%% of the peak allocated (%.1f MiB)",
              100.0 * (double)state / (double)peak, md_mib(peak));
-    uint64_t stale = trained || masters ? 0 : stale_params(c, params, state, end, want, grads);
+    uint64_t stale = trained || masters ? 0 : stale_params(c, params, state, end, want, m.grads);
     if (stale)
         MD_EVIDENCE(f, "only %.1f MiB of the %.1f MiB of parameters got gradients in the last step, "
                     "those made after the first step (a model built mid-run); the state matches "
@@ -1354,7 +1408,7 @@ static void find_optimizer_state(fctx *c)
     if (masters) /* the 16-bit copy and its gradients are what autocast saves */
         advice_first(f, "With torch.autocast over fp32 parameters the parameters are the master "
                      "weights: the 16-bit copy and its 16-bit gradients (%.1f MiB here) go.",
-                     2 * md_mib(all_params));
+                     2 * md_mib(named));
 }
 
 /* ---- library workspaces ---------------------------------------------------------- */

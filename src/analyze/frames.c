@@ -149,6 +149,24 @@ static int loss_name(const char *nm)
     return 0;
 }
 
+/* Weights made on the GPU itself, with no .to(device) after: a torch.nn
+ * module's constructor (device=..., or inside `with torch.device(...)`, as
+ * torchtitan and Lightning Fabric's init_module build), or a pretrained
+ * model loaded straight onto the device (transformers' from_pretrained with
+ * a device_map, its loader's worker threads, accelerate's dispatch). */
+static int made_on_device(const md_snapshot *s, const md_frame *f)
+{
+    if (frame_in(s, f, "torch/nn/modules/"))
+        return name_is(s, f, "__init__");
+    if (frame_in(s, f, "transformers/core_model_loading.py"))
+        return 1;
+    if (frame_in(s, f, "transformers/modeling_utils.py"))
+        return name_is(s, f, "from_pretrained") || name_is(s, f, "_load_pretrained_model") ||
+               name_is(s, f, "_load_state_dict_into_meta_model");
+    return frame_in(s, f, "accelerate/utils/modeling.py") &&
+           name_is(s, f, "set_module_tensor_to_device");
+}
+
 static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
 {
     const char *nm = md_strtab_get(&s->strs, f->name);
@@ -196,6 +214,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_FORWARD;
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&
                  (name_is(s, f, "_apply") || name_is(s, f, "to") || name_is(s, f, "cuda")))
+            tags |= MD_TAG_MODEL_INIT;
+        else if (made_on_device(s, f))
             tags |= MD_TAG_MODEL_INIT;
         else if ((frame_in(s, f, "torch/nn/modules/lazy.py") && name_is(s, f, "_infer_parameters")) ||
                  (frame_in(s, f, "torch/nn/parameter.py") && name_is(s, f, "materialize")))

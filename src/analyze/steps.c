@@ -43,6 +43,9 @@ struct md_analysis {
                      forward (an attempt tried again smaller), or -1 */
     long start;   /* the state training starts from: before the first step's
                      forward, or before the first attempt where one failed */
+    long *unnamed; /* parameters no frame names (unnamed_params), by allocation
+                      index, sorted */
+    size_t nunnamed;
 };
 
 /* A moment given by an annotation: the state before time t, or up to and
@@ -412,6 +415,56 @@ static long past_grad_calls(md_analysis *a, long bwd, long hi)
     return b <= hi ? b : bwd;
 }
 
+#define TEMPLATE_ALLOCS 8
+
+#define FIRST_TIME_ALLOCS 2 /* a first step's own: cuBLAS's workspace, a lazy init */
+
+/* Whether the allocations from event i on (before hi) are made at the
+ * stacks of the m allocations at tmpl, in order, the first at i, with at
+ * most FIRST_TIME_ALLOCS others among them. */
+static int allocs_recur(md_analysis *a, long i, long hi, const long *tmpl, size_t m)
+{
+    size_t j = 0, extra = 0;
+    for (; i < hi && j < m && extra <= FIRST_TIME_ALLOCS; i++) {
+        if (ev_at(a, i)->action != MD_ACT_ALLOC)
+            continue;
+        if (ev_at(a, i)->stack == ev_at(a, tmpl[j])->stack)
+            j++;
+        else if (j == 0)
+            return 0;
+        else
+            extra++;
+    }
+    return j == m;
+}
+
+/* The first step's forward when no module call marks it (a model of raw
+ * tensors, only the script's own lines): every step runs one loop body,
+ * so it starts where the next step's first allocations (next_lo, next_bwd)
+ * recur before this step's backward (bwd); of several places, the one
+ * whose forward is nearest the next's in allocations (a forward's layers
+ * repeat too). lo + 1 where they recur nowhere. */
+static long recurring_start(md_analysis *a, long lo, long bwd, long next_lo, long next_bwd)
+{
+    long tmpl[TEMPLATE_ALLOCS];
+    size_t m = 0, want = 0, after = 0, best_d = SIZE_MAX;
+    for (long i = next_lo + 1; i < next_bwd; i++)
+        if (ev_at(a, i)->action == MD_ACT_ALLOC && want++ < TEMPLATE_ALLOCS)
+            tmpl[m++] = i;
+    long best = lo + 1;
+    for (long i = bwd - 1; m >= 2 && i > lo; i--) {
+        if (ev_at(a, i)->action != MD_ACT_ALLOC)
+            continue;
+        after++;
+        if (!allocs_recur(a, i, bwd, tmpl, m))
+            continue;
+        size_t d = after > want ? after - want : want - after;
+        if (d < best_d)
+            best_d = d, best = i;
+    }
+    return best;
+}
+
 /* Where step k's peak search starts (after lo), and the step end it came from. */
 typedef struct step_src {
     long lo;
@@ -439,7 +492,8 @@ static int phase_steps(md_analysis *a, const step_end *e, size_t n, step_src **s
             st.fwd_start = fwd - 1;
             goto phases;
         }
-        if (fwd > opt_s) /* no forward seen: the step starts at lo */
+        int unmarked = fwd > opt_s;
+        if (unmarked) /* no forward seen: the step starts at lo */
             fwd = lo + 1;
         else if (first_tagged(a, lo, fwd, MD_TAG_BACKWARD_CALL, 0) < fwd)
             fwd = lo + 1; /* a backward() before any forward: the step's forward ran before
@@ -453,6 +507,10 @@ static int phase_steps(md_analysis *a, const step_end *e, size_t n, step_src **s
              * step. Not a step; its end still bounds the next one. */
             lo = e[k].zero_e;
             continue;
+        }
+        if (unmarked && lo < 0 && !a->nsteps && bwd <= opt_s && k + 1 < n && !e[k + 1].partial) {
+            long next_bwd = first_tagged(a, e[k].zero_e, e[k + 1].opt_s, MD_TAG_BACKWARD, frames);
+            st.fwd_start = recurring_start(a, lo, bwd, e[k].zero_e, next_bwd) - 1;
         }
 phases:
         st.after_forward = bwd - 1;
@@ -755,6 +813,108 @@ const md_live_set *md_analysis_live(const md_analysis *ca, long index)
     return ls;
 }
 
+/* ---- parameters no frame names ---------------------------------------------------- */
+
+typedef struct sized {
+    uint64_t size;
+    long index;
+} sized;
+
+static int by_size(const void *x, const void *y)
+{
+    const sized *a = x, *b = y;
+    return a->size != b->size ? (a->size < b->size ? -1 : 1) : (a->index > b->index) - (a->index < b->index);
+}
+
+/* The allocations of [lo, hi] still live after `past`, each with its size,
+ * sorted by size, those `keep` says yes to. */
+static size_t kept_allocs(md_analysis *a, long lo, long hi, long past, int (*keep)(md_analysis *, long),
+                          sized **out)
+{
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (long i = lo < 0 ? 0 : lo; i <= hi && i < (long)a->n; i++) {
+        long fr = a->ev[i].action == MD_ACT_ALLOC ? md_replay_free_index(a->r, i) : -2;
+        if (fr == -2 || (fr >= 0 && fr <= past) || !keep(a, i))
+            continue;
+        if (md_grow((void **)out, &cap, n + 1, sizeof **out))
+            return SIZE_MAX;
+        (*out)[n++] = (sized){a->ev[i].size, i};
+    }
+    if (n)
+        qsort(*out, n, sizeof **out, by_size);
+    return n;
+}
+
+static unsigned tags_of(md_analysis *a, long i) { return md_stack_tags(&a->cache, a->s, a->ev[i].stack); }
+static int named_param(md_analysis *a, long i) { return (tags_of(a, i) & MD_TAG_MODEL_INIT) != 0; }
+static int unnamed_candidate(md_analysis *a, long i)
+{
+    return !(tags_of(a, i) & (MD_TAG_MODEL_INIT | MD_TAG_WORKSPACE));
+}
+static int any_alloc(md_analysis *a, long i) { (void)a, (void)i; return 1; }
+static int is_gradient(md_analysis *a, long i)
+{
+    md_live l = {.requested = a->ev[i].size, .alloc_index = i, .stack = a->ev[i].stack};
+    return md_categorize(a, &l) == MD_CAT_GRADIENT;
+}
+
+/* How many entries of sorted v[*at..n) have size `size` (advancing *at). */
+static size_t count_size(const sized *v, size_t n, size_t *at, uint64_t size)
+{
+    while (*at < n && v[*at].size < size)
+        ++*at;
+    size_t k = 0;
+    while (*at + k < n && v[*at + k].size == size)
+        k++;
+    return k;
+}
+
+/* Parameters no frame names (raw tensors made with requires_grad, a
+ * script's own module built on the GPU, fp32 master copies): made before
+ * training and kept through its first step, each the size of a gradient
+ * the first backward made, and of a state tensor where the optimizer keeps
+ * state, beyond those the named parameters account for. Counted per size,
+ * so an input that merely shares a weight's size is not taken for one. */
+static int unnamed_params(md_analysis *a)
+{
+    if (!a->nsteps || a->steps[0].fwd_start < 0)
+        return 0;
+    const md_step *s0 = &a->steps[0];
+    sized *cand, *named, *grads, *state;
+    size_t nc = kept_allocs(a, 0, s0->fwd_start, s0->after_zero, unnamed_candidate, &cand);
+    size_t np = kept_allocs(a, 0, s0->fwd_start, s0->after_zero, named_param, &named);
+    size_t ng = kept_allocs(a, s0->after_forward + 1, s0->after_backward, s0->after_backward,
+                            is_gradient, &grads);
+    size_t ns = kept_allocs(a, s0->after_backward + 1, s0->after_optim, s0->after_optim,
+                            any_alloc, &state);
+    int rc = nc == SIZE_MAX || np == SIZE_MAX || ng == SIZE_MAX || ns == SIZE_MAX ? -1 : 0;
+    size_t ip = 0, ig = 0, is = 0, cap = 0;
+    for (size_t i = 0; !rc && ng && i < nc;) {
+        uint64_t sz = cand[i].size;
+        size_t same = count_size(cand, nc, &i, sz), p = count_size(named, np, &ip, sz);
+        size_t g = count_size(grads, ng, &ig, sz), st = count_size(state, ns, &is, sz);
+        size_t take = g > p ? g - p : 0;
+        if (ns && take > (st > p ? st - p : 0))
+            take = st > p ? st - p : 0;
+        take = take < same ? take : same;
+        if (take && md_grow((void **)&a->unnamed, &cap, a->nunnamed + take, sizeof(long)))
+            rc = -1;
+        for (size_t k = 0; !rc && k < take; k++)
+            a->unnamed[a->nunnamed++] = cand[i + k].index;
+        i += same;
+    }
+    if (a->nunnamed)
+        qsort(a->unnamed, a->nunnamed, sizeof(long), cmp_long);
+    free(cand), free(named), free(grads), free(state);
+    return rc;
+}
+
+int md_analysis_unnamed_param(const md_analysis *a, long i)
+{
+    return a->nunnamed && bsearch(&i, a->unnamed, a->nunnamed, sizeof(long), cmp_long) != NULL;
+}
+
 int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_err *err)
 {
     md_analysis *a = calloc(1, sizeof *a);
@@ -808,6 +968,8 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->start = a->nsteps ? a->steps[0].fwd_start : -1;
     if (a->pre_oom >= 0) /* the indicators count from before the attempts, as a capture does */
         a->start = first_tagged(a, -1, a->pre_oom, MD_TAG_FORWARD, 0) - 1;
+    if (unnamed_params(a))
+        goto nomem_after;
     if (a->nsteps ? md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters)
                   : md_find_calls(s, &a->cache, a->ev, a->n, &a->iters))
         goto nomem_after;
@@ -830,6 +992,7 @@ void md_analysis_free(md_analysis *a)
     for (int i = 0; i < MD_LIVE_CACHE; i++)
         free(a->lives[i].live);
     free(a->steps);
+    free(a->unnamed);
     free(a->iters.steps);
     free(a->cache.tags);
     free(a->cache.ftags);
@@ -963,7 +1126,7 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
         if (fr >= 0 && fr <= a->steps[0].fwd_start)
             return (i < a->pre_oom && (tags & MD_TAG_FORWARD)) ? MD_CAT_ACTIVATION
                                                                : MD_CAT_TEMPORARY;
-        return MD_CAT_INPUT;
+        return md_analysis_unnamed_param(a, i) ? MD_CAT_PARAMETER : MD_CAT_INPUT;
     }
     long k = step_of(a, i);
     if (k < 0) /* no steps, or after the last: a model moved or built late is still one */

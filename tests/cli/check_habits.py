@@ -23,7 +23,7 @@ check("masterfp32: AdamW's state 2 x the fp32 master weights, which are named",
       and opt["advice"].startswith("With torch.autocast over fp32 parameters"))
 opt = finding("twomodels", "optimizer_state")
 check("twomodels: the earlier model's parameters and state named as no longer training",
-      any(e.startswith("only 258.2 MiB of the 517.7 MiB of parameters got gradients") for e in
+      any(e.startswith("only 258.2 MiB of the 516.5 MiB of parameters got gradients") for e in
           opt["evidence"]) and opt["advice"].startswith("Drop every reference to the earlier model"))
 leak = finding("sweepleak", "leak")
 check("sweepleak: models kept, their builder the top site, a state_dict on the CPU advised",

@@ -49,7 +49,11 @@
 # beside AdamW, a Lion optimizer written in the script, SCRIPT=examples/checkpoints.py
 # checkpoints on 2 GPUs (FSDP2's full state dict every 3 steps, a resume rank 0 loads),
 # SCRIPT=examples/allocconf.py the allocator's settings (max_split_size_mb,
-# roundup_power2_divisions, garbage_collection_threshold) and a MemPool.
+# roundup_power2_divisions, garbage_collection_threshold) and a MemPool,
+# SCRIPT=examples/ondevice.py weights made on the GPU itself (a torch.device context,
+# raw tensors, from_pretrained(device_map="cuda"), Fabric's init_module),
+# SCRIPT=examples/attention.py attention matrices kept for backward (eager
+# attention in transformers, nanoGPT's written-out attention) beside SDPA.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -66,6 +70,8 @@ case $SCRIPT in
 *firststep.py) all="optoom muon lion" ;;
 *checkpoints.py) all="fsdpsave rank0load" ;;
 *allocconf.py) all="maxsplit roundup gcthresh mempool" ;;
+*ondevice.py) all="ctxdevice handmade hfload fabric" ;;
+*attention.py) all="hfeager hfsdpa nanogpt" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
