@@ -24,6 +24,7 @@ enum {
     MD_TAG_SOFTMAX = 0x10000,   /* torch.nn.functional.softmax, called from Python */
     MD_TAG_ODE = 0x20000,       /* torchdiffeq's solvers (odeint) */
     MD_TAG_TORCH_LOAD = 0x40000, /* inside torch.load (torch/serialization.py) */
+    MD_TAG_SDPA = 0x80000,      /* scaled_dot_product_attention called (transformers' sdpa path) */
     MD_TAG_KNOWN = 0x80000000u
 };
 

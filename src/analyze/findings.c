@@ -852,9 +852,16 @@ static uint64_t last_grad_bytes(fctx *c, long end)
 static uint64_t trained_bytes(fctx *c, uint64_t params, uint64_t state, uint64_t grads)
 {
     double want = expected_state_multiple(md_analysis_optimizer(c->a));
-    if (!grads || (double)grads >= (want > 0 ? FROZEN_GRADS_SHARE : 0.5) * (double)params)
+    double g = (double)grads, p = (double)params, per = want > 0 ? (double)state / want : 0;
+    if (!grads || g >= p || (want <= 0 && g >= 0.5 * p))
         return 0;
-    return want > 0 && fabs((double)state / want - (double)grads) > 0.1 * (double)grads ? 0 : grads;
+    if (want <= 0)
+        return grads;
+    if (g < FROZEN_GRADS_SHARE * p)
+        return fabs(per - g) > 0.1 * g ? 0 : grads;
+    /* a few buffers beside the weights (nanoGPT's causal masks): trained
+     * where the state fits the gradients and not all parameters */
+    return fabs(per - g) <= 0.02 * g && fabs(per - p) >= 0.05 * p ? grads : 0;
 }
 
 typedef struct made_at {
@@ -1442,18 +1449,22 @@ static void find_workspace(fctx *c)
 /* ---- activations ----------------------------------------------------------------- */
 
 /* Were any of the forward allocations (lo, index] live at index made
- * inside attention code? Only then is the sequence length and the attention
- * kernel part of the advice (not for a convolutional network). */
+ * inside attention code? Only then is the sequence length part of the
+ * advice (not for a convolutional network), and the attention kernel where
+ * none was made inside scaled_dot_product_attention already. 0: none,
+ * 1: attention, 2: attention through SDPA. */
 static int attention_in(fctx *c, long index, long lo)
 {
     const md_live_set *ls = live_at(c, index);
-    for (size_t i = 0; ls && i < ls->n; i++) {
+    int seen = 0;
+    for (size_t i = 0; ls && i < ls->n && seen < 2; i++) {
         const md_live *l = &ls->live[i];
-        if (l->category == MD_CAT_ACTIVATION && l->alloc_index > lo &&
-            (md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_ATTENTION))
-            return 1;
+        unsigned t = l->category == MD_CAT_ACTIVATION && l->alloc_index > lo
+                         ? md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) : 0;
+        if (t & MD_TAG_ATTENTION)
+            seen = (t & MD_TAG_SDPA) ? 2 : 1;
     }
-    return 0;
+    return seen;
 }
 
 /* Evidence that the inputs grow: every step's forward pass adds more. */
@@ -1499,8 +1510,8 @@ static void activations_advice(md_finding *f, uint64_t act, uint64_t held, int a
                   "keeps only block inputs and gives back most of the %.1f MiB for ~30%% more "
                   "compute; halving the batch%s halves it; bf16 autocast, where not on yet, halves "
                   "fp32 activations%s", md_mib(act), attn ? " or sequence" : "",
-                  attn ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
-                       : ".");
+                  attn == 1 ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention "
+                              "matrix." : ".");
 }
 
 /* Whether stacks seq[0..n) are n/runs repetitions of one sequence (9 in
@@ -1649,6 +1660,91 @@ static uint64_t say_mha_weights(fctx *c, md_finding *f, long p, long lo, uint64_
     return bytes;
 }
 
+/* Attention written as softmax(q k^T) (transformers' eager attention, a
+ * script's own, a library's with its own bias): the functions that called
+ * torch's softmax for activations live at the peak (not
+ * nn.MultiheadAttention's, said apart), and what they made of at least a
+ * quarter of the largest softmax output (scores, casts, dropout masks). */
+#define ATTN_OWNERS 4
+typedef struct attn_matrices {
+    md_frame owner[ATTN_OWNERS];
+    size_t nowner, count;
+    uint64_t bytes, biggest;
+} attn_matrices;
+
+static int attn_owner_of(fctx *c, const md_live *l, const attn_matrices *m)
+{
+    const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
+    for (size_t k = 0; fr && k < m->nowner; k++)
+        if (m->owner[k].name == fr->name && m->owner[k].filename == fr->filename)
+            return (int)k;
+    return -1;
+}
+
+static void find_attn_matrices(fctx *c, long p, long lo, attn_matrices *m)
+{
+    const md_live_set *ls = live_at(c, p);
+    memset(m, 0, sizeof *m);
+    for (size_t pass = 0; ls && pass < 2; pass++)
+        for (size_t i = 0; i < ls->n; i++) {
+            const md_live *l = &ls->live[i];
+            if (l->alloc_index <= lo || l->category != MD_CAT_ACTIVATION)
+                continue;
+            unsigned t = md_stack_tags(md_analysis_cache(c->a), c->s, l->stack);
+            if (t & MD_TAG_MHA)
+                continue;
+            if (pass == 0 && (t & MD_TAG_SOFTMAX)) {
+                const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
+                if (fr && attn_owner_of(c, l, m) < 0 && m->nowner < ATTN_OWNERS)
+                    m->owner[m->nowner++] = *fr;
+                m->biggest = l->requested > m->biggest ? l->requested : m->biggest;
+            } else if (pass == 1 && 4 * l->requested >= m->biggest && attn_owner_of(c, l, m) >= 0) {
+                m->bytes += l->block_size;
+                m->count++;
+            }
+        }
+}
+
+/* The attention matrices among act bytes of activations at the peak, said
+ * as evidence and advice where they are a quarter of them or more (64 MiB
+ * at least); returns their bytes, 0 if not said. */
+static uint64_t say_attn_matrices(fctx *c, md_finding *f, long p, long lo, uint64_t act)
+{
+    attn_matrices m;
+    find_attn_matrices(c, p, lo, &m);
+    if (m.bytes < (64u << 20) || (double)m.bytes < 0.25 * (double)act)
+        return 0;
+    char where[256];
+    md_frame_label(c->s, &m.owner[0], where, sizeof where);
+    const char *fn = md_strtab_get(&c->s->strs, m.owner[0].name);
+    const char *file = md_strtab_get(&c->s->strs, m.owner[0].filename);
+    MD_EVIDENCE(f, "%.1f MiB in %zu attention matrices (batch x heads x seq x seq) made in %s%s, "
+                "the softmax's outputs among them (the largest %.1f MiB): attention computed as "
+                "softmax(q k^T) keeps them for backward, %.0f%% of the activations",
+                md_mib(m.bytes), m.count, where, m.nowner > 1 ? " and other attention code" : "",
+                md_mib(m.biggest), 100.0 * (double)m.bytes / (double)act);
+    if (!strcmp(fn, "eager_attention_forward"))
+        MD_ADVICE(f, "Load the model with attn_implementation=\"sdpa\" (or \"flash_attention_2\" "
+                  "where installed): scaled_dot_product_attention's fused kernels keep no seq x seq "
+                  "matrix, about %.1f MiB off the peak; output_attentions=True forces the eager "
+                  "path, so leave it off in training. Then activation checkpointing of the "
+                  "repeated blocks for the rest of the %.1f MiB of activations.", md_mib(m.bytes),
+                  md_mib(act));
+    else if (strstr(file, "-packages/"))
+        MD_ADVICE(f, "This library computes the model's attention itself (its own bias or mask "
+                  "around the softmax), so no fused kernel replaces it here: activation "
+                  "checkpointing of the repeated blocks keeps only block inputs (most of the "
+                  "%.1f MiB), and the matrices shrink with the square of the sequence length.",
+                  md_mib(act));
+    else
+        MD_ADVICE(f, "Compute the attention with torch.nn.functional.scaled_dot_product_attention("
+                  "q, k, v, is_causal=True) (or attn_mask=) in place of softmax(q @ k^T) and its "
+                  "mask: its flash and memory-efficient kernels keep no seq x seq matrix, about "
+                  "%.1f MiB off the peak. Then activation checkpointing of the repeated blocks for "
+                  "the rest of the %.1f MiB of activations.", md_mib(m.bytes), md_mib(act));
+    return m.bytes;
+}
+
 /* Activations at the peak made inside torchdiffeq's solvers (odeint
  * without the adjoint keeps every solver step's graph); their bytes, said
  * as evidence and advice where they are at least a third of act; else 0. */
@@ -1745,7 +1841,8 @@ static void find_activations(fctx *c)
                   "backward(), gradients accumulate): one graph at a time, about 1/%zu of the "
                   "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
                   md_mib(act));
-    else if (held || (!say_ode_steps(c, f, p, lo, act) && !say_mha_weights(c, f, p, lo, act)))
+    else if (held || (!say_ode_steps(c, f, p, lo, act) && !say_mha_weights(c, f, p, lo, act) &&
+                      !say_attn_matrices(c, f, p, lo, act)))
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
 }
 

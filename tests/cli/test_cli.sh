@@ -65,11 +65,13 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
 # distributed,serving,finetune,growth,resume,rlhf,vision,research,practice,pipeline,interop,
 # habits,sequence,dataparallel,amp,inference,optimizers,sharing,launch,lazy,params,firststep,
-# checkpoints,allocconf}.py on H200s:
+# checkpoints,allocconf,ondevice,attention}.py on H200s:
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention; do
     for r in $(ls $D/$d); do
-        check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
+        # compare-skip: indicators the capture cannot have (no module forward: no baseline sample)
+        skip=$(grep -v '^#' $D/$d/$r/compare-skip 2>/dev/null)
+        check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01 $skip"
     done
 done
 check "more shapes (examples/shapes.py): a kept view keeps its whole logits, predictions kept every step are a small leak, a gradient hook's kept gradients are made in backward, a request loop's cache leaks call to call; a gradient penalty, a dataset on the GPU, CUDA graphs, torch.compile, a mixture of experts, random lengths, per-epoch metrics and empty_cache() are no leaks" python3 tests/cli/check_shapes.py $M $D/shapes
@@ -94,6 +96,8 @@ check "params (examples/params.py): an ensemble's weights stacked for vmap are p
 check "firststep (examples/firststep.py): AdamW's first step out of memory as it made its state, said with the whole state's size, the cut step no complete step; Muon beside AdamW from one line iterations of 2 with each one's state; a Lion from the script an optimizer memdiag does not know" python3 tests/cli/check_firststep.py $M $D/firststep
 check "checkpoints (examples/checkpoints.py): FSDP2's full state dict every 3 steps no imbalance; a checkpoint only rank 0 loaded onto its GPU the imbalance, at its torch.load line, map_location=cpu advised" python3 tests/cli/check_checkpoints.py $M $D/checkpoints
 check "allocconf (examples/allocconf.py): under max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold and a MemPool the replay equals torch's counters at every phase; max_split_size_mb's part in the fragmentation said" python3 tests/cli/check_allocconf.py $M $D/allocconf
+check "ondevice (examples/ondevice.py): weights made on the GPU itself (a torch.device context, raw requires_grad tensors, from_pretrained with a device_map, Fabric's init_module) are parameters, the optimizer's state 2 x them over tensor bytes; raw tensors' first step starts after they are made; no leak" python3 tests/cli/check_ondevice.py $M $D/ondevice
+check "attention (examples/attention.py): transformers' eager attention and a written-out softmax(q k^T) named as the activations' cause with attn_implementation / SDPA advised; a model on SDPA told nothing of SDPA; causal-mask buffers out of AdamW's multiple; no leak" python3 tests/cli/check_attention.py $M $D/attention
 check "finetune (examples/finetune.py): a frozen backbone's head-only state and no_grad peak; SparseAdam beside AdamW stepping back to back, iterations of 2 steps from both files" python3 tests/cli/check_finetune.py $M $D/finetune
 check "growth (examples/growth.py): layers joining the optimizer grow its state, no leak from either file; micro-batch losses summed before one backward keep every graph, said with the advice" python3 tests/cli/check_growth.py $M $D/growth
 check "resume (examples/resume.py): a model built between steps is parameters; a checkpoint kept on the GPU is the largest site at its torch.load line; a bf16 cast mid-run and CUDA graphs over several sizes are no leaks" python3 tests/cli/check_resume.py $M $D/resume
