@@ -68,8 +68,9 @@ static int owner(const md_snapshot *s, const md_frame *f)
     if (is_inductor_output(fn))
         return OWNER_GENERATED;
     if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py") ||
-        strstr(fn, "-packages/accelerate/"))
-        return OWNER_OTHER; /* accelerate wraps the model's forward and the optimizer */
+        strstr(fn, "-packages/accelerate/") || strstr(fn, "-packages/safetensors/"))
+        return OWNER_OTHER; /* accelerate wraps the model's forward and the optimizer;
+                               safetensors' loader: the line that called it is the site */
     if (strstr(fn, "/lib/python3") && !strstr(fn, "-packages/"))
         return OWNER_OTHER; /* standard library */
     return OWNER_USER;

@@ -65,9 +65,9 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
 # distributed,serving,finetune,growth,resume,rlhf,vision,research,practice,pipeline,interop,
 # habits,sequence,dataparallel,amp,inference,optimizers,sharing,launch,lazy,params,firststep,
-# checkpoints,allocconf,ondevice,attention}.py on H200s:
+# checkpoints,allocconf,ondevice,attention,loading}.py on H200s:
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading; do
     for r in $(ls $D/$d); do
         # compare-skip: indicators the capture cannot have (no module forward: no baseline sample)
         skip=$(grep -v '^#' $D/$d/$r/compare-skip 2>/dev/null)
@@ -98,6 +98,7 @@ check "checkpoints (examples/checkpoints.py): FSDP2's full state dict every 3 st
 check "allocconf (examples/allocconf.py): under max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold and a MemPool the replay equals torch's counters at every phase; max_split_size_mb's part in the fragmentation said" python3 tests/cli/check_allocconf.py $M $D/allocconf
 check "ondevice (examples/ondevice.py): weights made on the GPU itself (a torch.device context, raw requires_grad tensors, from_pretrained with a device_map, Fabric's init_module) are parameters, the optimizer's state 2 x them over tensor bytes; raw tensors' first step starts after they are made; no leak" python3 tests/cli/check_ondevice.py $M $D/ondevice
 check "attention (examples/attention.py): transformers' eager attention and a written-out softmax(q k^T) named as the activations' cause with attn_implementation / SDPA advised; a model on SDPA told nothing of SDPA; causal-mask buffers out of AdamW's multiple; no leak" python3 tests/cli/check_attention.py $M $D/attention
+check "loading (examples/loading.py): under set_default_device the model is parameters and its inputs are not; a safetensors checkpoint kept on the GPU is inputs at the script's load_file line; torch.load's tensors given to a meta-device model with assign=True are parameters; no leak" python3 tests/cli/check_loading.py $M $D/loading
 check "finetune (examples/finetune.py): a frozen backbone's head-only state and no_grad peak; SparseAdam beside AdamW stepping back to back, iterations of 2 steps from both files" python3 tests/cli/check_finetune.py $M $D/finetune
 check "growth (examples/growth.py): layers joining the optimizer grow its state, no leak from either file; micro-batch losses summed before one backward keep every graph, said with the advice" python3 tests/cli/check_growth.py $M $D/growth
 check "resume (examples/resume.py): a model built between steps is parameters; a checkpoint kept on the GPU is the largest site at its torch.load line; a bf16 cast mid-run and CUDA graphs over several sizes are no leaks" python3 tests/cli/check_resume.py $M $D/resume

@@ -53,7 +53,9 @@
 # SCRIPT=examples/ondevice.py weights made on the GPU itself (a torch.device context,
 # raw tensors, from_pretrained(device_map="cuda"), Fabric's init_module),
 # SCRIPT=examples/attention.py attention matrices kept for backward (eager
-# attention in transformers, nanoGPT's written-out attention) beside SDPA.
+# attention in transformers, nanoGPT's written-out attention) beside SDPA,
+# SCRIPT=examples/loading.py ways weights reach the GPU (set_default_device, a
+# safetensors checkpoint loaded onto the GPU and kept, load_state_dict(assign=True)).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -72,6 +74,7 @@ case $SCRIPT in
 *allocconf.py) all="maxsplit roundup gcthresh mempool" ;;
 *ondevice.py) all="ctxdevice handmade hfload fabric" ;;
 *attention.py) all="hfeager hfsdpa nanogpt" ;;
+*loading.py) all="defaultdev safekept assignload" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
