@@ -1303,18 +1303,18 @@ static void measure_state(fctx *c, long end, double want, uint64_t blocks, state
     snprintf(m->msite.site, sizeof m->msite.site, "an unnamed site");
     m->blocks = blocks;
     m->tensors = tensor_bytes(c, end, MD_CAT_OPTIMIZER_STATE, NULL);
-    uint64_t all = m->all = tensor_bytes(c, end, MD_CAT_PARAMETER, NULL);
+    m->all = tensor_bytes(c, end, MD_CAT_PARAMETER, NULL);
     double st = (double)m->tensors;
     /* twice the multiple expected over the parameters frames name: the
      * state may be of fp32 master weights beside them */
-    m->named = all - tensor_bytes(c, end, MD_CAT_PARAMETER, unnamed_param);
+    m->named = m->all - tensor_bytes(c, end, MD_CAT_PARAMETER, unnamed_param);
     if (want > 0 && m->named && fabs(st / (double)m->named / (2 * want) - 1) < 0.15)
         m->masters = master_weights(c, end, m->named, &m->msite);
     if (m->masters && fabs(st / (double)m->masters / want - 1) >= 0.1)
         m->masters = 0;
     m->grads = last_grad_bytes(c, end);
-    m->trained = m->masters ? 0 : trained_bytes(c, all, m->tensors, m->grads);
-    m->params = m->masters ? m->named : m->trained ? m->trained : all;
+    m->trained = m->masters ? 0 : trained_bytes(c, m->all, m->tensors, m->grads);
+    m->params = m->masters ? m->named : m->trained ? m->trained : m->all;
     uint64_t against = m->masters ? m->masters : m->params;
     m->ratio = against ? st / (double)against : 0;
 }
@@ -1672,13 +1672,13 @@ typedef struct attn_matrices {
     uint64_t bytes, biggest;
 } attn_matrices;
 
-static int attn_owner_of(fctx *c, const md_live *l, const attn_matrices *m)
+/* Whether frame fr is one of m's owners' functions. */
+static int attn_owner_is(const attn_matrices *m, const md_frame *fr)
 {
-    const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
     for (size_t k = 0; fr && k < m->nowner; k++)
         if (m->owner[k].name == fr->name && m->owner[k].filename == fr->filename)
-            return (int)k;
-    return -1;
+            return 1;
+    return 0;
 }
 
 static void find_attn_matrices(fctx *c, long p, long lo, attn_matrices *m)
@@ -1693,12 +1693,12 @@ static void find_attn_matrices(fctx *c, long p, long lo, attn_matrices *m)
             unsigned t = md_stack_tags(md_analysis_cache(c->a), c->s, l->stack);
             if (t & MD_TAG_MHA)
                 continue;
+            const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
             if (pass == 0 && (t & MD_TAG_SOFTMAX)) {
-                const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
-                if (fr && attn_owner_of(c, l, m) < 0 && m->nowner < ATTN_OWNERS)
+                if (fr && !attn_owner_is(m, fr) && m->nowner < ATTN_OWNERS)
                     m->owner[m->nowner++] = *fr;
                 m->biggest = l->requested > m->biggest ? l->requested : m->biggest;
-            } else if (pass == 1 && 4 * l->requested >= m->biggest && attn_owner_of(c, l, m) >= 0) {
+            } else if (pass == 1 && 4 * l->requested >= m->biggest && attn_owner_is(m, fr)) {
                 m->bytes += l->block_size;
                 m->count++;
             }
@@ -1724,9 +1724,10 @@ static uint64_t say_attn_matrices(fctx *c, md_finding *f, long p, long lo, uint6
                 md_mib(m.bytes), m.count, where, m.nowner > 1 ? " and other attention code" : "",
                 md_mib(m.biggest), 100.0 * (double)m.bytes / (double)act);
     if (!strcmp(fn, "eager_attention_forward"))
-        MD_ADVICE(f, "Load the model with attn_implementation=\"sdpa\" (or \"flash_attention_2\" "
-                  "where installed): scaled_dot_product_attention's fused kernels keep no seq x seq "
-                  "matrix, about %.1f MiB off the peak; output_attentions=True forces the eager "
+        MD_ADVICE(f, "Load the model with attn_implementation=\"sdpa\" (or "
+                  "\"flash_attention_2\" where installed): scaled_dot_product_attention's fused "
+                  "kernels keep no seq x seq matrix, about %.1f MiB off the peak; "
+                  "output_attentions=True forces the eager "
                   "path, so leave it off in training. Then activation checkpointing of the "
                   "repeated blocks for the rest of the %.1f MiB of activations.", md_mib(m.bytes),
                   md_mib(act));

@@ -823,13 +823,15 @@ typedef struct sized {
 static int by_size(const void *x, const void *y)
 {
     const sized *a = x, *b = y;
-    return a->size != b->size ? (a->size < b->size ? -1 : 1) : (a->index > b->index) - (a->index < b->index);
+    if (a->size != b->size)
+        return a->size < b->size ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
 }
 
 /* The allocations of [lo, hi] still live after `past`, each with its size,
  * sorted by size, those `keep` says yes to. */
-static size_t kept_allocs(md_analysis *a, long lo, long hi, long past, int (*keep)(md_analysis *, long),
-                          sized **out)
+static size_t kept_allocs(md_analysis *a, long lo, long hi, long past,
+                          int (*keep)(md_analysis *, long), sized **out)
 {
     size_t n = 0, cap = 0;
     *out = NULL;
@@ -846,7 +848,10 @@ static size_t kept_allocs(md_analysis *a, long lo, long hi, long past, int (*kee
     return n;
 }
 
-static unsigned tags_of(md_analysis *a, long i) { return md_stack_tags(&a->cache, a->s, a->ev[i].stack); }
+static unsigned tags_of(md_analysis *a, long i)
+{
+    return md_stack_tags(&a->cache, a->s, a->ev[i].stack);
+}
 static int named_param(md_analysis *a, long i) { return (tags_of(a, i) & MD_TAG_MODEL_INIT) != 0; }
 static int unnamed_candidate(md_analysis *a, long i)
 {
