@@ -1912,7 +1912,7 @@ static uint64_t per_sample_batch(fctx *c, long p, per_sample_arg *pa, uint64_t *
     uint64_t best = 0, most = 0, tried[8], top = pa->psz[pa->np - 1];
     size_t nt = 0;
     md_finding scratch;
-    for (size_t j = 0; ls && j < ls->n && nt < 8; j++) {
+    for (size_t j = 0; ls && top && j < ls->n && nt < 8; j++) {
         uint64_t r = ls->live[j].requested;
         if (ls->live[j].alloc_index <= pa->lo || r < 2 * top || r % top)
             continue;

@@ -899,7 +899,7 @@ static int unnamed_params(md_analysis *a)
         uint64_t sz = cand[i].size;
         size_t same = count_size(cand, nc, &i, sz), p = count_size(named, np, &ip, sz);
         size_t g = count_size(grads, ng, &ig, sz), st = count_size(state, ns, &is, sz);
-        size_t take = g > p ? g - p : 0;
+        size_t take = sz && g > p ? g - p : 0; /* an empty tensor says nothing */
         if (ns && take > (st > p ? st - p : 0))
             take = st > p ? st - p : 0;
         take = take < same ? take : same;
