@@ -335,11 +335,37 @@ static void say_bytes(char *dst, size_t n, double bytes)
         snprintf(dst, n, "%.1f MiB", bytes / MIB);
 }
 
-static void leak_advice(md_finding *f, leak_kind kind, double per, const char *unit)
+/* A trace of forward passes only: no training steps, and no allocation
+ * anywhere under backward's frames (Python frames recorded, so it would
+ * show). Graphs recorded there serve no backward. */
+static int no_backward(const fctx *c)
+{
+    if (c->nst || !(c->s->features & MD_HAS_FRAMES))
+        return 0;
+    const md_event *ev = md_replay_events(c->r);
+    size_t n = md_replay_nevents(c->r);
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].action == MD_ACT_ALLOC &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_BACKWARD))
+            return 0;
+    return 1;
+}
+
+#define NO_GRAD_ADVICE \
+    "No backward runs in this trace, yet the forward passes record autograd graphs: run them " \
+    "under torch.inference_mode() (or torch.no_grad(); model.eval() alone does not stop " \
+    "autograd)"
+
+static void leak_advice(const fctx *c, md_finding *f, leak_kind kind, double per,
+                        const char *unit)
 {
     char each[32];
     say_bytes(each, sizeof each, per);
-    if (kind == KEPT_GRAPHS)
+    if (kind == KEPT_GRAPHS && no_backward(c))
+        MD_ADVICE(f, NO_GRAD_ADVICE ", and what each %s keeps holds only itself, not its graph; "
+                  "keep loss.item() or out.detach() where a number or a tensor is all you need. "
+                  "That frees most of %s per %s.", unit, each, unit);
+    else if (kind == KEPT_GRAPHS)
         MD_ADVICE(f, "Something holds a reference to each step's graph: typically the loss or an "
                   "output appended to a list (store loss.item() or loss.detach()), or "
                   "backward(retain_graph=True) with the graph still referenced. Fixing it frees "
@@ -615,7 +641,7 @@ static void say_small_leak(fctx *c, md_finding *f, const md_held_growth *g, uint
                 "totals can tell from noise: the totals alone show no leak", leak_point(c), sum,
                 c->nit - 1, unit, held_noise(c) / MIB, unit);
     say_kept(c, f, unit, kept, la, kind, nstacks);
-    leak_advice(f, kind, per, unit);
+    leak_advice(c, f, kind, per, unit);
 }
 
 /* What a leak keeps, its sites into f: the allocations of the kept range
@@ -743,7 +769,7 @@ static void find_leak(fctx *c)
     say_kept(c, f, unit, kept, &la, kind, nstacks);
     MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per %s",
              100.0 * per / (double)peak, md_mib(peak), unit);
-    leak_advice(f, kind, per, unit);
+    leak_advice(c, f, kind, per, unit);
 }
 
 /* ---- optimizer state and parameters --------------------------------------- */
@@ -1847,6 +1873,91 @@ static void find_activations(fctx *c)
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
 }
 
+/* Forward passes that record graphs with no backward in the trace
+ * (inference or evaluation outside no_grad, `out = model(x)` in a loop):
+ * at the peak, the call before's forward tensors from many call stacks are
+ * still live and freed later, all at once, when its output is assigned
+ * again (its graph), where under no_grad only that output outlives a call
+ * (a KV cache kept across calls: a few stacks). Said as the activations
+ * finding, unless a leak of graphs says it already. */
+#define GRAPH_MIN_STACKS 6
+
+static int leak_of_graphs_said(const fctx *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (!strcmp(c->out[i].kind, "leak") && strstr(c->out[i].advice, "No backward runs"))
+            return 1;
+    return 0;
+}
+
+/* Where the call holding event p starts: after the last closed call
+ * before it, or at the start of the one it is in; -1: none. */
+static long call_start(const fctx *c, long p)
+{
+    long call = -1;
+    for (size_t k = 0; k < c->nit; k++)
+        call = c->it[k].after_zero < p ? c->it[k].after_zero
+               : c->it[k].fwd_start < p ? c->it[k].fwd_start : call;
+    return call;
+}
+
+typedef struct held_graph {
+    uint64_t act, held; /* activations live at the peak; the call before's among them */
+    size_t count, nheld_stacks;
+    uint32_t stacks[GRAPH_MIN_STACKS];
+} held_graph;
+
+static void held_graph_at(fctx *c, long p, long call, held_graph *g)
+{
+    const md_live_set *ls = live_at(c, p);
+    memset(g, 0, sizeof *g);
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        if (l->category != MD_CAT_ACTIVATION)
+            continue;
+        g->act += l->block_size, g->count++;
+        if (l->alloc_index < 0 || l->alloc_index > call ||
+            md_replay_free_index(c->r, l->alloc_index) < 0)
+            continue; /* this call's, or kept to the end (a cache) */
+        g->held += l->block_size;
+        size_t k = 0;
+        while (k < g->nheld_stacks && g->stacks[k] != l->stack)
+            k++;
+        if (k == g->nheld_stacks && g->nheld_stacks < GRAPH_MIN_STACKS)
+            g->stacks[g->nheld_stacks++] = l->stack;
+    }
+}
+
+static void find_forward_graphs(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    long call = p >= 0 ? call_start(c, p) : -1;
+    if (call < 0 || !peak || !no_backward(c) || leak_of_graphs_said(c))
+        return;
+    held_graph g;
+    held_graph_at(c, p, call, &g);
+    if (g.nheld_stacks < GRAPH_MIN_STACKS || (double)g.held < 0.25 * (double)g.act ||
+        (double)g.act < ACTIVATIONS_SHARE * (double)peak)
+        return;
+    md_finding *f = add(c, "activations", MD_SEV_WARNING, g.act);
+    if (!f)
+        return;
+    cat_arg ca = {MD_CAT_ACTIVATION, -1, p, 0};
+    collect_sites(c, f, p, cat_pred, &ca);
+    MD_SUMMARY(f, "forward passes record autograd graphs though no backward runs: %.1f MiB of "
+               "tensors saved for backward are live at the peak, %.0f%% of it", md_mib(g.act),
+               100.0 * (double)g.act / (double)peak);
+    MD_EVIDENCE(f, "no training step and no backward anywhere in the trace");
+    MD_EVIDENCE(f, "%.1f MiB of them were made by the call before the peak's, from %zu or more "
+                "call stacks, and freed later: its graph, which lives until its "
+                "output is assigned again (under no_grad only that output would)", md_mib(g.held),
+                g.nheld_stacks);
+    MD_EVIDENCE(f, "%zu forward allocations are live at the peak of %.1f MiB", g.count,
+                md_mib(peak));
+    MD_ADVICE(f, NO_GRAD_ADVICE ": most of the %.1f MiB off the peak.", md_mib(g.act));
+}
+
 /* ---- per-sample gradients ------------------------------------------------ */
 
 typedef struct per_sample_arg {
@@ -2436,6 +2547,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_optimizer_state(&c);
     find_workspace(&c);
     find_activations(&c);
+    find_forward_graphs(&c);
     find_per_sample(&c);
     find_logits(&c);
     find_eval_logits(&c);

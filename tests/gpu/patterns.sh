@@ -55,7 +55,9 @@
 # SCRIPT=examples/attention.py attention matrices kept for backward (eager
 # attention in transformers, nanoGPT's written-out attention) beside SDPA,
 # SCRIPT=examples/loading.py ways weights reach the GPU (set_default_device, a
-# safetensors checkpoint loaded onto the GPU and kept, load_state_dict(assign=True)).
+# safetensors checkpoint loaded onto the GPU and kept, load_state_dict(assign=True)),
+# SCRIPT=examples/nograd.py inference and evaluation without no_grad (graphs recorded
+# for nothing, outputs and losses kept with their graphs).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -75,6 +77,7 @@ case $SCRIPT in
 *ondevice.py) all="ctxdevice handmade hfload fabric" ;;
 *attention.py) all="hfeager hfsdpa nanogpt" ;;
 *loading.py) all="defaultdev safekept assignload" ;;
+*nograd.py) all="gradinfer gradinferleak pplleak" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
@@ -117,7 +120,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
