@@ -565,11 +565,15 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
                             message=r"Using `torch\.compile\(module\)` when there are global hooks")
     quiet = warnings.filters[0]
 
+    forward_seen = []
+
     def first_forward(m, a):
         handle[0].remove()
+        forward_seen.append(1)
         _forget_filter(quiet)
         _safe(rec, lambda: rec.sample("after_input", step=-1))()
     handle.append(modmod.register_module_forward_pre_hook(first_forward))
+    wrap_first_optimizer(rec, torch, forward_seen)
 
     orig_backward = torch.autograd.backward
 
@@ -616,6 +620,25 @@ def install_torch_hooks(rec: Recorder, torch) -> None:
     wrap(torch.nn.Module)
     wrap_grad_scalers(rec, torch)
     yield_cupti_to_profiler(rec, torch)
+
+
+def wrap_first_optimizer(rec: Recorder, torch, forward_seen: list) -> None:
+    """A baseline for loops that call no module (a model of raw tensors):
+    the first optimizer made before any module's forward (forward_seen
+    empty) samples after_optimizer_creation, which readers take where
+    after_input is missing. Once: the wrapper then takes itself out."""
+    cls = torch.optim.Optimizer
+    orig = cls.__init__
+    sample = _safe(rec, lambda: rec.sample("after_optimizer_creation", step=-1))
+
+    def __init__(self, *a, **k):
+        orig(self, *a, **k)
+        if cls.__init__ is __init__:
+            cls.__init__ = orig
+            if not forward_seen:
+                sample()
+    __init__.__wrapped__ = orig
+    cls.__init__ = __init__
 
 
 def wrap_grad_scalers(rec: Recorder, torch) -> None:

@@ -90,12 +90,21 @@ static int iteration_start(const iterations *it, size_t j)
     return it->period == 1 ? (int)j : it->so[it->first + j * it->period].step;
 }
 
+/* The state the first step starts from: the sample after the input (the
+ * first module's forward), else, where no module ran (a model of raw
+ * tensors), the one after the first optimizer was made. */
+static const md_sample *baseline(const md_sample_rank *r)
+{
+    const md_sample *b = find(r, -1, MD_SP_AFTER_INPUT);
+    return b ? b : find(r, -1, MD_SP_AFTER_OPTIMIZER_CREATION);
+}
+
 /* What step k's forward pass added over the end of the step before (step
- * 0: over the sample after the input); NAN where a sample is missing. */
+ * 0: over the baseline); NAN where a sample is missing. */
 static double forward_increase(const md_sample_rank *r, int k)
 {
     const md_sample *f = find(r, k, MD_SP_AFTER_FORWARD);
-    const md_sample *b = k ? find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS) : find(r, -1, MD_SP_AFTER_INPUT);
+    const md_sample *b = k ? find(r, k - 1, MD_SP_AFTER_CLEAR_GRADIENTS) : baseline(r);
     return f && b ? f->allocated_mib - b->allocated_mib : NAN;
 }
 
@@ -107,7 +116,7 @@ void md_samples_indicators(md_sample_rank *r)
     for (size_t i = 0; i < r->nsamples; i++)
         in->maximum_peak_allocated_mib = fmax(in->maximum_peak_allocated_mib,
                                               r->samples[i].peak_allocated_mib);
-    const md_sample *init = find(r, -1, MD_SP_AFTER_INPUT);
+    const md_sample *init = baseline(r);
     const md_sample *c0 = find(r, 0, MD_SP_AFTER_CLEAR_GRADIENTS);
     int last = max_step(r);
     if (!init || last < 0)

@@ -69,9 +69,7 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
 for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd; do
     for r in $(ls $D/$d); do
-        # compare-skip: indicators the capture cannot have (no module forward: no baseline sample)
-        skip=$(grep -v '^#' $D/$d/$r/compare-skip 2>/dev/null)
-        check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01 $skip"
+        check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
     done
 done
 check "more shapes (examples/shapes.py): a kept view keeps its whole logits, predictions kept every step are a small leak, a gradient hook's kept gradients are made in backward, a request loop's cache leaks call to call; a gradient penalty, a dataset on the GPU, CUDA graphs, torch.compile, a mixture of experts, random lengths, per-epoch metrics and empty_cache() are no leaks" python3 tests/cli/check_shapes.py $M $D/shapes

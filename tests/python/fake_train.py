@@ -39,6 +39,8 @@ ap.add_argument("--gan", action="store_true",
                 help="two optimizers in turn (a GAN's discriminator, then generator); the "
                      "first step's batch is held until the second's end, --leak MiB kept "
                      "each iteration")
+ap.add_argument("--raw", action="store_true",
+                help="a model of raw tensors: the forward calls no module")
 a = ap.parse_args()
 torch._state["alloc_device"] = a.device
 
@@ -104,7 +106,10 @@ for step in range(a.steps):
         except torch.cuda.OutOfMemoryError:
             torch.fake_alloc(-600 * MIB)
             opt.zero_grad()
-    net(0)
+    if a.raw:
+        torch.fake_alloc(200 * MIB)  # the same activations, made by no module
+    else:
+        net(0)
     torch.fake_alloc(a.replica * MIB, device=1)
     if a.grad:
         torch.autograd.grad()

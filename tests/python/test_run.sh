@@ -20,6 +20,10 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/a -- python3 $TRAIN --leak 30 --sigusr1 
 DESC="indicators from the capture's samples"
 ok sh -c "$M diagnose --json $T/a | python3 -c 'import json,sys; d=json.load(sys.stdin); r=[r for r in d[\"ranks\"] if r[\"kind\"]==\"capture\"][0]; i=r[\"indicators\"]; assert abs(i[\"between_step_growth_mib\"]-120)<1e-6 and abs(i[\"first_step_persistent_change_mib\"]-30)<1e-6, i'"
 
+DESC="a loop that calls no module (raw tensors): the capture's baseline is the first optimizer's making, its indicators whole"
+ok sh -c "PYTHONPATH=$FAKE $M run -o $T/raw -- python3 $TRAIN --raw >/dev/null 2>&1 &&
+  $M diagnose --json $T/raw/rank0.mdcap | python3 -c 'import json,sys; i=json.load(sys.stdin)[\"ranks\"][0][\"indicators\"]; assert i==dict(first_step_persistent_change_mib=0.0, between_step_growth_mib=0.0, largest_forward_increase_mib=200.0, maximum_peak_allocated_mib=300.0), i'"
+
 DESC="two optimizers in turn (a GAN): the capture says which took each step, and a leak is judged iteration to iteration (none step to step)"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/gan -- python3 $TRAIN --gan --leak 4 --steps 6 >$T/gan.out 2>&1 &&
   grep -q 'rank0.mdcap: complete, 12 steps' $T/gan.out &&
