@@ -28,9 +28,10 @@ enum {
     MD_TAG_KNOWN = 0x80000000u
 };
 
-/* Whether the allocation at index i is a parameter no frame names (made
- * before training, found by the gradients and state of its size). */
-int md_analysis_unnamed_param(const md_analysis *a, long i);
+/* Whether live block l is a parameter no frame names (made before
+ * training or before the recorded history, found by the gradients and
+ * state of its size). */
+int md_analysis_unnamed_param(const md_analysis *a, const md_live *l);
 
 /* Per-stack tag cache (one uint32 per stack id). */
 typedef struct md_stack_cache {

@@ -1067,8 +1067,7 @@ static uint64_t common_sizes(const uint64_t *a, size_t na, const uint64_t *b, si
 /* A parameter no frame names (raw tensors, fp32 master copies). */
 static int unnamed_param(fctx *c, const md_live *l)
 {
-    return l->category == MD_CAT_PARAMETER && l->alloc_index >= 0 &&
-           md_analysis_unnamed_param(c->a, l->alloc_index);
+    return l->category == MD_CAT_PARAMETER && md_analysis_unnamed_param(c->a, l);
 }
 
 /* fp32 master weights beside 16-bit parameters (apex O2's way, a

@@ -35,9 +35,10 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
         md_category c = (md_category)live[i].category;
         const md_frame *f = md_stack_user_frame(md_analysis_cache(an), s, live[i].stack);
         /* one site per (frame, category): a line that holds both a
-         * workspace and activations shows as two rows */
+         * workspace and activations shows as two rows; so do the
+         * parameters found among blocks made before the history began */
         int pre = live[i].alloc_index < 0 && live[i].stack == 0;
-        uint64_t key = pre ? UINT64_MAX - 1
+        uint64_t key = pre ? UINT64_MAX - 1 - c
                            : (f ? (uint64_t)(f - s->frames) + 1 : 0) * MD_CAT_COUNT + c;
         uint64_t at;
         if (by_cat)

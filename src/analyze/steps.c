@@ -46,6 +46,8 @@ struct md_analysis {
     long *unnamed; /* parameters no frame names (unnamed_params), by allocation
                       index, sorted */
     size_t nunnamed;
+    uint64_t *unnamed_addr; /* those made before the recorded history, by address */
+    size_t nunnamed_addr;
 };
 
 /* A moment given by an annotation: the state before time t, or up to and
@@ -817,7 +819,8 @@ const md_live_set *md_analysis_live(const md_analysis *ca, long index)
 
 typedef struct sized {
     uint64_t size;
-    long index;
+    long index;    /* its allocation event; -1: made before the recorded history */
+    uint64_t addr; /* where index is -1 */
 } sized;
 
 static int by_size(const void *x, const void *y)
@@ -841,7 +844,7 @@ static size_t kept_allocs(md_analysis *a, long lo, long hi, long past,
             continue;
         if (md_grow((void **)out, &cap, n + 1, sizeof **out))
             return SIZE_MAX;
-        (*out)[n++] = (sized){a->ev[i].size, i};
+        (*out)[n++] = (sized){a->ev[i].size, i, 0};
     }
     if (n)
         qsort(*out, n, sizeof **out, by_size);
@@ -864,6 +867,67 @@ static int is_gradient(md_analysis *a, long i)
     return md_categorize(a, &l) == MD_CAT_GRADIENT;
 }
 
+static int push_sized(sized **v, size_t *n, size_t *cap, sized x)
+{
+    if (md_grow((void **)v, cap, *n + 1, sizeof **v))
+        return -1;
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+/* Blocks made before the recorded history began (a recording started
+ * after the model was built, a ring buffer that overflowed) and still live
+ * after `past`: those frames name as parameters into named, the rest but
+ * workspaces into cand; both sorted again. */
+static int add_prehistory(md_analysis *a, long past, sized **cand, size_t *nc, sized **named,
+                          size_t *np)
+{
+    md_live *live = NULL;
+    size_t n = 0, capc = *nc, capn = *np;
+    md_err e;
+    if (!md_replay_initial(a->r).allocated)
+        return 0;
+    int rc = md_replay_live(a->r, past, &live, &n, &e) ? -1 : 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (live[i].alloc_index >= 0)
+            continue;
+        unsigned t = md_stack_tags(&a->cache, a->s, live[i].stack);
+        sized x = {live[i].requested, -1, live[i].addr};
+        if (t & MD_TAG_MODEL_INIT)
+            rc = push_sized(named, np, &capn, x);
+        else if (!(t & MD_TAG_WORKSPACE))
+            rc = push_sized(cand, nc, &capc, x);
+    }
+    free(live);
+    if (*nc)
+        qsort(*cand, *nc, sizeof **cand, by_size);
+    if (*np)
+        qsort(*named, *np, sizeof **named, by_size);
+    return rc;
+}
+
+static int cmp_addr(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Marks cand (taken as a parameter) in a->unnamed or a->unnamed_addr. */
+static int take_param(md_analysis *a, const sized *cand, size_t *cap, size_t *cap_addr)
+{
+    if (cand->index >= 0) {
+        if (md_grow((void **)&a->unnamed, cap, a->nunnamed + 1, sizeof *a->unnamed))
+            return -1;
+        a->unnamed[a->nunnamed++] = cand->index;
+    } else {
+        if (md_grow((void **)&a->unnamed_addr, cap_addr, a->nunnamed_addr + 1,
+                    sizeof *a->unnamed_addr))
+            return -1;
+        a->unnamed_addr[a->nunnamed_addr++] = cand->addr;
+    }
+    return 0;
+}
+
 /* How many entries of sorted v[*at..n) have size `size` (advancing *at). */
 static size_t count_size(const sized *v, size_t n, size_t *at, uint64_t size)
 {
@@ -876,14 +940,16 @@ static size_t count_size(const sized *v, size_t n, size_t *at, uint64_t size)
 }
 
 /* Parameters no frame names (raw tensors made with requires_grad, a
- * script's own module built on the GPU, fp32 master copies): made before
- * training and kept through its first step, each the size of a gradient
- * the first backward made, and of a state tensor where the optimizer keeps
- * state, beyond those the named parameters account for. Counted per size,
- * so an input that merely shares a weight's size is not taken for one. */
+ * script's own module built on the GPU, fp32 master copies, weights made
+ * before the recorded history began): made before training and kept
+ * through its first step, each the size of a gradient the first backward
+ * made, and of a state tensor where the optimizer keeps state (and made
+ * some in the first step), beyond those the named parameters account for.
+ * Counted per size, so an input that merely shares a weight's size is not
+ * taken for one. */
 static int unnamed_params(md_analysis *a)
 {
-    if (!a->nsteps || a->steps[0].fwd_start < 0)
+    if (!a->nsteps)
         return 0;
     const md_step *s0 = &a->steps[0];
     sized *cand, *named, *grads, *state;
@@ -894,7 +960,9 @@ static int unnamed_params(md_analysis *a)
     size_t ns = kept_allocs(a, s0->after_backward + 1, s0->after_optim, s0->after_optim,
                             any_alloc, &state);
     int rc = nc == SIZE_MAX || np == SIZE_MAX || ng == SIZE_MAX || ns == SIZE_MAX ? -1 : 0;
-    size_t ip = 0, ig = 0, is = 0, cap = 0;
+    if (!rc && ng)
+        rc = add_prehistory(a, s0->after_zero, &cand, &nc, &named, &np);
+    size_t ip = 0, ig = 0, is = 0, cap = 0, cap_addr = 0;
     for (size_t i = 0; !rc && ng && i < nc;) {
         uint64_t sz = cand[i].size;
         size_t same = count_size(cand, nc, &i, sz), p = count_size(named, np, &ip, sz);
@@ -903,21 +971,25 @@ static int unnamed_params(md_analysis *a)
         if (ns && take > (st > p ? st - p : 0))
             take = st > p ? st - p : 0;
         take = take < same ? take : same;
-        if (take && md_grow((void **)&a->unnamed, &cap, a->nunnamed + take, sizeof(long)))
-            rc = -1;
         for (size_t k = 0; !rc && k < take; k++)
-            a->unnamed[a->nunnamed++] = cand[i + k].index;
+            rc = take_param(a, &cand[i + k], &cap, &cap_addr);
         i += same;
     }
     if (a->nunnamed)
         qsort(a->unnamed, a->nunnamed, sizeof(long), cmp_long);
+    if (a->nunnamed_addr)
+        qsort(a->unnamed_addr, a->nunnamed_addr, sizeof(uint64_t), cmp_addr);
     free(cand), free(named), free(grads), free(state);
     return rc;
 }
 
-int md_analysis_unnamed_param(const md_analysis *a, long i)
+int md_analysis_unnamed_param(const md_analysis *a, const md_live *l)
 {
-    return a->nunnamed && bsearch(&i, a->unnamed, a->nunnamed, sizeof(long), cmp_long) != NULL;
+    if (l->alloc_index < 0)
+        return a->nunnamed_addr && bsearch(&l->addr, a->unnamed_addr, a->nunnamed_addr,
+                                           sizeof(uint64_t), cmp_addr) != NULL;
+    return a->nunnamed &&
+           bsearch(&l->alloc_index, a->unnamed, a->nunnamed, sizeof(long), cmp_long) != NULL;
 }
 
 int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_err *err)
@@ -998,6 +1070,7 @@ void md_analysis_free(md_analysis *a)
         free(a->lives[i].live);
     free(a->steps);
     free(a->unnamed);
+    free(a->unnamed_addr);
     free(a->iters.steps);
     free(a->cache.tags);
     free(a->cache.ftags);
@@ -1118,7 +1191,8 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
         return MD_CAT_WORKSPACE;
     long i = l->alloc_index;
     if (i < 0)
-        return (tags & MD_TAG_MODEL_INIT) ? MD_CAT_PARAMETER : MD_CAT_OTHER;
+        return (tags & MD_TAG_MODEL_INIT) || md_analysis_unnamed_param(a, l) ? MD_CAT_PARAMETER
+                                                                            : MD_CAT_OTHER;
     long fr = md_replay_free_index(a->r, i);
     if (tags & MD_TAG_GRAD_ACCUM)
         return MD_CAT_GRADIENT;
@@ -1131,7 +1205,7 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
         if (fr >= 0 && fr <= a->steps[0].fwd_start)
             return (i < a->pre_oom && (tags & MD_TAG_FORWARD)) ? MD_CAT_ACTIVATION
                                                                : MD_CAT_TEMPORARY;
-        return md_analysis_unnamed_param(a, i) ? MD_CAT_PARAMETER : MD_CAT_INPUT;
+        return md_analysis_unnamed_param(a, l) ? MD_CAT_PARAMETER : MD_CAT_INPUT;
     }
     long k = step_of(a, i);
     if (k < 0) /* no steps, or after the last: a model moved or built late is still one */
