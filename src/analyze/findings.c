@@ -1307,6 +1307,12 @@ static uint64_t tensor_bytes(fctx *c, long index, md_category cat,
     return sum;
 }
 
+static int made_before_history(fctx *c, const md_live *l)
+{
+    (void)c;
+    return l->alloc_index < 0;
+}
+
 /* The optimizer state against the parameters it is kept for. Multiples
  * are of tensor bytes: the allocator rounds a 5.5 MiB moment buffer up to
  * a 6 MiB block, which would read as a state beyond the optimizer's. */
@@ -1373,7 +1379,11 @@ static void find_optimizer_state(fctx *c)
         return;
     memcpy(f->sites, probe.sites, sizeof f->sites);
     f->nsites = probe.nsites;
+    /* a ring buffer that overflowed keeps the state's blocks and frames, not its making */
+    int before = (double)tensor_bytes(c, end, MD_CAT_OPTIMIZER_STATE, made_before_history) >=
+                 0.9 * (double)m.tensors;
     const char *made = c->state_grew ? "made as parameters joined the optimizer"
+                       : before      ? "made before the recorded history began"
                                      : "created at the first optimizer step";
     if (c->state_oom) {
         unfinished_state(c, f, opt, state, params, whose, want, ca.count);
@@ -1385,8 +1395,13 @@ static void find_optimizer_state(fctx *c)
     else
         MD_SUMMARY(f, "%s%skeeps %.1f MiB of state %s", opt[0] ? opt : "the optimizer", " ",
                    md_mib(state), made);
-    MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after it, "
-                "still live at the end of the last step", md_mib(state), ca.count);
+    if (before)
+        MD_EVIDENCE(f, "%.1f MiB in %zu allocations the optimizer's code made before the recorded "
+                    "history began (their frames say so), still live at the end of the last step",
+                    md_mib(state), ca.count);
+    else
+        MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after "
+                    "it, still live at the end of the last step", md_mib(state), ca.count);
     if ((double)state > 1.02 * (double)m.tensors)
         MD_EVIDENCE(f, "its tensors are %.1f MiB: the allocator's blocks round them up by %.1f MiB "
                     "(a large block is not split where 1 MiB or less would remain)",

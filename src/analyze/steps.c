@@ -1190,9 +1190,11 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     if ((tags & MD_TAG_WORKSPACE) || workspace_by_size(a, l))
         return MD_CAT_WORKSPACE;
     long i = l->alloc_index;
-    if (i < 0)
-        return (tags & MD_TAG_MODEL_INIT) || md_analysis_unnamed_param(a, l) ? MD_CAT_PARAMETER
-                                                                            : MD_CAT_OTHER;
+    if (i < 0) { /* made before the recorded history: its frames, if it kept them */
+        if ((tags & MD_TAG_MODEL_INIT) || md_analysis_unnamed_param(a, l))
+            return MD_CAT_PARAMETER;
+        return (tags & MD_TAG_OPTIM) ? MD_CAT_OPTIMIZER_STATE : MD_CAT_OTHER;
+    }
     long fr = md_replay_free_index(a->r, i);
     if (tags & MD_TAG_GRAD_ACCUM)
         return MD_CAT_GRADIENT;
