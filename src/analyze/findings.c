@@ -44,6 +44,8 @@ typedef struct fctx {
                             optimizer state: parameters joined the optimizer */
     const md_step *state_oom; /* the last step's optimizer step ran out of memory:
                                  the state live at the end is what it made */
+    int no_backward;          /* -1: not known yet; else no_backward()'s answer */
+    int no_grad_said;         /* a leak's advice said inference_mode already */
 } fctx;
 
 static const md_live_set *live_at(fctx *c, long index)
@@ -338,17 +340,18 @@ static void say_bytes(char *dst, size_t n, double bytes)
 /* A trace of forward passes only: no training steps, and no allocation
  * anywhere under backward's frames (Python frames recorded, so it would
  * show). Graphs recorded there serve no backward. */
-static int no_backward(const fctx *c)
+static int no_backward(fctx *c)
 {
-    if (c->nst || !(c->s->features & MD_HAS_FRAMES))
-        return 0;
+    if (c->no_backward >= 0)
+        return c->no_backward;
+    c->no_backward = !c->nst && (c->s->features & MD_HAS_FRAMES);
     const md_event *ev = md_replay_events(c->r);
-    size_t n = md_replay_nevents(c->r);
-    for (size_t i = 0; i < n; i++)
+    size_t n = c->no_backward ? md_replay_nevents(c->r) : 0;
+    for (size_t i = 0; i < n && c->no_backward; i++)
         if (ev[i].action == MD_ACT_ALLOC &&
             (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_BACKWARD))
-            return 0;
-    return 1;
+            c->no_backward = 0;
+    return c->no_backward;
 }
 
 #define NO_GRAD_ADVICE \
@@ -356,12 +359,11 @@ static int no_backward(const fctx *c)
     "under torch.inference_mode() (or torch.no_grad(); model.eval() alone does not stop " \
     "autograd)"
 
-static void leak_advice(const fctx *c, md_finding *f, leak_kind kind, double per,
-                        const char *unit)
+static void leak_advice(fctx *c, md_finding *f, leak_kind kind, double per, const char *unit)
 {
     char each[32];
     say_bytes(each, sizeof each, per);
-    if (kind == KEPT_GRAPHS && no_backward(c))
+    if (kind == KEPT_GRAPHS && no_backward(c) && (c->no_grad_said = 1))
         MD_ADVICE(f, NO_GRAD_ADVICE ", and what each %s keeps holds only itself, not its graph; "
                   "keep loss.item() or out.detach() where a number or a tensor is all you need. "
                   "That frees most of %s per %s.", unit, each, unit);
@@ -1890,19 +1892,11 @@ static void find_activations(fctx *c)
 /* Forward passes that record graphs with no backward in the trace
  * (inference or evaluation outside no_grad, `out = model(x)` in a loop):
  * at the peak, the call before's forward tensors from many call stacks are
- * still live and freed later, all at once, when its output is assigned
- * again (its graph), where under no_grad only that output outlives a call
- * (a KV cache kept across calls: a few stacks). Said as the activations
- * finding, unless a leak of graphs says it already. */
+ * still live, freed later when its output is assigned again (its graph),
+ * where under no_grad only that output outlives a call (a KV cache kept
+ * across calls: a few stacks). Said as the activations finding, unless a
+ * leak of graphs said it already. */
 #define GRAPH_MIN_STACKS 6
-
-static int leak_of_graphs_said(const fctx *c)
-{
-    for (size_t i = 0; i < c->n; i++)
-        if (!strcmp(c->out[i].kind, "leak") && strstr(c->out[i].advice, "No backward runs"))
-            return 1;
-    return 0;
-}
 
 /* Where the call holding event p starts: after the last closed call
  * before it, or at the start of the one it is in; -1: none. */
@@ -1947,7 +1941,7 @@ static void find_forward_graphs(fctx *c)
     long p = md_replay_peak_index(c->r);
     uint64_t peak = md_replay_peak_allocated(c->r);
     long call = p >= 0 ? call_start(c, p) : -1;
-    if (call < 0 || !peak || !no_backward(c) || leak_of_graphs_said(c))
+    if (call < 0 || !peak || c->no_grad_said || !no_backward(c))
         return;
     held_graph g;
     held_graph_at(c, p, call, &g);
@@ -2556,6 +2550,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     c.st = md_analysis_steps(a, &c.nst);
     c.it = md_analysis_iterations(a, &c.nit);
     c.nit = md_closed_iterations(c.it, c.nit);
+    c.no_backward = -1;
     find_oom(&c);
     find_leak(&c);
     find_optimizer_state(&c);
