@@ -57,7 +57,8 @@
 # SCRIPT=examples/loading.py ways weights reach the GPU (set_default_device, a
 # safetensors checkpoint loaded onto the GPU and kept, load_state_dict(assign=True)),
 # SCRIPT=examples/nograd.py inference and evaluation without no_grad (graphs recorded
-# for nothing, outputs and losses kept with their graphs).
+# for nothing, outputs and losses kept with their graphs), SCRIPT=examples/inferctl.py
+# the same inference under no_grad and inference_mode (controls).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -78,6 +79,7 @@ case $SCRIPT in
 *attention.py) all="hfeager hfsdpa nanogpt" ;;
 *loading.py) all="defaultdev safekept assignload" ;;
 *nograd.py) all="gradinfer gradinferleak pplleak" ;;
+*inferctl.py) all="nogradinfer inferkeep" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
@@ -120,7 +122,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}, "nogradinfer": {0}, "inferkeep": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
