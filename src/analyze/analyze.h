@@ -25,6 +25,7 @@ enum {
     MD_TAG_ODE = 0x20000,       /* torchdiffeq's solvers (odeint) */
     MD_TAG_TORCH_LOAD = 0x40000, /* inside torch.load (torch/serialization.py) */
     MD_TAG_SDPA = 0x80000,      /* scaled_dot_product_attention called (transformers' sdpa path) */
+    MD_TAG_SDPA_MATH = 0x100000, /* its math kernel, which materializes the matrices (C++ stacks) */
     MD_TAG_KNOWN = 0x80000000u
 };
 

@@ -1703,16 +1703,28 @@ static uint64_t say_mha_weights(fctx *c, md_finding *f, long p, long lo, uint64_
 }
 
 /* Attention written as softmax(q k^T) (transformers' eager attention, a
- * script's own, a library's with its own bias): the functions that called
- * torch's softmax for activations live at the peak (not
- * nn.MultiheadAttention's, said apart), and what they made of at least a
- * quarter of the largest softmax output (scores, casts, dropout masks). */
+ * script's own, a library's with its own bias, SDPA's math kernel): the
+ * functions that called torch's softmax for activations live at the peak
+ * (not nn.MultiheadAttention's, said apart), and what they made of a
+ * softmax output's size, half or a quarter of it (the softmax's, 16-bit
+ * casts, dropout masks; not the projections beside them). */
 #define ATTN_OWNERS 4
+#define ATTN_SIZES 16
 typedef struct attn_matrices {
     md_frame owner[ATTN_OWNERS];
-    size_t nowner, count;
+    uint64_t sizes[ATTN_SIZES]; /* the softmax outputs' */
+    size_t nowner, nsizes, count;
     uint64_t bytes, biggest;
+    int math; /* some made in scaled_dot_product_attention's math kernel */
 } attn_matrices;
+
+static int attn_sized(const attn_matrices *m, uint64_t bytes)
+{
+    for (size_t k = 0; bytes && k < m->nsizes; k++)
+        if (bytes == m->sizes[k] || 2 * bytes == m->sizes[k] || 4 * bytes == m->sizes[k])
+            return 1;
+    return 0;
+}
 
 /* Whether frame fr is one of m's owners' functions. */
 static int attn_owner_is(const attn_matrices *m, const md_frame *fr)
@@ -1721,6 +1733,16 @@ static int attn_owner_is(const attn_matrices *m, const md_frame *fr)
         if (m->owner[k].name == fr->name && m->owner[k].filename == fr->filename)
             return 1;
     return 0;
+}
+
+/* A softmax output of `bytes` made in frame fr's function. */
+static void attn_softmax(attn_matrices *m, const md_frame *fr, uint64_t bytes)
+{
+    if (fr && !attn_owner_is(m, fr) && m->nowner < ATTN_OWNERS)
+        m->owner[m->nowner++] = *fr;
+    if (!attn_sized(m, bytes) && m->nsizes < ATTN_SIZES)
+        m->sizes[m->nsizes++] = bytes;
+    m->biggest = bytes > m->biggest ? bytes : m->biggest;
 }
 
 static void find_attn_matrices(fctx *c, long p, long lo, attn_matrices *m)
@@ -1737,12 +1759,11 @@ static void find_attn_matrices(fctx *c, long p, long lo, attn_matrices *m)
                 continue;
             const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
             if (pass == 0 && (t & MD_TAG_SOFTMAX)) {
-                if (fr && !attn_owner_is(m, fr) && m->nowner < ATTN_OWNERS)
-                    m->owner[m->nowner++] = *fr;
-                m->biggest = l->requested > m->biggest ? l->requested : m->biggest;
-            } else if (pass == 1 && 4 * l->requested >= m->biggest && attn_owner_is(m, fr)) {
+                attn_softmax(m, fr, l->requested);
+            } else if (pass == 1 && attn_sized(m, l->requested) && attn_owner_is(m, fr)) {
                 m->bytes += l->block_size;
                 m->count++;
+                m->math |= (t & MD_TAG_SDPA_MATH) != 0;
             }
         }
 }
@@ -1765,7 +1786,16 @@ static uint64_t say_attn_matrices(fctx *c, md_finding *f, long p, long lo, uint6
                 "softmax(q k^T) keeps them for backward, %.0f%% of the activations",
                 md_mib(m.bytes), m.count, where, m.nowner > 1 ? " and other attention code" : "",
                 md_mib(m.biggest), 100.0 * (double)m.bytes / (double)act);
-    if (!strcmp(fn, "eager_attention_forward"))
+    if (m.math)
+        MD_ADVICE(f, "scaled_dot_product_attention ran its math kernel for these calls, which "
+                  "materializes the matrices: its flash and memory-efficient kernels could not "
+                  "take the call's arguments (a float mask or bias in another dtype than the "
+                  "queries, one that needs a gradient, a head size they do not support). Run one "
+                  "step with torch.backends.cuda.enable_math_sdp(False): the call then fails and "
+                  "torch's warnings say why each fused kernel declined; fixing that saves most of "
+                  "%.1f MiB. Else activation checkpointing of the repeated blocks keeps only block "
+                  "inputs (most of the %.1f MiB of activations).", md_mib(m.bytes), md_mib(act));
+    else if (!strcmp(fn, "eager_attention_forward"))
         MD_ADVICE(f, "Load the model with attn_implementation=\"sdpa\" (or "
                   "\"flash_attention_2\" where installed): scaled_dot_product_attention's fused "
                   "kernels keep no seq x seq matrix, about %.1f MiB off the peak; "

@@ -168,6 +168,21 @@ static int made_on_device(const md_snapshot *s, const md_frame *f)
            name_is(s, f, "set_module_tensor_to_device");
 }
 
+/* What a C++ frame (stacks="all") says that Python frames may not: a
+ * softmax's forward (`attn.softmax(-1)`, the Tensor method, leaves no
+ * Python frame), and scaled_dot_product_attention's math kernel. */
+static unsigned cpp_frame_tags(const char *nm)
+{
+    if (!strstr(nm, "softmax") && !strstr(nm, "_attention_math"))
+        return 0;
+    if (strstr(nm, "_scaled_dot_product_attention_math"))
+        return MD_TAG_SDPA_MATH;
+    return (strstr(nm, "structured__softmax") || strstr(nm, "structured_softmax_cuda")) &&
+                   !strstr(nm, "backward")
+               ? MD_TAG_SOFTMAX
+               : 0;
+}
+
 static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
 {
     const char *nm = md_strtab_get(&s->strs, f->name);
@@ -184,7 +199,9 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         tags |= MD_TAG_SDPA;
     if (!strcmp(nm, "nested_concat") || !strcmp(nm, "torch_pad_and_concatenate"))
         tags |= MD_TAG_EVAL_GATHER;
-    if (is_python(s, f)) {
+    if (!is_python(s, f)) {
+        tags |= cpp_frame_tags(nm);
+    } else {
         tags |= FT_PYTHON;
         if (owner(s, f) == OWNER_USER && !frame_in(s, f, "-packages/"))
             tags |= FT_SCRIPT;

@@ -65,9 +65,9 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
 # distributed,serving,finetune,growth,resume,rlhf,vision,research,practice,pipeline,interop,
 # habits,sequence,dataparallel,amp,inference,optimizers,sharing,launch,lazy,params,firststep,
-# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl}.py on H200s:
+# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl,softmaxattn}.py on H200s:
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl softmaxattn; do
     for r in $(ls $D/$d); do
         check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
     done
@@ -99,6 +99,7 @@ check "attention (examples/attention.py): transformers' eager attention and a wr
 check "loading (examples/loading.py): under set_default_device the model is parameters and its inputs are not; a safetensors checkpoint kept on the GPU is inputs at the script's load_file line; torch.load's tensors given to a meta-device model with assign=True are parameters; no leak" python3 tests/cli/check_loading.py $M $D/loading
 check "nograd (examples/nograd.py): inference outside no_grad named as graphs no backward uses, inference_mode advised; outputs and losses kept with their graphs leaks with that advice" python3 tests/cli/check_nograd.py $M $D/nograd
 check "inferctl (examples/inferctl.py): the same inference under no_grad and inference_mode gets neither the graphs finding nor its advice" python3 tests/cli/check_inferctl.py $M $D/inferctl
+check "softmaxattn (examples/softmaxattn.py, C++ stacks): SDPA's math kernel under T5's bias named from its C++ frames with how to learn why; timm's Tensor.softmax attention counted by the softmax's sizes only" python3 tests/cli/check_softmaxattn.py $M $D/softmaxattn
 check "finetune (examples/finetune.py): a frozen backbone's head-only state and no_grad peak; SparseAdam beside AdamW stepping back to back, iterations of 2 steps from both files" python3 tests/cli/check_finetune.py $M $D/finetune
 check "growth (examples/growth.py): layers joining the optimizer grow its state, no leak from either file; micro-batch losses summed before one backward keep every graph, said with the advice" python3 tests/cli/check_growth.py $M $D/growth
 check "resume (examples/resume.py): a model built between steps is parameters; a checkpoint kept on the GPU is the largest site at its torch.load line; a bf16 cast mid-run and CUDA graphs over several sizes are no leaks" python3 tests/cli/check_resume.py $M $D/resume
