@@ -1398,8 +1398,9 @@ static void find_optimizer_state(fctx *c)
         MD_SUMMARY(f, "%s%skeeps %.1f MiB of state %s", opt[0] ? opt : "the optimizer", " ",
                    md_mib(state), made);
     if (before)
-        MD_EVIDENCE(f, "%.1f MiB in %zu allocations the optimizer's code made before the recorded "
-                    "history began (their frames say so), still live at the end of the last step",
+        MD_EVIDENCE(f, "%.1f MiB in %zu allocations made before the recorded history began, "
+                    "the optimizer's by their frames or their sizes (each a parameter's, as many "
+                    "as its multiple says), still live at the end of the last step",
                     md_mib(state), ca.count);
     else
         MD_EVIDENCE(f, "%.1f MiB in %zu allocations made during the optimizer step and live after "

@@ -48,6 +48,9 @@ struct md_analysis {
     size_t nunnamed;
     uint64_t *unnamed_addr; /* those made before the recorded history, by address */
     size_t nunnamed_addr;
+    uint64_t *state_addr;   /* optimizer state made before the recorded history
+                               (prehistory_state), by address, sorted */
+    size_t nstate_addr;
 };
 
 /* A moment given by an annotation: the state before time t, or up to and
@@ -928,6 +931,51 @@ static int take_param(md_analysis *a, const sized *cand, size_t *cap, size_t *ca
     return 0;
 }
 
+/* The optimizer's state made before the recorded history (the first step
+ * made none: the recording began mid-training), told by sizes alone: what
+ * is left, of each parameter size, among the blocks made before the
+ * history once its parameters are taken. Said only where every parameter
+ * has it, k buffers each, one k for all (SGD's momentum: 1, Adam's
+ * moments: 2): k x the gradients in all. Else (no momentum, an EMA copy
+ * beside the state) nothing is said of them. */
+typedef struct state_guess {
+    const sized **rest; /* per size: its leftovers */
+    size_t *n;
+    size_t nsizes, cap_rest, cap_n, total;
+    int k;              /* 0: none yet; -1: sizes disagree */
+} state_guess;
+
+static int guess_state(state_guess *sg, const sized *rest, size_t n, size_t grads)
+{
+    if (!grads || sg->k < 0)
+        return 0;
+    int k = n == grads ? 1 : n == 2 * grads ? 2 : -1;
+    for (size_t j = 0; j < n && k > 0; j++)
+        k = rest[j].index < 0 ? k : -1; /* made within the history: not this */
+    sg->k = sg->k && sg->k != k ? -1 : k;
+    if (sg->k < 0)
+        return 0;
+    if (md_grow((void **)&sg->rest, &sg->cap_rest, sg->nsizes + 1, sizeof *sg->rest) ||
+        md_grow((void **)&sg->n, &sg->cap_n, sg->nsizes + 1, sizeof *sg->n))
+        return -1;
+    sg->rest[sg->nsizes] = rest, sg->n[sg->nsizes++] = n, sg->total += n;
+    return 0;
+}
+
+static int prehistory_state(md_analysis *a, const state_guess *sg, size_t grads)
+{
+    if (sg->k <= 0 || sg->total != (size_t)sg->k * grads)
+        return 0;
+    a->state_addr = malloc(sg->total * sizeof *a->state_addr);
+    if (!a->state_addr)
+        return -1;
+    for (size_t i = 0; i < sg->nsizes; i++)
+        for (size_t j = 0; j < sg->n[i]; j++)
+            a->state_addr[a->nstate_addr++] = sg->rest[i][j].addr;
+    qsort(a->state_addr, a->nstate_addr, sizeof *a->state_addr, cmp_addr);
+    return 0;
+}
+
 /* How many entries of sorted v[*at..n) have size `size` (advancing *at). */
 static size_t count_size(const sized *v, size_t n, size_t *at, uint64_t size)
 {
@@ -963,6 +1011,7 @@ static int unnamed_params(md_analysis *a)
     if (!rc && ng)
         rc = add_prehistory(a, s0->after_zero, &cand, &nc, &named, &np);
     size_t ip = 0, ig = 0, is = 0, cap = 0, cap_addr = 0;
+    state_guess sg = {0};
     for (size_t i = 0; !rc && ng && i < nc;) {
         uint64_t sz = cand[i].size;
         size_t same = count_size(cand, nc, &i, sz), p = count_size(named, np, &ip, sz);
@@ -973,8 +1022,13 @@ static int unnamed_params(md_analysis *a)
         take = take < same ? take : same;
         for (size_t k = 0; !rc && k < take; k++)
             rc = take_param(a, &cand[i + k], &cap, &cap_addr);
+        if (!rc && !ns && sz)
+            rc = guess_state(&sg, cand + i + take, same - take, g);
         i += same;
     }
+    if (!rc && !ns && ng)
+        rc = prehistory_state(a, &sg, ng);
+    free(sg.rest), free(sg.n);
     if (a->nunnamed)
         qsort(a->unnamed, a->nunnamed, sizeof(long), cmp_long);
     if (a->nunnamed_addr)
@@ -1071,6 +1125,7 @@ void md_analysis_free(md_analysis *a)
     free(a->steps);
     free(a->unnamed);
     free(a->unnamed_addr);
+    free(a->state_addr);
     free(a->iters.steps);
     free(a->cache.tags);
     free(a->cache.ftags);
@@ -1193,7 +1248,10 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     if (i < 0) { /* made before the recorded history: its frames, if it kept them */
         if ((tags & MD_TAG_MODEL_INIT) || md_analysis_unnamed_param(a, l))
             return MD_CAT_PARAMETER;
-        return (tags & MD_TAG_OPTIM) ? MD_CAT_OPTIMIZER_STATE : MD_CAT_OTHER;
+        int state = (tags & MD_TAG_OPTIM) ||
+                    (a->nstate_addr && bsearch(&l->addr, a->state_addr, a->nstate_addr,
+                                               sizeof(uint64_t), cmp_addr));
+        return state ? MD_CAT_OPTIMIZER_STATE : MD_CAT_OTHER;
     }
     long fr = md_replay_free_index(a->r, i);
     if (tags & MD_TAG_GRAD_ACCUM)
