@@ -1319,7 +1319,6 @@ static int made_before_history(fctx *c, const md_live *l)
  * are of tensor bytes: the allocator rounds a 5.5 MiB moment buffer up to
  * a 6 MiB block, which would read as a state beyond the optimizer's. */
 typedef struct state_measure {
-    uint64_t blocks;  /* the state's blocks, what it holds */
     uint64_t tensors; /* its tensors' bytes */
     uint64_t params;  /* the parameters it is measured against */
     uint64_t all;     /* all parameters' bytes */
@@ -1330,11 +1329,10 @@ typedef struct state_measure {
     md_finding_site msite; /* the largest master weight's */
 } state_measure;
 
-static void measure_state(fctx *c, long end, double want, uint64_t blocks, state_measure *m)
+static void measure_state(fctx *c, long end, double want, state_measure *m)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->msite.site, sizeof m->msite.site, "an unnamed site");
-    m->blocks = blocks;
     m->tensors = tensor_bytes(c, end, MD_CAT_OPTIMIZER_STATE, NULL);
     m->all = tensor_bytes(c, end, MD_CAT_PARAMETER, NULL);
     double st = (double)m->tensors;
@@ -1364,7 +1362,7 @@ static void find_optimizer_state(fctx *c)
     const char *first = md_analysis_optimizer(c->a), *opt = state_owner(c, end, first);
     double want = expected_state_multiple(opt);
     state_measure m;
-    measure_state(c, end, want, state, &m);
+    measure_state(c, end, want, &m);
     uint64_t masters = m.masters, trained = m.trained, params = m.params, named = m.named;
     /* ignore per-parameter step counters and other crumbs */
     if (state < (1 << 20) || (params && (double)state < 0.05 * (double)params)) {
@@ -1494,18 +1492,19 @@ static void find_workspace(fctx *c)
 /* Were any of the forward allocations (lo, index] live at index made
  * inside attention code? Only then is the sequence length part of the
  * advice (not for a convolutional network), and the attention kernel where
- * none was made inside scaled_dot_product_attention already. 0: none,
- * 1: attention, 2: attention through SDPA. */
+ * none was made inside scaled_dot_product_attention already. */
+enum { ATTN_NONE, ATTN_PYTHON, ATTN_SDPA };
+
 static int attention_in(fctx *c, long index, long lo)
 {
     const md_live_set *ls = live_at(c, index);
-    int seen = 0;
-    for (size_t i = 0; ls && i < ls->n && seen < 2; i++) {
+    int seen = ATTN_NONE;
+    for (size_t i = 0; ls && i < ls->n && seen != ATTN_SDPA; i++) {
         const md_live *l = &ls->live[i];
         unsigned t = l->category == MD_CAT_ACTIVATION && l->alloc_index > lo
                          ? md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) : 0;
         if (t & MD_TAG_ATTENTION)
-            seen = (t & MD_TAG_SDPA) ? 2 : 1;
+            seen = (t & MD_TAG_SDPA) ? ATTN_SDPA : ATTN_PYTHON;
     }
     return seen;
 }
@@ -1553,8 +1552,9 @@ static void activations_advice(md_finding *f, uint64_t act, uint64_t held, int a
                   "keeps only block inputs and gives back most of the %.1f MiB for ~30%% more "
                   "compute; halving the batch%s halves it; bf16 autocast, where not on yet, halves "
                   "fp32 activations%s", md_mib(act), attn ? " or sequence" : "",
-                  attn == 1 ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention "
-                              "matrix." : ".");
+                  attn == ATTN_PYTHON
+                      ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
+                      : ".");
 }
 
 /* Whether stacks seq[0..n) are n/runs repetitions of one sequence (9 in
