@@ -26,6 +26,8 @@ enum {
     MD_TAG_TORCH_LOAD = 0x40000, /* inside torch.load (torch/serialization.py) */
     MD_TAG_SDPA = 0x80000,      /* scaled_dot_product_attention called (transformers' sdpa path) */
     MD_TAG_SDPA_MATH = 0x100000, /* its math kernel, which materializes the matrices (C++ stacks) */
+    MD_TAG_DATAPARALLEL = 0x200000, /* nn.DataParallel: its forward, replicas, worker threads */
+    MD_TAG_DP_GATHER = 0x400000,    /* DataParallel gathering the replicas' outputs */
     MD_TAG_KNOWN = 0x80000000u
 };
 

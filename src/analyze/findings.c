@@ -26,6 +26,9 @@
 #define FRAG_MIN (128ULL << 20)
 #define IMBALANCE_SHARE 0.10      /* peak difference relative to the smaller */
 #define IMBALANCE_MIN (16ULL << 20)
+#define HELD_ATTEMPT_MIN (16ULL << 20) /* a failed attempt's tensors held after its OOM */
+#define HELD_ATTEMPT_SHARE 0.05        /* ... and this share of what is allocated then */
+#define UNTRAINED_GRADS_MIN (16ULL << 20) /* gradients kept that no optimizer steps */
 #define LONE_GROWTH_MIN_MIB 16.0  /* growth over the steps on the growing rank */
 #define LONE_GROWTH_OTHERS 0.25   /* the least growing rank grows under this share of it */
 
@@ -46,6 +49,8 @@ typedef struct fctx {
                                  the state live at the end is what it made */
     int no_backward;          /* -1: not known yet; else no_backward()'s answer */
     int no_grad_said;         /* a leak's advice said inference_mode already */
+    uint64_t untrained;       /* gradients kept for parameters no optimizer steps */
+    size_t untrained_count;
 } fctx;
 
 static const md_live_set *live_at(fctx *c, long index)
@@ -847,6 +852,38 @@ static size_t param_sizes(fctx *c, long end, uint64_t **out)
     return n;
 }
 
+/* Gradients no optimizer steps: at the end of the last step, the
+ * gradient tensors made in the first step and kept since, where that
+ * step's zero_grad freed others (set_to_none: the optimizer's own). A
+ * model the backward runs through though nothing trains it: a teacher or
+ * a reference model run without no_grad, its parameters left
+ * requires_grad (eval() freezes nothing). Their bytes; 0 where zero_grad
+ * freed none (set_to_none=False keeps every gradient: nothing to tell). */
+static uint64_t untrained_grads(fctx *c, size_t *count)
+{
+    *count = 0;
+    if (c->nst < 2)
+        return 0;
+    const md_step *last = &c->st[c->nst - 1], *first = &c->st[0];
+    if (category_bytes(c, last->after_optim, MD_CAT_GRADIENT) <
+        category_bytes(c, last->after_zero, MD_CAT_GRADIENT) + (1 << 20))
+        return 0;
+    const md_live_set *ls = live_at(c, last->after_zero);
+    uint64_t kept = 0, *sizes;
+    size_t ns = param_sizes(c, last->after_zero, &sizes);
+    for (size_t k = 0; ns && ls && k < ls->n; k++) {
+        const md_live *l = &ls->live[k];
+        if (l->category == MD_CAT_GRADIENT && l->alloc_index > first->after_forward &&
+            l->alloc_index <= first->after_zero &&
+            bsearch(&l->requested, sizes, ns, sizeof *sizes, cmp_u64)) {
+            kept += l->requested; /* a parameter's size: its gradient */
+            ++*count;
+        }
+    }
+    free(sizes);
+    return kept >= UNTRAINED_GRADS_MIN ? kept : 0;
+}
+
 /* The bytes of the parameters that are trained, where a part is not (a
  * frozen base under LoRA adapters, a frozen backbone or reference model):
  * the gradients the last whole iteration's backward allocated (where
@@ -1350,6 +1387,28 @@ static void measure_state(fctx *c, long end, double want, state_measure *m)
     m->ratio = against ? st / (double)against : 0;
 }
 
+/* An optimizer constructed inside the loop: every step after the first
+ * makes the whole state again in its optimizer step, and none of the
+ * step before's is live as its forward begins (a new optimizer starts
+ * with none, the old one's freed with it). The steps that did, where all
+ * after the first did (two or more); else 0. */
+static size_t state_remade(fctx *c, uint64_t state)
+{
+    if (c->nst < 3 || !state)
+        return 0;
+    for (size_t k = 1; k < c->nst; k++) {
+        const md_step *st = &c->st[k];
+        md_finding scratch;
+        memset(&scratch, 0, sizeof scratch);
+        cat_arg ca = {MD_CAT_OPTIMIZER_STATE, st->after_backward, st->after_optim, 0};
+        uint64_t made = collect_sites(c, &scratch, st->after_optim, cat_pred, &ca);
+        uint64_t before = category_bytes(c, st->fwd_start, MD_CAT_OPTIMIZER_STATE);
+        if ((double)made < 0.9 * (double)state || (double)before > 0.1 * (double)state)
+            return 0;
+    }
+    return c->nst - 1;
+}
+
 static void find_optimizer_state(fctx *c)
 {
     if (!c->nst)
@@ -1389,7 +1448,16 @@ static void find_optimizer_state(fctx *c)
         unfinished_state(c, f, opt, state, params, whose, want, ca.count);
         return;
     }
-    if (params)
+    size_t remade = state_remade(c, state);
+    if (remade) {
+        f->severity = MD_SEV_WARNING;
+        MD_SUMMARY(f, "%s makes its %.1f MiB of state anew at every step: the optimizer is "
+                   "constructed inside the loop, and its state restarts each step",
+                   opt[0] ? opt : "the optimizer", md_mib(state));
+        MD_EVIDENCE(f, "in each of steps %d to %d the optimizer step made the whole state again, "
+                    "and none of the step before's was live as its forward began",
+                    c->st[1].number, c->st[c->nst - 1].number);
+    } else if (params)
         MD_SUMMARY(f, "%s%skeeps %.1f MiB of state, %.2f x the %sparameter bytes, %s",
                 opt[0] ? opt : "the optimizer", " ", md_mib(state), ratio, whose, made);
     else
@@ -1422,6 +1490,11 @@ static void find_optimizer_state(fctx *c)
                     "first step (a model built mid-run); the rest belong to models built earlier "
                     "that no longer train; state / trained parameters = %.2f", md_mib(m.all),
                     md_mib(trained), ratio);
+    else if (trained && c->untrained)
+        MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB train; of the rest, %.1f MiB get "
+                    "gradients this optimizer does not step (see the activations finding); "
+                    "state / trained parameters = %.2f", md_mib(m.all), md_mib(trained),
+                    md_mib(c->untrained), ratio);
     else if (trained)
         MD_EVIDENCE(f, "parameters: %.1f MiB, of which %.1f MiB get gradients (the rest none: frozen "
                     "weights, or buffers such as attention masks); "
@@ -1453,6 +1526,12 @@ static void find_optimizer_state(fctx *c)
         advice_first(f, "Drop every reference to the earlier model, its optimizer included (an "
                      "optimizer keeps its parameters and their state: del it too, or reuse one): "
                      "about %.1f MiB.", (1 + want) * md_mib(stale));
+    if (remade) /* the cause, not the state's size, is what to change */
+        MD_ADVICE(f, "Construct the optimizer once, before the loop: a new one each step starts "
+                  "its moments (and a scheduler bound to it) from nothing, so the updates are "
+                  "not %s's. Kept across steps, the state adds %.1f MiB to every step's forward "
+                  "and backward: budget for it.", opt[0] ? opt : "the optimizer's",
+                  md_mib(state));
     if (masters) /* the 16-bit copy and its gradients are what autocast saves */
         advice_first(f, "With torch.autocast over fp32 parameters the parameters are the master "
                      "weights: the 16-bit copy and its 16-bit gradients (%.1f MiB here) go.",
@@ -1858,6 +1937,21 @@ static void say_activations(md_finding *f, uint64_t act, uint64_t held, uint64_t
                    100.0 * share, md_mib(act), md_mib(peak));
 }
 
+/* Gradients kept for parameters no optimizer steps: evidence, and the
+ * advice (the most specific cause: the model is run for nothing). */
+static void say_untrained(fctx *c, md_finding *f, uint64_t act)
+{
+    MD_EVIDENCE(f, "%.1f MiB of gradients (%zu tensors) made in step %d's backward are kept all "
+                "run, never freed by the zero_grad that frees the optimizer's: parameters no "
+                "optimizer steps get gradients, and their forward saves tensors for it",
+                md_mib(c->untrained), c->untrained_count, c->st[0].number);
+    MD_ADVICE(f, "Run the model no optimizer trains (a teacher, a reference or frozen model) under "
+              "torch.no_grad() and freeze it with requires_grad_(False) (eval() freezes "
+              "nothing): its forward then saves nothing for backward, the backward stops at the "
+              "trained model, and its %.1f MiB of gradients go. Then activation checkpointing "
+              "for the rest of the %.1f MiB of activations.", md_mib(c->untrained), md_mib(act));
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -1882,12 +1976,12 @@ static void find_activations(fctx *c)
     if ((double)held < HELD_OVER_SHARE * (double)peak)
         held = 0;
     double share = (double)(act + held) / (double)peak;
-    if (share < ACTIVATIONS_SHARE) {
+    if (share < ACTIVATIONS_SHARE && !c->untrained) {
         c->n--;
         return;
     }
     f->bytes = act + held;
-    f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
+    f->severity = share >= 0.6 || c->untrained ? MD_SEV_WARNING : MD_SEV_INFO;
     say_activations(f, act, held, peak, in_grad);
     MD_EVIDENCE(f, "%.1f MiB in %zu %s allocations live at the peak", md_mib(act), ca.count,
                 in_grad ? "forward-phase" : "forward-pass");
@@ -1918,6 +2012,8 @@ static void find_activations(fctx *c)
     else if (held || (!say_ode_steps(c, f, p, lo, act) && !say_mha_weights(c, f, p, lo, act) &&
                       !say_attn_matrices(c, f, p, lo, act)))
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
+    if (c->untrained)
+        say_untrained(c, f, act);
 }
 
 /* Forward passes that record graphs with no backward in the trace
@@ -2493,6 +2589,116 @@ static int state_did_not_fit(fctx *c, md_finding *f, const md_step *st, long i)
     return 1;
 }
 
+/* Where the work that failed at the OOM event i began: after the OOM
+ * before it, or after the last step that ended before it (-1: the start). */
+static long attempt_start(const fctx *c, long prev_oom, long i)
+{
+    long from = prev_oom;
+    for (size_t k = 0; k < c->nst; k++)
+        if (c->st[k].after_zero < i && c->st[k].after_zero > from)
+            from = c->st[k].after_zero;
+    return from;
+}
+
+/* Bytes live after event at that the failed attempt (from, oom] made:
+ * what its frames held (activations, inputs, temporaries), not weights,
+ * gradients, state or workspaces. Their count in *count. */
+static uint64_t attempt_left(fctx *c, long from, long oom, long at, size_t *count)
+{
+    const md_live_set *ls = live_at(c, at);
+    uint64_t sum = 0;
+    *count = 0;
+    for (size_t k = 0; ls && k < ls->n; k++) {
+        const md_live *l = &ls->live[k];
+        int kept_kind = l->category == MD_CAT_PARAMETER || l->category == MD_CAT_GRADIENT ||
+                        l->category == MD_CAT_OPTIMIZER_STATE ||
+                        l->category == MD_CAT_WORKSPACE;
+        if (l->alloc_index > from && l->alloc_index <= oom && !kept_kind) {
+            sum += l->block_size;
+            ++*count;
+        }
+    }
+    return sum;
+}
+
+static double secs_at(const fctx *c, long i)
+{
+    const md_event *ev = md_replay_events(c->r);
+    if (ev[0].time_us < 0 || ev[i].time_us < 0)
+        return -1;
+    return (double)(ev[i].time_us - ev[0].time_us) / 1e6;
+}
+
+/* The OOM event before i, or -1. */
+static long oom_before(const fctx *c, long i)
+{
+    const md_event *ev = md_replay_events(c->r);
+    while (--i >= 0 && ev[i].action != MD_ACT_OOM)
+        ;
+    return i;
+}
+
+/* The OOM event after i, or -1. */
+static long oom_after(const fctx *c, long i)
+{
+    const md_event *ev = md_replay_events(c->r);
+    long n = (long)md_replay_nevents(c->r);
+    while (++i < n && ev[i].action != MD_ACT_OOM)
+        ;
+    return i < n ? i : -1;
+}
+
+/* An error caught, and its tensors still held: the attempt that failed at
+ * the OOM before i made memory that is live at i (a retry inside the
+ * except block, whose traceback holds the failed call's frames; the error
+ * kept in a variable). Said as evidence; returns the bytes. */
+static uint64_t say_held_attempt(fctx *c, md_finding *f, long i)
+{
+    long prev = oom_before(c, i);
+    if (prev < 0)
+        return 0;
+    size_t count;
+    uint64_t held = attempt_left(c, attempt_start(c, oom_before(c, prev), prev), prev, i, &count);
+    uint64_t allocated = md_replay_at(c->r, i).allocated;
+    if (held < HELD_ATTEMPT_MIN || (double)held < HELD_ATTEMPT_SHARE * (double)allocated)
+        return 0;
+    double t = secs_at(c, prev);
+    char when[48] = "";
+    if (t >= 0)
+        snprintf(when, sizeof when, ", at +%.3f s", t);
+    MD_EVIDENCE(f, "%.1f MiB of the live memory (%zu tensors) was made by the attempt that ran out "
+                "of memory before%s, still held: a caught error's traceback keeps the failed "
+                "call's frames and their tensors", md_mib(held), count, when);
+    return held;
+}
+
+/* The attempt that failed at i left memory live after the work went on:
+ * at the end of the last step, else of the first step that ended after
+ * it. Said as evidence; returns the bytes. */
+static uint64_t say_held_after(fctx *c, md_finding *f, long i)
+{
+    if (oom_after(c, i) >= 0 || !c->nst || c->st[c->nst - 1].after_zero <= i)
+        return 0; /* the next OOM says what it found held */
+    long from = attempt_start(c, oom_before(c, i), i);
+    const md_step *st = &c->st[c->nst - 1];
+    size_t count;
+    uint64_t held = attempt_left(c, from, i, st->after_zero, &count);
+    for (size_t k = 0; !held && k < c->nst; k++)
+        if (c->st[k].after_zero > i) { /* gone by the end: the first step after it */
+            st = &c->st[k];
+            held = attempt_left(c, from, i, st->after_zero, &count);
+            break;
+        }
+    uint64_t allocated = md_replay_at(c->r, st->after_zero).allocated;
+    if (held < HELD_ATTEMPT_MIN || (double)held < HELD_ATTEMPT_SHARE * (double)allocated)
+        return 0;
+    MD_EVIDENCE(f, "%.1f MiB (%zu tensors) made by the attempt that failed here were still live "
+                "at the end of step %d%s, the work gone on: the error, kept (a variable, a "
+                "list), holds its traceback and its frames' tensors", md_mib(held), count,
+                st->number, st == &c->st[c->nst - 1] ? ", the last" : "");
+    return held;
+}
+
 static void find_oom(fctx *c)
 {
     size_t n = md_replay_nevents(c->r);
@@ -2517,7 +2723,10 @@ static void find_oom(fctx *c)
             memset(&cs, 0, sizeof cs);
         uint64_t req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
         uint64_t avail = ev[i].addr + cs.largest_free;
-        const char *caught = went_on ? " (caught: the job went on)" : "";
+        int retried = !went_on && oom_after(c, (long)i) >= 0; /* caught, tried again */
+        const char *caught = went_on ? " (caught: the job went on)"
+                             : retried ? " (caught: the job tried again)" : "";
+        f->severity = retried ? MD_SEV_WARNING : f->severity;
         if (ev[i].addr > req + pt.reserved)
             MD_SUMMARY(f, "out of memory%s: a request for %.1f MiB failed at the process's limit, "
                           "with %.1f MiB reserved and %.1f MiB allocated (the device had room)",
@@ -2554,7 +2763,18 @@ static void find_oom(fctx *c)
                         md_mib(ev[i].addr));
         if (state) /* its advice is the state's */
             continue;
-        if (limited)
+        uint64_t held = say_held_attempt(c, f, (long)i);
+        uint64_t left = say_held_after(c, f, (long)i);
+        if (held || left)
+            MD_ADVICE(f, "Retry after the except block, not inside it, and keep no reference to "
+                         "the error (a variable, a list, a logger holding it): the error's "
+                         "traceback keeps the failed attempt's tensors alive. The PyTorch FAQ's "
+                         "way: set a flag in the except block and retry after it. %s%.1f MiB "
+                         "would be free%s.", held ? "Here " : "", md_mib(held ? held : left),
+                      !held             ? " for the rest of the run"
+                      : held >= short_by ? ", room enough for this request"
+                                         : "");
+        else if (limited)
             MD_ADVICE(f, "Raise the process's limit, or free %.1f MiB of live memory so the request "
                          "fits in cached blocks; the largest holder is %s (%.1f MiB): see the sites.",
                       md_mib(short_by), md_category_name(top), md_mib(aa.by_cat[top]));
@@ -2582,6 +2802,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     c.it = md_analysis_iterations(a, &c.nit);
     c.nit = md_closed_iterations(c.it, c.nit);
     c.no_backward = -1;
+    c.untrained = untrained_grads(&c, &c.untrained_count);
     find_oom(&c);
     find_leak(&c);
     find_optimizer_state(&c);
@@ -2726,6 +2947,86 @@ static int say_one_off(md_finding *f, const md_analysis *ah, const md_analysis *
     return 1;
 }
 
+/* nn.DataParallel, seen at a device's peak: what its stacks made there
+ * (the module's replicas, the worker threads' forward, the gathered
+ * outputs). */
+typedef struct dp_use {
+    uint64_t by_cat[MD_CAT_COUNT]; /* all live bytes at the peak, by category */
+    uint64_t dp;                   /* made under DataParallel */
+    uint64_t gathered;             /* its gather: every replica's outputs */
+    uint32_t gather_stack;
+} dp_use;
+
+static void dp_use_at_peak(const md_analysis *a, dp_use *u)
+{
+    memset(u, 0, sizeof *u);
+    const md_live_set *ls = md_analysis_live(a, md_replay_peak_index(md_analysis_replay(a)));
+    const md_snapshot *s = md_analysis_snapshot(a);
+    md_stack_cache *cache = md_analysis_cache(a);
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        unsigned t = md_stack_tags(cache, s, l->stack);
+        u->by_cat[l->category] += l->block_size;
+        u->dp += (t & MD_TAG_DATAPARALLEL) ? l->block_size : 0;
+        if (t & MD_TAG_DP_GATHER) {
+            u->gathered += l->block_size;
+            u->gather_stack = l->stack;
+        }
+    }
+}
+
+/* Devices of one process under nn.DataParallel, the higher holding the
+ * module: its weights, gradients and optimizer state stay there, the
+ * replicas elsewhere live for one forward and backward, and the outputs
+ * of all are gathered there. Said as evidence and advice; 0 where it is
+ * not DataParallel or the higher device is not the module's. */
+static int say_data_parallel(md_finding *f, const md_analysis *ah, const md_analysis *al,
+                             const char *h, const char *l, uint64_t diff)
+{
+    dp_use uh, ul;
+    dp_use_at_peak(ah, &uh);
+    dp_use_at_peak(al, &ul);
+    uint64_t kept = uh.by_cat[MD_CAT_PARAMETER] + uh.by_cat[MD_CAT_GRADIENT] +
+                    uh.by_cat[MD_CAT_OPTIMIZER_STATE];
+    if (!uh.dp && !ul.dp)
+        return 0;
+    if (uh.by_cat[MD_CAT_PARAMETER] <= ul.by_cat[MD_CAT_PARAMETER] || !kept)
+        return 0;
+    static const struct { int cat; const char *name; } parts[] = {
+        {MD_CAT_PARAMETER, "parameters"}, {MD_CAT_GRADIENT, "gradients"},
+        {MD_CAT_OPTIMIZER_STATE, "optimizer state"}};
+    char held[160] = "";
+    for (size_t k = 0, len = 0; k < 3 && len < sizeof held; k++)
+        if (uh.by_cat[parts[k].cat] >= (1 << 20))
+            len += (size_t)snprintf(held + len, sizeof held - len, "%s%s %.1f MiB",
+                                    len ? ", " : "", parts[k].name,
+                                    md_mib(uh.by_cat[parts[k].cat]));
+    MD_EVIDENCE(f, "nn.DataParallel (its frames in the stacks): %s holds the module (at its "
+                "peak: %s); %s, a replica made for each forward", h, held, l);
+    char label[512] = "an unnamed site", lab[512];
+    const md_frame *fr = uh.gathered ? md_stack_user_frame(md_analysis_cache(ah),
+                                                           md_analysis_snapshot(ah),
+                                                           uh.gather_stack)
+                                     : NULL;
+    if (fr)
+        snprintf(label, sizeof label, "%s", md_frame_label(md_analysis_snapshot(ah), fr, lab,
+                                                            sizeof lab));
+    if (uh.gathered >= (1 << 20))
+        MD_EVIDENCE(f, "the replicas' outputs gathered onto %s: %.1f MiB live at its peak (at %s)",
+                    h, md_mib(uh.gathered), label);
+    MD_ADVICE(f, "nn.DataParallel keeps the module, its gradients and the optimizer state on %s "
+              "and gathers every replica's outputs there. DistributedDataParallel (one process "
+              "per GPU, started by torchrun; the HF Trainer's too) holds the same on every GPU "
+              "and is faster: PyTorch recommends it over DataParallel.%s Balanced, %s would need "
+              "about %.1f MiB less.", h,
+              uh.gathered >= (1 << 20) ? " Short of that, have the wrapped module's forward "
+                                         "return the loss alone (not the logits): only it is "
+                                         "gathered."
+                                       : "",
+              h, md_mib(diff));
+    return 1;
+}
+
 /* Imbalance: the highest peak against the lowest. ids name ranks, or the
  * CUDA devices of one process (model or pipeline parallelism), whose
  * remedy differs: the split of the model, not work one rank does. */
@@ -2767,7 +3068,9 @@ static int imbalance(const md_analysis *const *as, const int *ids, size_t nr, in
     if (ih->valid && il->valid)
         MD_EVIDENCE(f, "largest forward increase: %s %.1f MiB, %s %.1f MiB", h,
                     ih->largest_forward_increase_mib, l, il->largest_forward_increase_mib);
-    if (devices)
+    if (devices && say_data_parallel(f, as[hi], as[lo], h, l, diff))
+        ; /* its advice said */
+    else if (devices)
         MD_ADVICE(f, "One process spreads the model over these devices (model or pipeline "
                   "parallelism, device_map): move layers from %s to %s (another split point, "
                   "or a smaller max_memory for %s). Balanced, %s would need about %.1f MiB less.",

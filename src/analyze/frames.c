@@ -228,6 +228,11 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= name_is(s, f, "multi_head_attention_forward") ? MD_TAG_MHA
                     : name_is(s, f, "softmax")                    ? MD_TAG_SOFTMAX
                                                                   : 0;
+        else if (frame_in(s, f, "torch/nn/parallel/data_parallel.py") ||
+                 frame_in(s, f, "torch/nn/parallel/parallel_apply.py") ||
+                 frame_in(s, f, "torch/nn/parallel/replicate.py"))
+            tags |= MD_TAG_DATAPARALLEL | (frame_in(s, f, "data_parallel.py") &&
+                                           name_is(s, f, "gather") ? MD_TAG_DP_GATHER : 0);
         else if (frame_in(s, f, "torch/autograd/function.py") && name_is(s, f, "apply"))
             tags |= FT_FUNCTION_APPLY;
         else if (frame_in(s, f, "torch/nn/modules/module.py") &&

@@ -161,6 +161,17 @@ static md_finding *add(md_finding **out, size_t *n, size_t *cap, const char *kin
  * context, NCCL, and other processes are all headroom lost), or, on a
  * further device of the process, its own use where NVML measured it
  * (another rank's GPU: that rank's memory is not this process's). */
+/* "after_backward of step 2"; a sample of the set-up (no step yet):
+ * "after_input (before any step)". */
+static const char *phase_at(const md_sample *s, char *buf, size_t n)
+{
+    if (s->step < 0)
+        snprintf(buf, n, "%s (before any step)", md_sample_phase_name(s->phase));
+    else
+        snprintf(buf, n, "%s of step %d", md_sample_phase_name(s->phase), s->step);
+    return buf;
+}
+
 static double used_mib(const md_sample_rank *r, const md_sample *s)
 {
     return r->further_device && s->process_used_mib >= 0 ? s->process_used_mib : s->device_used_mib;
@@ -302,8 +313,9 @@ static void non_framework(const md_sample_rank *r, md_finding **out, size_t *n, 
         md_fsay(f->summary, sizeof f->summary,
             "%.1f MiB of device memory is used outside PyTorch's allocator (CUDA context, "
             "libraries, NCCL, other processes)", gap);
-    MD_EVIDENCE(f, "%s of step %d: %s %.1f MiB, PyTorch reserved %.1f MiB",
-       md_sample_phase_name(worst->phase), worst->step, what, used_mib(r, worst), worst->reserved_mib);
+    char at[96];
+    MD_EVIDENCE(f, "%s: %s %.1f MiB, PyTorch reserved %.1f MiB", phase_at(worst, at, sizeof at),
+                what, used_mib(r, worst), worst->reserved_mib);
     if (first && first != worst)
         MD_EVIDENCE(f, "already at %s: %s %.1f MiB against %.1f MiB reserved (%.1f MiB outside)",
            md_sample_phase_name(first->phase), what, used_mib(r, first), first->reserved_mib,
@@ -600,9 +612,9 @@ static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *ca
         if (r->samples[i].time_ns <= ci->oom_time_ns && r->samples[i].phase != MD_SP_OTHER)
             before = &r->samples[i];
     if (before)
-        MD_EVIDENCE(f, "the last phase point before it: %s of step %d (%.1f MiB allocated); the "
-                    "error came in the phase after", md_sample_phase_name(before->phase),
-                    before->step, before->allocated_mib);
+        MD_EVIDENCE(f, "the last phase point before it: %s (%.1f MiB allocated); the error came "
+                    "in the phase after", phase_at(before, (char[96]){0}, 96),
+                    before->allocated_mib);
     if (ci->snapshot[0] && !strcmp(ci->snapshot_reason, "oom"))
         MD_EVIDENCE(f, "snapshot written at the failure: %s", ci->snapshot);
     else if (ci->snapshot[0])

@@ -58,7 +58,13 @@
 # safetensors checkpoint loaded onto the GPU and kept, load_state_dict(assign=True)),
 # SCRIPT=examples/nograd.py inference and evaluation without no_grad (graphs recorded
 # for nothing, outputs and losses kept with their graphs), SCRIPT=examples/inferctl.py
-# the same inference under no_grad and inference_mode (controls).
+# the same inference under no_grad and inference_mode (controls),
+# SCRIPT=examples/dpsingle.py nn.DataParallel on 2 GPUs of one process (the
+# logits gathered onto cuda:0, or only the losses), SCRIPT=examples/teacher.py
+# distillation with the teacher left trainable (its gradients kept) and its control,
+# SCRIPT=examples/recover.py an out-of-memory error retried inside the except block,
+# after it with the error kept, and after it (the control), SCRIPT=examples/mistakes.py
+# loop mistakes memory shows (an optimizer made every step, and its control).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -80,6 +86,10 @@ case $SCRIPT in
 *loading.py) all="defaultdev safekept assignload" ;;
 *nograd.py) all="gradinfer gradinferleak pplleak" ;;
 *inferctl.py) all="nogradinfer inferkeep" ;;
+*dpsingle.py) all="dp dploss" ;;
+*teacher.py) all="teachergrad teachernograd" ;;
+*recover.py) all="retryinside retrykeep retryoutside" ;;
+*mistakes.py) all="optinloop optonce outattn" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
