@@ -853,7 +853,7 @@ static size_t param_sizes(fctx *c, long end, uint64_t **out)
 }
 
 /* Gradients no optimizer steps: at the end of the last step, the
- * gradient tensors made in the first step and kept since, where that
+ * gradient tensors made in the first step and kept since, where the last
  * step's zero_grad freed others (set_to_none: the optimizer's own). A
  * model the backward runs through though nothing trains it: a teacher or
  * a reference model run without no_grad, its parameters left
@@ -865,8 +865,10 @@ static uint64_t untrained_grads(fctx *c, size_t *count)
     if (c->nst < 2)
         return 0;
     const md_step *last = &c->st[c->nst - 1], *first = &c->st[0];
-    if (category_bytes(c, last->after_optim, MD_CAT_GRADIENT) <
-        category_bytes(c, last->after_zero, MD_CAT_GRADIENT) + (1 << 20))
+    /* zero_grad frees nothing but gradients: what it freed is what fell
+     * (a live set there would cost a replay) */
+    if (md_replay_at(c->r, last->after_optim).allocated <
+        md_replay_at(c->r, last->after_zero).allocated + (1 << 20))
         return 0;
     const md_live_set *ls = live_at(c, last->after_zero);
     uint64_t kept = 0, *sizes;
@@ -1396,6 +1398,10 @@ static size_t state_remade(fctx *c, uint64_t state)
 {
     if (c->nst < 3 || !state)
         return 0;
+    for (size_t k = 1; k < c->nst; k++) /* the state's bytes freed between steps: cheap */
+        if ((double)md_replay_at(c->r, c->st[k - 1].after_zero).allocated -
+                (double)md_replay_at(c->r, c->st[k].fwd_start).allocated < 0.9 * (double)state)
+            return 0;
     for (size_t k = 1; k < c->nst; k++) {
         const md_step *st = &c->st[k];
         md_finding scratch;
