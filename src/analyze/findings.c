@@ -718,6 +718,8 @@ static int state_growth(fctx *c, uint64_t kept, const leak_arg *la)
            1.05 * (want > 0 ? want : 2.0) * params;
 }
 
+static size_t ooms_in(const fctx *c, long from, long to);
+
 static void find_leak(fctx *c)
 {
     if (c->nit < MIN_LEAK_STEPS)
@@ -732,6 +734,8 @@ static void find_leak(fctx *c)
     }
     if (growth_follows_inputs(c))
         return;
+    if (md_analysis_call_site(c->a) && ooms_in(c, -1, (long)md_replay_nevents(c->r) - 1) >= 2)
+        return; /* the calls compared are attempts that ran out of memory: the oom findings' */
     double per = sum / (double)nd;
     md_finding *f = add(c, "leak", sum >= 0.25 * (double)peak ? MD_SEV_CRITICAL : MD_SEV_WARNING,
                         (uint64_t)per);
@@ -2525,6 +2529,54 @@ static void find_fragmentation(fctx *c)
                   "next request. Up to %.1f MiB could be returned.", md_mib(gap));
 }
 
+/* ---- the allocator's rounding of small tensors ---------------------------------------- */
+
+#define ROUNDING_MIN (32ULL << 20) /* bytes rounded away at the peak */
+#define ROUNDING_SHARE 0.15        /* ... and this share of the peak */
+#define SMALL_REQUEST (1ULL << 20) /* torch's small pool: requests up to 1 MiB */
+
+static int small_block(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    (void)c, (void)cat, (void)arg;
+    return l->requested <= SMALL_REQUEST && l->block_size >= 2 * l->requested;
+}
+
+/* Many tensors far smaller than their blocks: every block is a multiple
+ * of 512 bytes, so a label of 8 bytes takes 512 (a dataset kept on the GPU
+ * one sample per tensor). At the peak, the small pool's blocks at least
+ * twice their tensor, where what they round away is 32 MiB or more and
+ * 15 % of the peak: fragmentation inside the blocks, with their sites. */
+static void find_rounding(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    const md_live_set *ls = live_at(c, p);
+    uint64_t blocks = 0, data = 0;
+    size_t n = 0;
+    for (size_t k = 0; ls && k < ls->n; k++)
+        if (small_block(c, &ls->live[k], MD_CAT_OTHER, NULL)) {
+            blocks += ls->live[k].block_size;
+            data += ls->live[k].requested;
+            n++;
+        }
+    uint64_t lost = blocks - data;
+    if (!peak || lost < ROUNDING_MIN || (double)lost < ROUNDING_SHARE * (double)peak)
+        return;
+    md_finding *f = add(c, "fragmentation",
+                        (double)lost >= 0.3 * (double)peak ? MD_SEV_WARNING : MD_SEV_INFO, lost);
+    if (!f)
+        return;
+    MD_SUMMARY(f, "%.1f MiB (%.0f%%) of the peak is the allocator's rounding: %zu small tensors "
+               "hold %.1f MiB of data in %.1f MiB of blocks", md_mib(lost),
+               100.0 * (double)lost / (double)peak, n, md_mib(data), md_mib(blocks));
+    MD_EVIDENCE(f, "every block is a multiple of 512 bytes: these tensors average %.0f bytes, "
+                "their blocks %.0f", (double)data / (double)n, (double)blocks / (double)n);
+    collect_sites(c, f, p, small_block, NULL);
+    MD_ADVICE(f, "Keep such data in a few large tensors: stack the samples into one tensor per "
+              "field and index it, instead of a list of per-sample GPU tensors (or keep them on "
+              "the CPU and move each batch). About %.1f MiB would be given back.", md_mib(lost));
+}
+
 /* ---- out of memory ----------------------------------------------------------------- */
 
 typedef struct any_arg {
@@ -2606,6 +2658,31 @@ static long attempt_start(const fctx *c, long prev_oom, long i)
     return from;
 }
 
+/* Where the attempts that ran out of memory up to event i began: the
+ * first forward allocation after the last step that ended before it, so
+ * that data made before the attempts (a dataset, a batch) is not theirs;
+ * the event before it. */
+static long attempts_start(fctx *c, long i)
+{
+    const md_event *ev = md_replay_events(c->r);
+    long from = attempt_start(c, -1, i);
+    for (long k = from + 1; k < i; k++)
+        if (ev[k].action == MD_ACT_ALLOC &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[k].stack) & MD_TAG_FORWARD))
+            return k - 1;
+    return from;
+}
+
+/* The OOM events in (from, to]. */
+static size_t ooms_in(const fctx *c, long from, long to)
+{
+    const md_event *ev = md_replay_events(c->r);
+    size_t n = 0;
+    for (long k = from + 1; k <= to; k++)
+        n += ev[k].action == MD_ACT_OOM;
+    return n;
+}
+
 /* Bytes live after event at that the failed attempt (from, oom] made:
  * what its frames held (activations, inputs, temporaries), not weights,
  * gradients, state or workspaces. Their count in *count. */
@@ -2654,27 +2731,35 @@ static long oom_after(const fctx *c, long i)
     return i < n ? i : -1;
 }
 
-/* An error caught, and its tensors still held: the attempt that failed at
- * the OOM before i made memory that is live at i (a retry inside the
- * except block, whose traceback holds the failed call's frames; the error
- * kept in a variable). Said as evidence; returns the bytes. */
+/* Errors caught, and their tensors still held: the attempts that failed
+ * at the OOMs before i (since the last step) made memory that is live at
+ * i (a retry inside the except block, whose traceback holds the failed
+ * call's frames; retries that recurse from it; the error kept in a
+ * variable). Said as evidence; returns the bytes. */
 static uint64_t say_held_attempt(fctx *c, md_finding *f, long i)
 {
     long prev = oom_before(c, i);
     if (prev < 0)
         return 0;
-    size_t count;
-    uint64_t held = attempt_left(c, attempt_start(c, oom_before(c, prev), prev), prev, i, &count);
+    long from = attempts_start(c, prev);
+    size_t count, failed = ooms_in(c, from, prev);
+    uint64_t held = attempt_left(c, from, prev, i, &count);
     uint64_t allocated = md_replay_at(c->r, i).allocated;
     if (held < HELD_ATTEMPT_MIN || (double)held < HELD_ATTEMPT_SHARE * (double)allocated)
         return 0;
-    double t = secs_at(c, prev);
-    char when[48] = "";
+    long first = prev;
+    for (size_t k = 1; k < failed; k++)
+        first = oom_before(c, first);
+    double t = secs_at(c, first);
+    char when[64] = "";
     if (t >= 0)
-        snprintf(when, sizeof when, ", at +%.3f s", t);
-    MD_EVIDENCE(f, "%.1f MiB of the live memory (%zu tensors) was made by the attempt that ran out "
-                "of memory before%s, still held: a caught error's traceback keeps the failed "
-                "call's frames and their tensors", md_mib(held), count, when);
+        snprintf(when, sizeof when, "%s at +%.3f s", failed > 1 ? ", the first" : ",", t);
+    char who[64] = "the attempt that ran out of memory before";
+    if (failed > 1)
+        snprintf(who, sizeof who, "the %zu attempts that ran out of memory before", failed);
+    MD_EVIDENCE(f, "%.1f MiB of the live memory (%zu tensors) was made by %s%s, still held: a "
+                "caught error's traceback keeps the failed call's frames and their tensors",
+                md_mib(held), count, who, when);
     return held;
 }
 
@@ -2819,6 +2904,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_logits(&c);
     find_eval_logits(&c);
     find_fragmentation(&c);
+    find_rounding(&c);
     *out = c.out;
     *n = c.n;
     (void)err;

@@ -16,7 +16,7 @@ from runcheck import Runs
 runs = Runs(sys.argv[1], sys.argv[2])
 check = runs.check
 runs.leaks({"retryinside": None, "retrykeep": None, "retryoutside": None})
-HELD = "2670.3 MiB of the live memory (113 tensors) was made by the attempt that ran out of memory before"
+HELD = "2670.1 MiB of the live memory (112 tensors) was made by the attempt that ran out of memory before"
 ADVICE = "Retry after the except block, not inside it"
 
 
@@ -32,7 +32,7 @@ check("retryinside: the fatal OOM names the first attempt's tensors still held, 
       "after the except block as the advice",
       any(e.startswith(HELD) for e in inside[1]["evidence"]) and
       inside[1]["advice"].startswith(ADVICE) and
-      "Here 2670.3 MiB would be free, room enough for this request" in inside[1]["advice"])
+      "Here 2670.1 MiB would be free, room enough for this request" in inside[1]["advice"])
 keep = ooms("retrykeep")
 check("retrykeep: the second OOM names the first attempt's tensors held, and its own attempt's "
       "kept to the end of the run",

@@ -64,7 +64,9 @@
 # distillation with the teacher left trainable (its gradients kept) and its control,
 # SCRIPT=examples/recover.py an out-of-memory error retried inside the except block,
 # after it with the error kept, and after it (the control), SCRIPT=examples/mistakes.py
-# loop mistakes memory shows (an optimizer made every step, and its control).
+# loop mistakes memory shows (an optimizer made every step, and its control),
+# SCRIPT=examples/tiny.py a dataset kept on the GPU as 200 000 small tensors, and packed,
+# SCRIPT=examples/variants.py the OOM retry, teacher and optimizer cases written another way.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -90,6 +92,8 @@ case $SCRIPT in
 *teacher.py) all="teachergrad teachernograd" ;;
 *recover.py) all="retryinside retrykeep retryoutside" ;;
 *mistakes.py) all="optinloop optonce outattn" ;;
+*tiny.py) all="tinylabels packed" ;;
+*variants.py) all="retryrecurse hfteacher optperepoch" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
