@@ -24,7 +24,8 @@ enum {
     MD_TAG_SOFTMAX = 0x10000,   /* torch.nn.functional.softmax, called from Python */
     MD_TAG_ODE = 0x20000,       /* torchdiffeq's solvers (odeint) */
     MD_TAG_TORCH_LOAD = 0x40000, /* inside torch.load (torch/serialization.py) */
-    MD_TAG_SDPA = 0x80000,      /* scaled_dot_product_attention called (transformers' sdpa path) */
+    MD_TAG_SDPA = 0x80000,      /* a fused attention called: scaled_dot_product_attention
+                                   (transformers' sdpa path), FlexAttention */
     MD_TAG_SDPA_MATH = 0x100000, /* its math kernel, which materializes the matrices (C++ stacks) */
     MD_TAG_DATAPARALLEL = 0x200000, /* nn.DataParallel: its forward, replicas, worker threads */
     MD_TAG_DP_GATHER = 0x400000,    /* DataParallel gathering the replicas' outputs */

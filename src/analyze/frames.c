@@ -194,8 +194,10 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         strstr(nm, "in_projection"))
         tags |= MD_TAG_MATMUL;
     tags |= loss_name(nm) ? MD_TAG_LOSS : 0;
-    /* scaled_dot_product_attention, transformers' sdpa_attention_forward */
-    if ((tags & MD_TAG_ATTENTION) && (strstr(nm, "scaled_dot_product") || strstr(nm, "sdpa")))
+    /* scaled_dot_product_attention, transformers' sdpa_attention_forward,
+     * FlexAttention: kernels that keep no seq x seq matrix */
+    if ((tags & MD_TAG_ATTENTION) && (strstr(nm, "scaled_dot_product") || strstr(nm, "sdpa") ||
+                                      !strcmp(nm, "flex_attention")))
         tags |= MD_TAG_SDPA;
     if (!strcmp(nm, "nested_concat") || !strcmp(nm, "torch_pad_and_concatenate"))
         tags |= MD_TAG_EVAL_GATHER;

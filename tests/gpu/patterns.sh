@@ -66,7 +66,8 @@
 # after it with the error kept, and after it (the control), SCRIPT=examples/mistakes.py
 # loop mistakes memory shows (an optimizer made every step, and its control),
 # SCRIPT=examples/tiny.py a dataset kept on the GPU as 200 000 small tensors, and packed,
-# SCRIPT=examples/variants.py the OOM retry, teacher and optimizer cases written another way.
+# SCRIPT=examples/variants.py the OOM retry, teacher and optimizer cases written another way,
+# SCRIPT=examples/compiled.py a compiled optimizer step, FlexAttention.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -94,6 +95,7 @@ case $SCRIPT in
 *mistakes.py) all="optinloop optonce outattn" ;;
 *tiny.py) all="tinylabels packed" ;;
 *variants.py) all="retryrecurse hfteacher optperepoch" ;;
+*compiled.py) all="compiledopt flexattn" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
