@@ -29,6 +29,7 @@
 #define HELD_ATTEMPT_MIN (16ULL << 20) /* a failed attempt's tensors held after its OOM */
 #define HELD_ATTEMPT_SHARE 0.05        /* ... and this share of what is allocated then */
 #define UNTRAINED_GRADS_MIN (16ULL << 20) /* gradients kept that no optimizer steps */
+#define OUTLIER_MIN (64ULL << 20)         /* what a failed outsized batch had made */
 #define LONE_GROWTH_MIN_MIB 16.0  /* growth over the steps on the growing rank */
 #define LONE_GROWTH_OTHERS 0.25   /* the least growing rank grows under this share of it */
 
@@ -2790,6 +2791,80 @@ static uint64_t say_held_after(fctx *c, md_finding *f, long i)
     return held;
 }
 
+/* The first forward allocation in (from, to), or to. */
+static long first_forward(fctx *c, long from, long to)
+{
+    const md_event *ev = md_replay_events(c->r);
+    for (long k = from + 1; k < to; k++)
+        if (ev[k].action == MD_ACT_ALLOC &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[k].stack) & MD_TAG_FORWARD))
+            return k;
+    return to;
+}
+
+/* Requested bytes allocated in (from, to) and, where live is not NULL,
+ * still in it: a step's input, made before its forward. Where one was made
+ * into *stack. */
+static uint64_t made_between(fctx *c, long from, long to, const md_live_set *live,
+                             uint32_t *stack)
+{
+    const md_event *ev = md_replay_events(c->r);
+    uint64_t sum = 0;
+    for (long k = from + 1; k < to; k++) {
+        int alive = !live;
+        for (size_t j = 0; live && !alive && j < live->n; j++)
+            alive = live->live[j].alloc_index == k;
+        if (ev[k].action == MD_ACT_ALLOC && alive) {
+            sum += ev[k].size;
+            *stack = ev[k].stack;
+        }
+    }
+    return sum;
+}
+
+/* A batch far larger than the steps' before it (a long sequence padded
+ * into one batch): the work that failed at OOM i had made, by then, twice
+ * the largest forward pass of the steps that completed before it, or more;
+ * its input is compared with the last step's. Said as evidence; returns
+ * the highest peak of those steps, 0 where it is not so. */
+static uint64_t say_outlier(fctx *c, md_finding *f, long i)
+{
+    size_t done = 0;
+    uint64_t fwd = 0, peak = 0;
+    for (; done < c->nst && c->st[done].after_zero < i; done++) {
+        const md_step *st = &c->st[done];
+        uint64_t a = md_replay_at(c->r, st->after_forward).allocated;
+        uint64_t b = md_replay_at(c->r, st->fwd_start).allocated;
+        fwd = a > b && a - b > fwd ? a - b : fwd;
+        peak = st->peak > peak ? st->peak : peak;
+    }
+    if (done < 2 || !fwd)
+        return 0;
+    long from = attempt_start(c, -1, i);
+    size_t count;
+    uint64_t made = attempt_left(c, from, i, i, &count);
+    if (made < OUTLIER_MIN || made < 2 * fwd)
+        return 0;
+    MD_EVIDENCE(f, "the work that failed had made %.1f MiB by then, %.1f x the largest forward "
+                "pass of the %zu steps before it (%.1f MiB), and was not done: this batch needs "
+                "far more than theirs", md_mib(made), (double)made / (double)fwd, done,
+                md_mib(fwd));
+    long ff = first_forward(c, from, i), prev_from = done > 1 ? c->st[done - 2].after_zero : -1;
+    uint32_t stack = 0, unused = 0;
+    uint64_t in = made_between(c, from, ff, live_at(c, i), &stack);
+    long prev_ff = first_forward(c, prev_from, c->st[done - 1].after_forward);
+    uint64_t before = made_between(c, prev_from, prev_ff, NULL, &unused);
+    char site[512] = "an unnamed site", lab[512];
+    const md_frame *fr = stack ? md_stack_user_frame(md_analysis_cache(c->a), c->s, stack) : NULL;
+    if (fr)
+        snprintf(site, sizeof site, "%s", md_frame_label(c->s, fr, lab, sizeof lab));
+    if (in && before && (double)in >= 1.5 * (double)before)
+        MD_EVIDENCE(f, "its input is %.1f x the last step's (%.1f KiB against %.1f KiB, made at "
+                    "%s): longer sequences or a larger batch", (double)in / (double)before,
+                    (double)in / 1024, (double)before / 1024, site);
+    return peak;
+}
+
 static void find_oom(fctx *c)
 {
     size_t n = md_replay_nevents(c->r);
@@ -2856,7 +2931,14 @@ static void find_oom(fctx *c)
             continue;
         uint64_t held = say_held_attempt(c, f, (long)i);
         uint64_t left = say_held_after(c, f, (long)i);
-        if (held || left)
+        uint64_t usual = held ? 0 : say_outlier(c, f, (long)i); /* the steps' peak */
+        if (usual)
+            MD_ADVICE(f, "This batch needs far more than the ones before it: cap the sequence "
+                         "length (truncate, or bucket samples by length so the longest batches "
+                         "are few and planned for), keep the batch size the steps had, or split "
+                         "an outsized batch into micro-batches with gradient accumulation. The "
+                         "steps before it peaked at %.1f MiB.", md_mib(usual));
+        else if (held || left)
             MD_ADVICE(f, "Retry after the except block, not inside it, and keep no reference to "
                          "the error (a variable, a list, a logger holding it): the error's "
                          "traceback keeps the failed attempt's tensors alive. The PyTorch FAQ's "

@@ -67,7 +67,8 @@
 # loop mistakes memory shows (an optimizer made every step, and its control),
 # SCRIPT=examples/tiny.py a dataset kept on the GPU as 200 000 small tensors, and packed,
 # SCRIPT=examples/variants.py the OOM retry, teacher and optimizer cases written another way,
-# SCRIPT=examples/compiled.py a compiled optimizer step, FlexAttention.
+# SCRIPT=examples/compiled.py a compiled optimizer step, FlexAttention,
+# SCRIPT=examples/outlier.py a long batch at step 5 running out of memory (fatal, or skipped).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -96,6 +97,7 @@ case $SCRIPT in
 *tiny.py) all="tinylabels packed" ;;
 *variants.py) all="retryrecurse hfteacher optperepoch" ;;
 *compiled.py) all="compiledopt flexattn" ;;
+*outlier.py) all="longbatch longskip" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
