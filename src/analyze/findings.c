@@ -2865,6 +2865,115 @@ static uint64_t say_outlier(fctx *c, md_finding *f, long i)
     return peak;
 }
 
+/* What the steps before OOM i kept: tensors they made (not weights,
+ * gradients, state or workspaces) still live at the error, where that is
+ * 16 MiB or more and a tenth of what is allocated: a leak, or graphs held
+ * over, that grew until a step no longer fit. Said as evidence; returns
+ * the bytes. */
+static uint64_t say_kept_by_steps(fctx *c, md_finding *f, long i)
+{
+    size_t done = 0;
+    while (done < c->nst && c->st[done].after_zero < i)
+        done++;
+    if (!done)
+        return 0;
+    size_t count;
+    uint64_t kept = attempt_left(c, c->st[0].fwd_start, c->st[done - 1].after_zero, i, &count);
+    uint64_t allocated = md_replay_at(c->r, i).allocated;
+    if (kept < HELD_ATTEMPT_MIN || (double)kept < 0.1 * (double)allocated)
+        return 0;
+    MD_EVIDENCE(f, "%.1f MiB of the live memory (%zu tensors) was made by the %zu step%s before "
+                "it and kept since (not weights, gradients or optimizer state): what the steps "
+                "keep grew until this one no longer fit", md_mib(kept), count, done,
+                done == 1 ? "" : "s");
+    return kept;
+}
+
+/* One OOM event as the finding reads it. */
+typedef struct oom_at {
+    long i;
+    md_point pt;
+    md_cache_state cs;
+    uint64_t req;      /* the request, rounded as the allocator rounds it */
+    uint64_t short_by; /* live memory it would have needed gone */
+    int limited;       /* a per-process limit stopped it, not the device */
+    int top;           /* the category holding most of the live memory */
+    uint64_t top_bytes;
+} oom_at;
+
+/* The summary and the allocator's state at the error. */
+static void say_oom_state(fctx *c, md_finding *f, const oom_at *o, size_t went_on,
+                          const md_step *next, uint64_t live)
+{
+    const md_event *e = &md_replay_events(c->r)[o->i];
+    int retried = !went_on && oom_after(c, o->i) >= 0; /* caught, tried again */
+    const char *caught = went_on ? " (caught: the job went on)"
+                         : retried ? " (caught: the job tried again)" : "";
+    f->severity = retried ? MD_SEV_WARNING : f->severity;
+    if (o->limited)
+        MD_SUMMARY(f, "out of memory%s: a request for %.1f MiB failed at the process's limit, "
+                      "with %.1f MiB reserved and %.1f MiB allocated (the device had room)",
+                   caught, md_mib(e->size), md_mib(o->pt.reserved), md_mib(o->pt.allocated));
+    else
+        MD_SUMMARY(f, "out of memory%s: a request for %.1f MiB failed with %.1f MiB free on the "
+                      "device and %.1f MiB allocated", caught,
+                   md_mib(e->size), md_mib(e->addr), md_mib(o->pt.allocated));
+    if (went_on)
+        MD_EVIDENCE(f, "%zu step%s ran after it, from step %d (peak %.1f MiB): the error was "
+                    "caught and the work tried again, smaller or after freeing memory",
+                    went_on, went_on == 1 ? "" : "s", next->number, md_mib(next->peak));
+    MD_EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", md_mib(e->size),
+                md_mib(e->addr));
+    MD_EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "
+                "(largest block %.1f MiB)", md_mib(o->pt.allocated), md_mib(o->pt.reserved),
+                md_mib(o->cs.free_total), md_mib(o->cs.largest_free));
+    MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", md_mib(live),
+                md_category_name(o->top), md_mib(o->top_bytes));
+}
+
+/* The cause most specific to this error, said as evidence, and its
+ * advice: an earlier attempt's tensors held, an outsized batch, what the
+ * steps kept, else where the memory was. */
+static void say_oom_cause(fctx *c, md_finding *f, const oom_at *o)
+{
+    uint64_t held = say_held_attempt(c, f, o->i);
+    uint64_t left = say_held_after(c, f, o->i);
+    uint64_t usual = held ? 0 : say_outlier(c, f, o->i); /* the steps' peak */
+    uint64_t kept = held || usual ? 0 : say_kept_by_steps(c, f, o->i);
+    if (kept)
+        MD_ADVICE(f, "Free what the steps keep (see the leak and activations findings: losses or "
+                     "outputs held with their graphs, tensors gathered in a list): %.1f MiB "
+                     "would be free%s.", md_mib(kept),
+                  kept >= o->short_by ? ", room enough for this request" : "");
+    else if (usual)
+        MD_ADVICE(f, "This batch needs far more than the ones before it: cap the sequence length "
+                     "(truncate, or bucket samples by length so the longest batches are few and "
+                     "planned for), keep the batch size the steps had, or split an outsized "
+                     "batch into micro-batches with gradient accumulation. The steps before it "
+                     "peaked at %.1f MiB.", md_mib(usual));
+    else if (held || left)
+        MD_ADVICE(f, "Retry after the except block, not inside it, and keep no reference to the "
+                     "error (a variable, a list, a logger holding it): the error's traceback "
+                     "keeps the failed attempt's tensors alive. The PyTorch FAQ's way: set a "
+                     "flag in the except block and retry after it. %s%.1f MiB would be free%s.",
+                  held ? "Here " : "", md_mib(held ? held : left),
+                  !held                 ? " for the rest of the run"
+                  : held >= o->short_by ? ", room enough for this request"
+                                        : "");
+    else if (o->limited)
+        MD_ADVICE(f, "Raise the process's limit, or free %.1f MiB of live memory so the request "
+                     "fits in cached blocks; the largest holder is %s (%.1f MiB): see the sites.",
+                  md_mib(o->short_by), md_category_name(o->top), md_mib(o->top_bytes));
+    else
+        MD_ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is "
+                     "%s (%.1f MiB): see the sites. %s",
+                  md_mib(o->short_by), o->short_by ? "" : " (or less fragmentation)",
+                  md_category_name(o->top), md_mib(o->top_bytes),
+                  o->cs.free_total >= o->req && !c->s->settings.expandable_segments
+                      ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+                      : "Reduce the batch, checkpoint activations, or shard state.");
+}
+
 static void find_oom(fctx *c)
 {
     size_t n = md_replay_nevents(c->r);
@@ -2880,85 +2989,29 @@ static void find_oom(fctx *c)
         any_arg aa;
         memset(&aa, 0, sizeof aa);
         uint64_t live = collect_sites(c, f, (long)i, any_pred, &aa);
-        md_point pt = md_replay_at(c->r, (long)i);
-        md_cache_state cs;
+        oom_at o = {.i = (long)i, .pt = md_replay_at(c->r, (long)i), .top = MD_CAT_OTHER};
         const md_live_set *ls = live_at(c, (long)i);
         if (ls)
-            cs = ls->cache;
-        else
-            memset(&cs, 0, sizeof cs);
-        uint64_t req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
-        uint64_t avail = ev[i].addr + cs.largest_free;
-        int retried = !went_on && oom_after(c, (long)i) >= 0; /* caught, tried again */
-        const char *caught = went_on ? " (caught: the job went on)"
-                             : retried ? " (caught: the job tried again)" : "";
-        f->severity = retried ? MD_SEV_WARNING : f->severity;
-        if (ev[i].addr > req + pt.reserved)
-            MD_SUMMARY(f, "out of memory%s: a request for %.1f MiB failed at the process's limit, "
-                          "with %.1f MiB reserved and %.1f MiB allocated (the device had room)",
-                       caught, md_mib(ev[i].size), md_mib(pt.reserved), md_mib(pt.allocated));
-        else
-            MD_SUMMARY(f, "out of memory%s: a request for %.1f MiB failed with %.1f MiB free on the "
-                          "device and %.1f MiB allocated", caught,
-                       md_mib(ev[i].size), md_mib(ev[i].addr), md_mib(pt.allocated));
-        if (went_on)
-            MD_EVIDENCE(f, "%zu step%s ran after it, from step %d (peak %.1f MiB): the error was "
-                        "caught and the work tried again, smaller or after freeing memory",
-                        went_on, went_on == 1 ? "" : "s", next->number, md_mib(next->peak));
-        MD_EVIDENCE(f, "requested %.1f MiB; the device reported %.1f MiB free", md_mib(ev[i].size),
-                 md_mib(ev[i].addr));
-        MD_EVIDENCE(f, "allocator: %.1f MiB allocated, %.1f MiB reserved, %.1f MiB cached free "
-                    "(largest block %.1f MiB)",
-                 md_mib(pt.allocated), md_mib(pt.reserved), md_mib(cs.free_total), md_mib(cs.largest_free));
-        int top = MD_CAT_OTHER;
+            o.cs = ls->cache;
+        o.req = md_round_size(md_snapshot_settings(c->s), ev[i].size);
+        o.limited = ev[i].addr > o.req + o.pt.reserved; /* the device had room */
+        uint64_t avail = ev[i].addr + o.cs.largest_free;
+        o.short_by = o.limited ? (o.req > o.cs.largest_free ? o.req - o.cs.largest_free : 0)
+                               : (o.req > avail ? o.req - avail : 0);
         for (int k = 0; k < MD_CAT_COUNT; k++)
-            if (aa.by_cat[k] > aa.by_cat[top])
-                top = k;
-        MD_EVIDENCE(f, "live: %.1f MiB, the largest category %s with %.1f MiB", md_mib(live),
-                 md_category_name(top), md_mib(aa.by_cat[top]));
+            o.top = aa.by_cat[k] > aa.by_cat[o.top] ? k : o.top;
+        o.top_bytes = aa.by_cat[o.top];
+        say_oom_state(c, f, &o, went_on, next, live);
         const md_step *in_opt = went_on ? NULL : in_optimizer_step(c, (long)i);
         int state = in_opt && state_did_not_fit(c, f, in_opt, (long)i);
-        int limited = ev[i].addr > req + pt.reserved; /* the device had room */
-        uint64_t short_by = limited ? (req > cs.largest_free ? req - cs.largest_free : 0)
-                                    : (req > avail ? req - avail : 0);
-        if (cs.free_total >= req && cs.largest_free < req)
+        if (o.cs.free_total >= o.req && o.cs.largest_free < o.req)
             MD_EVIDENCE(f, "the cache held enough free memory but in pieces: fragmentation");
-        if (limited)
+        if (o.limited)
             MD_EVIDENCE(f, "the device itself had %.1f MiB free: a per-process limit stopped the "
                            "request (set_per_process_memory_fraction, or memory held elsewhere)",
                         md_mib(ev[i].addr));
-        if (state) /* its advice is the state's */
-            continue;
-        uint64_t held = say_held_attempt(c, f, (long)i);
-        uint64_t left = say_held_after(c, f, (long)i);
-        uint64_t usual = held ? 0 : say_outlier(c, f, (long)i); /* the steps' peak */
-        if (usual)
-            MD_ADVICE(f, "This batch needs far more than the ones before it: cap the sequence "
-                         "length (truncate, or bucket samples by length so the longest batches "
-                         "are few and planned for), keep the batch size the steps had, or split "
-                         "an outsized batch into micro-batches with gradient accumulation. The "
-                         "steps before it peaked at %.1f MiB.", md_mib(usual));
-        else if (held || left)
-            MD_ADVICE(f, "Retry after the except block, not inside it, and keep no reference to "
-                         "the error (a variable, a list, a logger holding it): the error's "
-                         "traceback keeps the failed attempt's tensors alive. The PyTorch FAQ's "
-                         "way: set a flag in the except block and retry after it. %s%.1f MiB "
-                         "would be free%s.", held ? "Here " : "", md_mib(held ? held : left),
-                      !held             ? " for the rest of the run"
-                      : held >= short_by ? ", room enough for this request"
-                                         : "");
-        else if (limited)
-            MD_ADVICE(f, "Raise the process's limit, or free %.1f MiB of live memory so the request "
-                         "fits in cached blocks; the largest holder is %s (%.1f MiB): see the sites.",
-                      md_mib(short_by), md_category_name(top), md_mib(aa.by_cat[top]));
-        else
-            MD_ADVICE(f, "It would have fit with %.1f MiB less live memory%s; the largest holder is "
-                         "%s (%.1f MiB): see the sites. %s",
-                      md_mib(short_by), short_by ? "" : " (or less fragmentation)",
-                      md_category_name(top), md_mib(aa.by_cat[top]),
-                      cs.free_total >= req && !c->s->settings.expandable_segments
-                          ? "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
-                          : "Reduce the batch, checkpoint activations, or shard state.");
+        if (!state) /* else its advice is the state's */
+            say_oom_cause(c, f, &o);
     }
 }
 

@@ -65,10 +65,10 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
 # distributed,serving,finetune,growth,resume,rlhf,vision,research,practice,pipeline,interop,
 # habits,sequence,dataparallel,amp,inference,optimizers,sharing,launch,lazy,params,firststep,
-# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl,softmaxattn,recover,teacher,dpsingle,mistakes,tiny,variants,compiled,outlier}.py
+# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl,softmaxattn,recover,teacher,dpsingle,mistakes,tiny,variants,compiled,outlier,leakoom}.py
 # on H200s:
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl softmaxattn recover teacher dpsingle mistakes tiny variants compiled outlier; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl softmaxattn recover teacher dpsingle mistakes tiny variants compiled outlier leakoom; do
     for r in $(ls $D/$d); do
         check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
     done
@@ -107,6 +107,7 @@ check "tiny (examples/tiny.py): a dataset kept as 200 000 small GPU tensors name
 check "variants (examples/variants.py): a retry recursing from its except block holds every failed attempt (summed), no leak; a transformers teacher's kept gradients; an optimizer remade per epoch not the per-step mistake" python3 tests/cli/check_variants.py $M $D/variants
 check "compiled (examples/compiled.py): a compiled optimizer step still AdamW's 2.00 x state; FlexAttention not advised to use SDPA" python3 tests/cli/check_compiled.py $M $D/compiled
 check "outlier (examples/outlier.py): an OOM at a later step from one outsized batch names the failed work against the steps' forward and its input against theirs, capping or splitting advised; fatal or skipped" python3 tests/cli/check_outlier.py $M $D/outlier
+check "leakoom (examples/leakoom.py): an OOM that ends a leak names what the steps kept (kept logits, two steps' graphs), freeing it advised" python3 tests/cli/check_leakoom.py $M $D/leakoom
 check "inferctl (examples/inferctl.py): the same inference under no_grad and inference_mode gets neither the graphs finding nor its advice" python3 tests/cli/check_inferctl.py $M $D/inferctl
 check "softmaxattn (examples/softmaxattn.py, C++ stacks): SDPA's math kernel under T5's bias named from its C++ frames with how to learn why; timm's Tensor.softmax attention counted by the softmax's sizes only" python3 tests/cli/check_softmaxattn.py $M $D/softmaxattn
 check "finetune (examples/finetune.py): a frozen backbone's head-only state and no_grad peak; SparseAdam beside AdamW stepping back to back, iterations of 2 steps from both files" python3 tests/cli/check_finetune.py $M $D/finetune

@@ -68,7 +68,8 @@
 # SCRIPT=examples/tiny.py a dataset kept on the GPU as 200 000 small tensors, and packed,
 # SCRIPT=examples/variants.py the OOM retry, teacher and optimizer cases written another way,
 # SCRIPT=examples/compiled.py a compiled optimizer step, FlexAttention,
-# SCRIPT=examples/outlier.py a long batch at step 5 running out of memory (fatal, or skipped).
+# SCRIPT=examples/outlier.py a long batch at step 5 running out of memory (fatal, or skipped),
+# SCRIPT=examples/leakoom.py leaks that end in an out-of-memory error.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -98,6 +99,7 @@ case $SCRIPT in
 *variants.py) all="retryrecurse hfteacher optperepoch" ;;
 *compiled.py) all="compiledopt flexattn" ;;
 *outlier.py) all="longbatch longskip" ;;
+*leakoom.py) all="logitsoom graphoom" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
@@ -140,7 +142,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}, "nogradinfer": {0}, "inferkeep": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}, "nogradinfer": {0}, "inferkeep": {0}, "logitsoom": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
