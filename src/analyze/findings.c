@@ -1582,21 +1582,28 @@ static void find_workspace(fctx *c)
 /* Were any of the forward allocations (lo, index] live at index made
  * inside attention code? Only then is the sequence length part of the
  * advice (not for a convolutional network), and the attention kernel where
- * none was made inside scaled_dot_product_attention already. */
+ * none was made inside a fused one already: scaled_dot_product_attention,
+ * FlexAttention, or nn.MultiheadAttention with need_weights=False (it calls
+ * SDPA from C++: no softmax frame under it, where need_weights=True has
+ * one). */
 enum { ATTN_NONE, ATTN_PYTHON, ATTN_SDPA };
 
 static int attention_in(fctx *c, long index, long lo)
 {
     const md_live_set *ls = live_at(c, index);
-    int seen = ATTN_NONE;
-    for (size_t i = 0; ls && i < ls->n && seen != ATTN_SDPA; i++) {
+    int any = 0, fused = 0, mha = 0, mha_softmax = 0;
+    for (size_t i = 0; ls && i < ls->n; i++) {
         const md_live *l = &ls->live[i];
         unsigned t = l->category == MD_CAT_ACTIVATION && l->alloc_index > lo
                          ? md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) : 0;
-        if (t & MD_TAG_ATTENTION)
-            seen = (t & MD_TAG_SDPA) ? ATTN_SDPA : ATTN_PYTHON;
+        any |= (t & MD_TAG_ATTENTION) != 0;
+        fused |= (t & MD_TAG_ATTENTION) && (t & MD_TAG_SDPA);
+        mha |= (t & MD_TAG_MHA) != 0;
+        mha_softmax |= (t & MD_TAG_MHA) && (t & MD_TAG_SOFTMAX);
     }
-    return seen;
+    if (fused || (mha && !mha_softmax))
+        return ATTN_SDPA;
+    return any ? ATTN_PYTHON : ATTN_NONE;
 }
 
 /* Evidence that the inputs grow: every step's forward pass adds more. */
@@ -1643,7 +1650,8 @@ static void activations_advice(md_finding *f, uint64_t act, uint64_t held, int a
                   "compute; halving the batch%s halves it; bf16 autocast, where not on yet, halves "
                   "fp32 activations%s", md_mib(act), attn ? " or sequence" : "",
                   attn == ATTN_PYTHON
-                      ? "; SDPA (flash / memory-efficient) avoids the seq x seq attention matrix."
+                      ? "; where attention is written as softmax(q k^T), SDPA (flash / "
+                        "memory-efficient) avoids its seq x seq matrix."
                       : ".");
 }
 

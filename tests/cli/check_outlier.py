@@ -6,7 +6,9 @@ five steps at sequence 512, then a batch at 4096 runs out of memory. The
 error now says the failed work had made 4.1 x the steps' largest forward
 pass and its input is 8.0 x the last step's, with capping or splitting such
 batches as the advice (it was "free 992 MiB of live memory"); the same
-with the error caught and the batch skipped. Neither is a leak.
+with the error caught and the batch skipped. Neither is a leak. The model's
+attention (nn.MultiheadAttention with need_weights=False, which calls SDPA
+from C++) is not advised to use SDPA (it was).
     python3 tests/cli/check_outlier.py MEMDIAG DIR"""
 import sys
 
@@ -27,4 +29,8 @@ for case, sev in (("longbatch", "critical"), ("longskip", "warning")):
               for e in f["evidence"]) and
           f["advice"].startswith("This batch needs far more than the ones before it") and
           "peaked at 2359.8 MiB" in f["advice"])
+act = finding("longbatch", "activations")
+check("longbatch: nn.TransformerEncoder's attention (MultiheadAttention, need_weights=False: SDPA "
+      "inside) is not advised to use SDPA",
+      act["advice"].startswith("Activation checkpointing") and "SDPA" not in act["advice"])
 sys.exit(runs.done())
