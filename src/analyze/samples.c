@@ -416,6 +416,22 @@ static double steady_growth(const md_sample_rank *r, const iterations *it)
     return first;
 }
 
+/* Where the sites of a leak the samples see are to be read: the snapshot
+ * the run wrote (memdiag run writes one per rank), else one to record. */
+static const char *snapshot_hint(const md_sample_rank *r, char *buf, size_t n)
+{
+    const char *path = r->has_capture ? r->capture.snapshot : "";
+    const char *base = strrchr(path, '/');
+    if (path[0])
+        snprintf(buf, n, "This run's snapshot (%s) names which allocations stay: its leak "
+                 "finding, beside this one where the run's directory is read",
+                 base ? base + 1 : path);
+    else
+        snprintf(buf, n, "Record a snapshot (memdiag run, or "
+                 "torch.cuda.memory._record_memory_history) to see which allocations stay");
+    return buf;
+}
+
 static void small_leak(const md_sample_rank *r, const iterations *it, double per, double thr,
                        md_finding **out, size_t *n, size_t *cap)
 {
@@ -430,10 +446,11 @@ static void small_leak(const md_sample_rank *r, const iterations *it, double per
                 "%zu %ss, under the %.1f MiB a %s that the totals can tell from noise",
                 per * 1024.0, it->n - 1, unit, thr, unit);
     MD_EVIDENCE(f, "samples only: an allocator snapshot of the same run names the sites");
+    char hint[sizeof r->capture.snapshot + 128];
     md_fsay(f->advice, sizeof f->advice,
-        "Record a snapshot (memdiag run, or torch.cuda.memory._record_memory_history) to see "
-        "which allocation stays; typical causes are predictions or losses kept on the GPU "
-        "(argmax outputs, loss.detach() in a list). About %.1f KiB per %s.", per * 1024.0, unit);
+        "%s; typical causes are predictions or losses kept on the GPU (argmax outputs, "
+        "loss.detach() in a list). About %.1f KiB per %s.", snapshot_hint(r, hint, sizeof hint),
+        per * 1024.0, unit);
 }
 
 /* A leak finding of per MiB a step or iteration, critical where the whole
@@ -573,11 +590,11 @@ static void leak(const md_sample_rank *r, md_finding **out, size_t *n, size_t *c
                     "the last time in the run's last third: %.1f MiB in total", g.ups, nd, unit,
                     g.sum);
     MD_EVIDENCE(f, "samples only: an allocator snapshot of the same run names the sites");
+    char hint[sizeof r->capture.snapshot + 128];
     md_fsay(f->advice, sizeof f->advice,
-        "Record a snapshot (memdiag run, or torch.cuda.memory._record_memory_history) to see "
-        "which allocations stay; typical causes are a loss kept with its graph "
-        "(store loss.item()) or tensors appended to a list every step. About %.1f MiB per %s.",
-        per, unit);
+        "%s; typical causes are a loss kept with its graph (store loss.item()) or tensors "
+        "appended to a list every step. About %.1f MiB per %s.", snapshot_hint(r, hint,
+        sizeof hint), per, unit);
 }
 
 static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *cap)
