@@ -987,6 +987,26 @@ static size_t count_size(const sized *v, size_t n, size_t *at, uint64_t size)
     return k;
 }
 
+/* State tensors per named parameter, the same for every size the named
+ * parameters have (AdamW: 2), where the first backward allocated no
+ * gradients to count by (DDP's gradients are views of its buckets); 0 where
+ * the sizes disagree or give more than 3. */
+static int state_per_param(const sized *named, size_t np, const sized *state, size_t ns)
+{
+    int k = 0;
+    for (size_t i = 0, is = 0; i < np;) {
+        uint64_t sz = named[i].size;
+        size_t p = count_size(named, np, &i, sz), st = count_size(state, ns, &is, sz);
+        i += p;
+        if (!sz)
+            continue;
+        if (st % p || !st || st / p > 3 || (k && (size_t)k != st / p))
+            return 0;
+        k = (int)(st / p);
+    }
+    return k;
+}
+
 /* Parameters no frame names (raw tensors made with requires_grad, a
  * script's own module built on the GPU, fp32 master copies, weights made
  * before the recorded history began): made before training and kept
@@ -994,7 +1014,9 @@ static size_t count_size(const sized *v, size_t n, size_t *at, uint64_t size)
  * made, and of a state tensor where the optimizer keeps state (and made
  * some in the first step), beyond those the named parameters account for.
  * Counted per size, so an input that merely shares a weight's size is not
- * taken for one. */
+ * taken for one. Where the first backward allocated no gradients (DDP's
+ * are views of its buckets), by the state alone: the state tensors of a
+ * size beyond the named parameters', as many per parameter as theirs. */
 static int unnamed_params(md_analysis *a)
 {
     if (!a->nsteps)
@@ -1010,15 +1032,19 @@ static int unnamed_params(md_analysis *a)
     int rc = nc == SIZE_MAX || np == SIZE_MAX || ng == SIZE_MAX || ns == SIZE_MAX ? -1 : 0;
     if (!rc && ng)
         rc = add_prehistory(a, s0->after_zero, &cand, &nc, &named, &np);
+    int per = rc || ng || !ns ? 0 : state_per_param(named, np, state, ns);
     size_t ip = 0, ig = 0, is = 0, cap = 0, cap_addr = 0;
     state_guess sg = {0};
-    for (size_t i = 0; !rc && ng && i < nc;) {
+    for (size_t i = 0; !rc && (ng || per) && i < nc;) {
         uint64_t sz = cand[i].size;
         size_t same = count_size(cand, nc, &i, sz), p = count_size(named, np, &ip, sz);
         size_t g = count_size(grads, ng, &ig, sz), st = count_size(state, ns, &is, sz);
         size_t take = sz && g > p ? g - p : 0; /* an empty tensor says nothing */
         if (ns && take > (st > p ? st - p : 0))
             take = st > p ? st - p : 0;
+        size_t kp = (size_t)per * p; /* the named parameters' state */
+        if (per) /* no gradients to count: `per` state tensors each, beyond the named ones' */
+            take = sz && st > kp && (st - kp) % (size_t)per == 0 ? (st - kp) / (size_t)per : 0;
         take = take < same ? take : same;
         for (size_t k = 0; !rc && k < take; k++)
             rc = take_param(a, &cand[i + k], &cap, &cap_addr);
