@@ -2667,19 +2667,16 @@ static long attempt_start(const fctx *c, long prev_oom, long i)
     return from;
 }
 
+static long first_forward(fctx *c, long from, long to);
+
 /* Where the attempts that ran out of memory up to event i began: the
  * first forward allocation after the last step that ended before it, so
  * that data made before the attempts (a dataset, a batch) is not theirs;
  * the event before it. */
 static long attempts_start(fctx *c, long i)
 {
-    const md_event *ev = md_replay_events(c->r);
-    long from = attempt_start(c, -1, i);
-    for (long k = from + 1; k < i; k++)
-        if (ev[k].action == MD_ACT_ALLOC &&
-            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[k].stack) & MD_TAG_FORWARD))
-            return k - 1;
-    return from;
+    long from = attempt_start(c, -1, i), ff = first_forward(c, from, i);
+    return ff < i ? ff - 1 : from;
 }
 
 /* The OOM events in (from, to]. */
