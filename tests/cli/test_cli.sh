@@ -65,10 +65,10 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
 # distributed,serving,finetune,growth,resume,rlhf,vision,research,practice,pipeline,interop,
 # habits,sequence,dataparallel,amp,inference,optimizers,sharing,launch,lazy,params,firststep,
-# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl,softmaxattn,recover,teacher,dpsingle,mistakes,tiny,variants,compiled,outlier,leakoom}.py
+# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl,softmaxattn,recover,teacher,dpsingle,mistakes,tiny,variants,compiled,outlier,leakoom,hfpeft}.py
 # on H200s:
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl softmaxattn recover teacher dpsingle mistakes tiny variants compiled outlier leakoom; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl softmaxattn recover teacher dpsingle mistakes tiny variants compiled outlier leakoom hfpeft; do
     for r in $(ls $D/$d); do
         check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
     done
@@ -108,6 +108,7 @@ check "variants (examples/variants.py): a retry recursing from its except block 
 check "compiled (examples/compiled.py): a compiled optimizer step still AdamW's 2.00 x state; FlexAttention not advised to use SDPA" python3 tests/cli/check_compiled.py $M $D/compiled
 check "outlier (examples/outlier.py): an OOM at a later step from one outsized batch names the failed work against the steps' forward and its input against theirs, capping or splitting advised; fatal or skipped" python3 tests/cli/check_outlier.py $M $D/outlier
 check "leakoom (examples/leakoom.py): an OOM that ends a leak names what the steps kept (kept logits, two steps' graphs), freeing it advised" python3 tests/cli/check_leakoom.py $M $D/leakoom
+check "hfpeft (examples/hfpeft.py): the HF Trainer with peft's LoRA and gradient checkpointing, AdamW 2.00 x the adapters; fully fine-tuned, 2.00 x every weight; logits the largest holder (regression guards)" python3 tests/cli/check_hfpeft.py $M $D/hfpeft
 check "a capture's leak (phase samples) points at the snapshot its run wrote, not at recording one" sh -c "$M diagnose $D/patterns/hookleak 2>/dev/null | grep -q \"advice: This run's snapshot (rank0.pickle) names which allocations stay: its leak finding\""
 check "DDP's gradients are views of its buckets: a parameter no frame names (pos.data moved by .to()) is found by AdamW's state alone, 2.00 x (it read inputs 0.4 MiB and 2.02 x)" sh -c "$M diagnose $D/captured/beta-ddp-rank0.pickle.xz > $T/ddpp.txt && grep -q 'AdamW keeps 67.4 MiB of state, 2.00 x the parameter bytes' $T/ddpp.txt && grep -q 'live at peak by category: parameters 33.4 MiB, gradients 33.4 MiB, optimizer_state 67.4 MiB, activations 205.0 MiB, library_workspace 64.0 MiB, temporaries 17.9 MiB' $T/ddpp.txt"
 check "inferctl (examples/inferctl.py): the same inference under no_grad and inference_mode gets neither the graphs finding nor its advice" python3 tests/cli/check_inferctl.py $M $D/inferctl

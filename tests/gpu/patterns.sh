@@ -69,7 +69,8 @@
 # SCRIPT=examples/variants.py the OOM retry, teacher and optimizer cases written another way,
 # SCRIPT=examples/compiled.py a compiled optimizer step, FlexAttention,
 # SCRIPT=examples/outlier.py a long batch at step 5 running out of memory (fatal, or skipped),
-# SCRIPT=examples/leakoom.py leaks that end in an out-of-memory error.
+# SCRIPT=examples/leakoom.py leaks that end in an out-of-memory error,
+# SCRIPT=examples/hfpeft.py the HF Trainer with peft's LoRA (or fully) and gradient checkpointing.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -100,6 +101,7 @@ case $SCRIPT in
 *compiled.py) all="compiledopt flexattn" ;;
 *outlier.py) all="longbatch longskip" ;;
 *leakoom.py) all="logitsoom graphoom" ;;
+*hfpeft.py) all="trainerlora trainerfull" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
