@@ -637,9 +637,16 @@ static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *ca
     else if (ci->snapshot[0])
         MD_EVIDENCE(f, "the last snapshot written (%s): %s",
                     ci->snapshot_reason[0] ? ci->snapshot_reason : "no reason given", ci->snapshot);
-    md_fsay(f->advice, sizeof f->advice,
-        "Open the snapshot (memdiag diagnose %s) to see what was live by site and category.",
-        ci->snapshot[0] ? ci->snapshot : "<snapshot>");
+    const char *base = strrchr(ci->snapshot, '/');
+    if (ci->snapshot[0]) /* the path is the one it was written to: the run may have moved */
+        md_fsay(f->advice, sizeof f->advice,
+            "The snapshot this run wrote (%s; memdiag diagnose on the run's directory reads it "
+            "beside this file) shows what was live by site and category, and its oom finding "
+            "the cause.", base ? base + 1 : ci->snapshot);
+    else
+        md_fsay(f->advice, sizeof f->advice,
+            "No snapshot was written: record one (memdiag run writes one per rank, at the "
+            "error too) to see what was live by site and category.");
 }
 
 int md_diagnose_samples(const md_sample_rank *r, md_finding **out, size_t *n, md_err *err)
