@@ -416,16 +416,21 @@ static double steady_growth(const md_sample_rank *r, const iterations *it)
     return first;
 }
 
+/* The file name of a path ("rank0.pickle"). */
+static const char *file_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 /* Where the sites of a leak the samples see are to be read: the snapshot
  * the run wrote (memdiag run writes one per rank), else one to record. */
 static const char *snapshot_hint(const md_sample_rank *r, char *buf, size_t n)
 {
     const char *path = r->has_capture ? r->capture.snapshot : "";
-    const char *base = strrchr(path, '/');
     if (path[0])
         snprintf(buf, n, "This run's snapshot (%s) names which allocations stay: its leak "
-                 "finding, beside this one where the run's directory is read",
-                 base ? base + 1 : path);
+                 "finding, beside this one where the run's directory is read", file_name(path));
     else
         snprintf(buf, n, "Record a snapshot (memdiag run, or "
                  "torch.cuda.memory._record_memory_history) to see which allocations stay");
@@ -637,12 +642,11 @@ static void oom(const md_sample_rank *r, md_finding **out, size_t *n, size_t *ca
     else if (ci->snapshot[0])
         MD_EVIDENCE(f, "the last snapshot written (%s): %s",
                     ci->snapshot_reason[0] ? ci->snapshot_reason : "no reason given", ci->snapshot);
-    const char *base = strrchr(ci->snapshot, '/');
     if (ci->snapshot[0]) /* the path is the one it was written to: the run may have moved */
         md_fsay(f->advice, sizeof f->advice,
             "The snapshot this run wrote (%s; memdiag diagnose on the run's directory reads it "
             "beside this file) shows what was live by site and category, and its oom finding "
-            "the cause.", base ? base + 1 : ci->snapshot);
+            "the cause.", file_name(ci->snapshot));
     else
         md_fsay(f->advice, sizeof f->advice,
             "No snapshot was written: record one (memdiag run writes one per rank, at the "
