@@ -159,6 +159,12 @@ void md_snapshot_free(md_snapshot *s);
 const char *md_snapshot_path(const md_snapshot *s);
 int md_snapshot_ndevices(const md_snapshot *s); /* device_traces length */
 const md_event *md_snapshot_events(const md_snapshot *s, int device, size_t *n);
+/* Whether the device's trace is a history (two events or more): 0 for a
+ * snapshot taken without one (no _record_memory_history, enabled="state"
+ * whose trace keeps only the last event, torch.cuda.memory_snapshot()'s
+ * list), which holds only what was live when it was taken: no peak, steps
+ * or lifetimes can be known from it. */
+int md_snapshot_has_history(const md_snapshot *s, int device);
 const md_segment *md_snapshot_segments(const md_snapshot *s, size_t *n);
 const md_block *md_snapshot_blocks(const md_snapshot *s, size_t *n);
 const md_annotation *md_snapshot_annotations(const md_snapshot *s, size_t *n);
@@ -357,11 +363,21 @@ typedef struct md_site {
     uint64_t bytes;
     uint32_t count;
     uint8_t category;
-    uint8_t before_recording; /* allocated before the history began, site unknown */
+    uint8_t before_recording; /* 1: allocated before the history began, site unknown;
+                                 2: no stack, in a snapshot with no history */
 } md_site;
 
 int md_sites_at(const md_analysis *a, long index, md_site **out, size_t *n,
                 uint64_t by_category[MD_CAT_COUNT], md_err *err);
+
+/* Live blocks after event `index` grouped by block size, the most bytes
+ * first: what is left to go on where blocks carry no stacks (a snapshot
+ * taken with no history). The array is malloc'd; the caller frees. */
+typedef struct md_size_group {
+    uint64_t size;  /* block bytes */
+    uint32_t count;
+} md_size_group;
+int md_sizes_at(const md_analysis *a, long index, md_size_group **out, size_t *n, md_err *err);
 
 /* The caching allocator's private pools on a device at the end of the
  * history (segments whose pool id is not (0, 0)): CUDA graphs

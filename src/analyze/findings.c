@@ -2474,7 +2474,9 @@ static void find_fragmentation(fctx *c)
 {
     size_t n = md_replay_nevents(c->r);
     uint64_t pres = md_replay_peak_reserved(c->r), palloc = md_replay_peak_allocated(c->r);
-    if (pres <= palloc)
+    /* without a history the two are one moment's: a cache kept warm after
+     * the peak, not memory "never allocated at once" */
+    if (pres <= palloc || !md_snapshot_has_history(c->s, md_replay_device(c->r)))
         return;
     uint64_t gap = pres - palloc;
     if (gap < FRAG_MIN || (double)gap < FRAG_SHARE * (double)pres)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "../snapshot/snapshot_int.h"
 #include "analyze.h"
+#include "../model/model.h"
 
 static int cmp_site(const void *a, const void *b)
 {
@@ -31,6 +32,9 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
     }
     if (by_cat)
         memset(by_cat, 0, MD_CAT_COUNT * sizeof *by_cat);
+    /* a block with no stack in a snapshot with no history was not made
+     * "before" anything: nothing was ever recorded */
+    int before = md_snapshot_has_history(s, md_replay_device(md_analysis_replay(an))) ? 1 : 2;
     for (size_t i = 0; i < nl; i++) {
         md_category c = (md_category)live[i].category;
         const md_frame *f = md_stack_user_frame(md_analysis_cache(an), s, live[i].stack);
@@ -49,7 +53,7 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
                 md_map_put(&idx, key, ns))
                 goto nomem;
             memset(&sites[ns], 0, sizeof sites[ns]);
-            sites[ns].before_recording = (uint8_t)pre;
+            sites[ns].before_recording = (uint8_t)(pre ? before : 0);
             memset(catb[ns], 0, sizeof catb[ns]);
             if (f) {
                 sites[ns].frame_name = f->name;
@@ -81,4 +85,44 @@ nomem:
     free(sites);
     md_map_free(&idx);
     return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+}
+
+static int cmp_block_size(const void *a, const void *b)
+{
+    const md_live *x = a, *y = b;
+    return x->block_size < y->block_size ? 1 : x->block_size > y->block_size ? -1 : 0;
+}
+
+static int cmp_size_group(const void *a, const void *b)
+{
+    const md_size_group *x = a, *y = b;
+    uint64_t bx = x->size * x->count, by = y->size * y->count;
+    return bx < by ? 1 : bx > by ? -1 : (x->size < y->size) - (x->size > y->size);
+}
+
+int md_sizes_at(const md_analysis *an, long index, md_size_group **out, size_t *n, md_err *err)
+{
+    const md_live_set *ls = md_analysis_live(an, index);
+    md_live *live = ls && ls->n ? malloc(ls->n * sizeof *live) : NULL;
+    md_size_group *g = ls && ls->n ? malloc(ls->n * sizeof *g) : NULL;
+    *out = NULL;
+    *n = 0;
+    if (!ls || (ls->n && (!live || !g))) {
+        free(live);
+        free(g);
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
+    memcpy(live, ls->live, ls->n * sizeof *live);
+    qsort(live, ls->n, sizeof *live, cmp_block_size);
+    size_t ng = 0;
+    for (size_t i = 0; i < ls->n; i++) {
+        if (!ng || g[ng - 1].size != live[i].block_size)
+            g[ng++] = (md_size_group){live[i].block_size, 0};
+        g[ng - 1].count++;
+    }
+    free(live);
+    qsort(g, ng, sizeof *g, cmp_size_group);
+    *out = g;
+    *n = ng;
+    return MD_OK;
 }

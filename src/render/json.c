@@ -20,7 +20,8 @@ static void indicators(md_jw *w, const md_rank *rk)
         KV(w, "between_step_growth_mib", md_jw_mib(w, in->between_step_growth_mib));
         KV(w, "largest_forward_increase_mib", md_jw_mib(w, in->largest_forward_increase_mib));
     }
-    KV(w, "maximum_peak_allocated_mib", md_jw_mib(w, in->maximum_peak_allocated_mib));
+    if (rk->history) /* else the peak is not in the file */
+        KV(w, "maximum_peak_allocated_mib", md_jw_mib(w, in->maximum_peak_allocated_mib));
     md_jw_close(w, '}');
 }
 
@@ -188,6 +189,7 @@ static void rank(md_jw *w, const md_rank *rk)
         KV(w, "role", md_jw_str(w, rk->role));
     }
     KV(w, "events", md_jw_int(w, (long long)rk->nevents));
+    KV(w, "history", md_jw_bool(w, rk->history));
     KV(w, "replay_anomalies", md_jw_int(w, (long long)md_replay_anomalies(rk->r)));
     indicators(w, rk);
     peak(w, rk);

@@ -93,3 +93,9 @@ void md_jw_null(md_jw *w)
     fputs("null", w->o);
 }
 
+void md_jw_bool(md_jw *w, int v)
+{
+    jw_prefix(w);
+    fputs(v ? "true" : "false", w->o);
+}
+

@@ -22,6 +22,7 @@ void md_jw_num(md_jw *w, double v);  /* %.6g; null when not finite */
 void md_jw_mib(md_jw *w, double v);  /* %.4f */
 void md_jw_int(md_jw *w, long long v);
 void md_jw_null(md_jw *w);
+void md_jw_bool(md_jw *w, int v);
 
 #define MD_KV(w, k, call) do { md_jw_key(w, k); call; } while (0)
 

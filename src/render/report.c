@@ -121,6 +121,7 @@ int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_er
     rk->device = device;
     rk->rank = rank;
     md_snapshot_events(s, device, &rk->nevents);
+    rk->history = md_snapshot_has_history(s, device);
     int rc = md_replay_run(s, device, &rk->r, err);
     if (!rc)
         rc = md_analyze(s, rk->r, &rk->a, err);
@@ -154,7 +155,8 @@ void md_rank_free(md_rank *rk)
 const char *md_site_label(const md_snapshot *s, const md_site *site, char *buf, size_t n)
 {
     if (site->before_recording) {
-        snprintf(buf, n, "(allocated before the recorded history began)");
+        snprintf(buf, n, site->before_recording == 2 ? "(no stack recorded)"
+                                                     : "(allocated before the recorded history began)");
         return buf;
     }
     if (!site->frame_file) {

@@ -18,6 +18,8 @@ typedef struct md_rank {
                                its capture's parent is another input's): the parent's
                                pid; not a rank. 0 otherwise */
     char role[32];          /* a helper's: "DataLoader worker 0", "child process" */
+    int history;            /* the device's trace records allocations (else only what
+                               was live when the snapshot was taken) */
     const md_snapshot *s;   /* borrowed */
     md_replay *r;
     md_analysis *a;

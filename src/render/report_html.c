@@ -253,7 +253,8 @@ static void findings_html(FILE *o, const md_finding *f, size_t n)
 
 static void live_html(FILE *o, const md_rank *rk, int top)
 {
-    fputs("<h3>Live at the peak</h3>\n<table><tr><th>category</th><th>MiB</th></tr>\n", o);
+    fprintf(o, "<h3>Live %s</h3>\n<table><tr><th>category</th><th>MiB</th></tr>\n",
+            rk->history ? "at the peak" : "when the snapshot was taken");
     for (int c = 0; c < MD_CAT_COUNT; c++)
         if (rk->by_cat[c] >= (1u << 20) / 10)
             fprintf(o, "<tr><td>%s</td><td class=\"n\">%.1f</td></tr>\n", md_category_name(c),
@@ -304,6 +305,14 @@ static void rank_head(FILE *o, const md_rank *rk)
         fprintf(o, " of pid %d: ", rk->helper_of);
     }
     md_html_text(o, rk->path);
+    if (!rk->history) {
+        md_point end = md_replay_at(rk->r, (long)rk->nevents - 1);
+        fprintf(o, "</h2>\n<div class=\"md-sub\">no history: %.1f MiB allocated, %.1f MiB "
+                   "reserved when the snapshot was taken (its peak, steps and lifetimes are not "
+                   "in the file: record with torch.cuda.memory._record_memory_history() before "
+                   "the work, or memdiag run)</div>\n", md_mib(end.allocated), md_mib(end.reserved));
+        return;
+    }
     fprintf(o, "</h2>\n<div class=\"md-sub\">%zu events, peak %.1f MiB allocated", rk->nevents,
             md_mib(md_replay_peak_allocated(rk->r)));
     if (a.timed && p >= 0)

@@ -24,6 +24,21 @@ static const char *stacks_kind(const md_snapshot *s)
     return (f & MD_HAS_CPP_FRAMES) ? "Python + C++" : "Python";
 }
 
+/* A snapshot without a history holds what was live when it was taken:
+ * said first, since no peak, step or lifetime can follow from it. */
+static void no_history(FILE *o, const md_rank *rk)
+{
+    if (md_snapshot_features(rk->s) & MD_HAS_FRAMES)
+        fprintf(o, "  trace       none: the blocks live when the snapshot was taken, each with its "
+                   "stack (%s; recorded with enabled=\"state\")\n", stacks_kind(rk->s));
+    else
+        fprintf(o, "  trace       none, and no stacks: the blocks live when the snapshot was taken "
+                   "(no history was recorded)\n");
+    fprintf(o, "  note        the peak, the steps and what each allocation was are not in this "
+               "file: record the history first (torch.cuda.memory._record_memory_history("
+               "max_entries=100000) before the work, or memdiag run)\n");
+}
+
 /* devices: the ranks are devices of one process, not a job's ranks */
 static void header(FILE *o, const md_rank *rk, int devices)
 {
@@ -40,6 +55,10 @@ static void header(FILE *o, const md_rank *rk, int devices)
                 rk->device, rk->path);
     else
         fprintf(o, "== rank %d (cuda:%d)  %s\n", rk->rank, rk->device, rk->path);
+    if (!rk->history) {
+        no_history(o, rk);
+        return;
+    }
     fprintf(o, "  trace       %zu events", n);
     if (span >= 0)
         fprintf(o, " over %.2f s", span);
@@ -54,6 +73,11 @@ static void peak_line(FILE *o, const md_rank *rk)
 {
     long p = md_replay_peak_index(rk->r);
     md_point end = md_replay_at(rk->r, (long)rk->nevents - 1);
+    if (!rk->history) {
+        fprintf(o, "  live        %.1f MiB allocated, %.1f MiB reserved when the snapshot was taken "
+                   "(its peak is not in the file)\n", md_mib(end.allocated), md_mib(end.reserved));
+        return;
+    }
     fprintf(o, "  peak        %.1f MiB allocated", md_mib(md_replay_peak_allocated(rk->r)));
     if (secs(rk, p) >= 0)
         fprintf(o, " at +%.3f s", secs(rk, p));
@@ -102,6 +126,10 @@ static void steps_table(FILE *o, const md_rank *rk)
     const md_step *st = md_analysis_steps(rk->a, &n);
     int src = md_analysis_step_source(rk->a);
     const char *opt = md_analysis_optimizer(rk->a);
+    if (!rk->history) {
+        fprintf(o, "  steps       not known without a history\n");
+        return;
+    }
     if (n == 0) {
         fprintf(o, "  steps       none found (no optimizer annotations or optimizer/backward frames)\n");
         calls_line(o, rk);
@@ -185,6 +213,11 @@ static void sample_growth_note(FILE *o, const md_sample_rank *r, double growth_m
 static void indicators(FILE *o, const md_rank *rk)
 {
     const md_indicators *in = md_analysis_indicators(rk->a);
+    if (!rk->history) {
+        fprintf(o, "\n  indicators  need a history (maximum_peak_allocated_mib too: the peak is not "
+                   "in the file)\n");
+        return;
+    }
     if (!in->valid) {
         fprintf(o, "\n  indicators  need at least one complete step; peak allocated %.1f MiB\n",
                 in->maximum_peak_allocated_mib);
@@ -201,9 +234,25 @@ static void indicators(FILE *o, const md_rank *rk)
     fprintf(o, "    maximum_peak_allocated_mib        %9.1f\n", in->maximum_peak_allocated_mib);
 }
 
+/* Blocks with no stacks: their sizes are what is left to go on. */
+static void sizes_when_taken(FILE *o, const md_rank *rk, int top)
+{
+    md_size_group *g;
+    size_t n;
+    md_err err;
+    if (md_sizes_at(rk->a, (long)rk->nevents - 1, &g, &n, &err) || !n)
+        return;
+    fprintf(o, "  largest live blocks by size (no stacks to name sites)\n");
+    for (size_t i = 0; i < n && (int)i < top; i++)
+        fprintf(o, "    %9.1f MiB %5u x  %.1f MiB\n", md_mib(g[i].size * g[i].count), g[i].count,
+                md_mib(g[i].size));
+    free(g);
+}
+
 static void at_peak(FILE *o, const md_rank *rk, int top)
 {
-    fprintf(o, "\n  live at peak by category:");
+    const char *when = rk->history ? "at peak" : "when taken";
+    fprintf(o, "\n  live %s by category:", when);
     int any = 0;
     for (int c = 0; c < MD_CAT_COUNT; c++) {
         if (rk->by_cat[c] < 1024 * 1024 / 10)
@@ -212,9 +261,13 @@ static void at_peak(FILE *o, const md_rank *rk, int top)
         any = 1;
     }
     fprintf(o, "%s\n", any ? "" : " (nothing live)");
+    if (!rk->history && !(md_snapshot_features(rk->s) & MD_HAS_FRAMES)) {
+        sizes_when_taken(o, rk, top);
+        return;
+    }
     if (!rk->nsites)
         return;
-    fprintf(o, "  top sites at peak\n");
+    fprintf(o, "  top sites %s\n", when);
     for (size_t i = 0; i < rk->nsites && (int)i < top; i++) {
         char lab[512];
         fprintf(o, "    %9.1f MiB %5u x  %-17s %s\n", md_mib(rk->sites[i].bytes), rk->sites[i].count,
@@ -240,7 +293,10 @@ static void settings(FILE *o, const md_rank *rk)
 {
     const md_settings *st = md_snapshot_settings(rk->s);
     if (!st->present) {
-        fprintf(o, "\n  allocator   settings not recorded (torch < 2.3)\n");
+        fprintf(o, "\n  allocator   settings not recorded (%s)\n",
+                md_snapshot_features(rk->s) & MD_HAS_LEGACY_LIST
+                    ? "a bare list of segments, as torch.cuda.memory_snapshot() returns"
+                    : "torch < 2.3");
         return;
     }
     const char *conf = md_snapshot_string(rk->s, st->alloc_conf);

@@ -763,6 +763,15 @@ const md_event *md_snapshot_events(const md_snapshot *s, int device, size_t *n)
     return *n ? s->events + s->dev[device].first : NULL;
 }
 
+int md_snapshot_has_history(const md_snapshot *s, int device)
+{
+    /* enabled="state" keeps a trace of one entry (torch's ring of 1: the
+     * last event, of any kind); a history is more than that */
+    size_t n;
+    md_snapshot_events(s, device, &n);
+    return n >= 2;
+}
+
 const md_segment *md_snapshot_segments(const md_snapshot *s, size_t *n)
 {
     *n = s->nsegs;

@@ -70,7 +70,8 @@
 # SCRIPT=examples/compiled.py a compiled optimizer step, FlexAttention,
 # SCRIPT=examples/outlier.py a long batch at step 5 running out of memory (fatal, or skipped),
 # SCRIPT=examples/leakoom.py leaks that end in an out-of-memory error,
-# SCRIPT=examples/hfpeft.py the HF Trainer with peft's LoRA (or fully) and gradient checkpointing.
+# SCRIPT=examples/hfpeft.py the HF Trainer with peft's LoRA (or fully) and gradient checkpointing,
+# SCRIPT=examples/domains.py training outside language modeling (an exact GP, wav2vec 2.0, a latent U-Net).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -102,6 +103,7 @@ case $SCRIPT in
 *outlier.py) all="longbatch longskip" ;;
 *leakoom.py) all="logitsoom graphoom" ;;
 *hfpeft.py) all="trainerlora trainerfull" ;;
+*domains.py) all="gp audio unet" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
