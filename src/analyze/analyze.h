@@ -29,6 +29,7 @@ enum {
     MD_TAG_SDPA_MATH = 0x100000, /* its math kernel, which materializes the matrices (C++ stacks) */
     MD_TAG_DATAPARALLEL = 0x200000, /* nn.DataParallel: its forward, replicas, worker threads */
     MD_TAG_DP_GATHER = 0x400000,    /* DataParallel gathering the replicas' outputs */
+    MD_TAG_GP = 0x800000,           /* gpytorch / linear_operator: Gaussian processes' kernels */
     MD_TAG_KNOWN = 0x80000000u
 };
 

@@ -1622,6 +1622,50 @@ static void say_inputs_grow(fctx *c, md_finding *f)
                       "nothing accumulates)" : "");
 }
 
+static long first_forward(fctx *c, long from, long to);
+static uint64_t made_between(fctx *c, long from, long to, const md_live_set *live,
+                             uint32_t *stack);
+
+/* Requested bytes iteration k made before its forward: its input. */
+static uint64_t iteration_input(fctx *c, size_t k)
+{
+    uint32_t stack = 0;
+    long from = c->it[k - 1].after_zero;
+    return made_between(c, from, first_forward(c, from, c->it[k].after_forward), NULL, &stack);
+}
+
+/* Forward passes whose size follows inputs of many sizes (clips or
+ * sequences of many lengths) without growing every step: the largest sets
+ * the peak. The first iteration is left out (it warms up: workspaces,
+ * state), and the larger forward's input must be larger too (layers
+ * unfrozen, an optimizer switched: the program changed, not the inputs).
+ * Said as evidence; returns whether it was. */
+#define VARY_MIN ((uint64_t)64 << 20)
+static int say_inputs_vary(fctx *c, md_finding *f)
+{
+    if (c->nit < MIN_LEAK_STEPS + 1 || forward_grows(c))
+        return 0;
+    size_t lo = 1, hi = 1;
+    for (size_t k = 2; k < c->nit; k++) {
+        lo = forward_increase(c, k) < forward_increase(c, lo) ? k : lo;
+        hi = forward_increase(c, k) > forward_increase(c, hi) ? k : hi;
+    }
+    double a = forward_increase(c, lo), b = forward_increase(c, hi);
+    if (a <= 0 || b < 1.5 * a || b - a < (double)VARY_MIN)
+        return 0;
+    uint64_t in_lo = iteration_input(c, lo), in_hi = iteration_input(c, hi);
+    if (!in_lo || (double)in_hi < 1.2 * (double)in_lo)
+        return 0;
+    const char *unit = leak_unit(c);
+    int mib = in_lo >= (1u << 20);
+    MD_EVIDENCE(f, "the forward pass varies with the inputs: %.1f MiB in %s %d, %.1f MiB in %s %d "
+                "(%.1f x; their inputs %.1f and %.1f %s): the largest inputs set the peak",
+                md_mib((uint64_t)a), unit, c->it[lo].number, md_mib((uint64_t)b), unit,
+                c->it[hi].number, b / a, (double)in_lo / (mib ? 1 << 20 : 1024),
+                (double)in_hi / (mib ? 1 << 20 : 1024), mib ? "MiB" : "KiB");
+    return 1;
+}
+
 /* Which step and phase the peak at event p falls in. */
 static void say_peak_step(fctx *c, md_finding *f, long p, uint64_t peak)
 {
@@ -1940,6 +1984,34 @@ static uint64_t say_ode_steps(fctx *c, md_finding *f, long p, long lo, uint64_t 
     return bytes;
 }
 
+/* Activations at the peak made inside gpytorch's kernels and operators
+ * (an exact GP's N x N kernel matrices); their bytes, said as evidence and
+ * advice where they are at least half of act; else 0. */
+static uint64_t say_gp_kernels(fctx *c, md_finding *f, long p, long lo, uint64_t act)
+{
+    const md_live_set *ls = live_at(c, p);
+    uint64_t bytes = 0, biggest = 0;
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        if (l->alloc_index > lo && l->category == MD_CAT_ACTIVATION &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_GP)) {
+            bytes += l->block_size;
+            biggest = l->block_size > biggest ? l->block_size : biggest;
+        }
+    }
+    if (2 * bytes < act)
+        return 0;
+    MD_EVIDENCE(f, "%.1f MiB of them made inside gpytorch's kernels and operators, the largest "
+                "%.1f MiB: an exact GP keeps N x N kernel matrices (N training points) for its "
+                "marginal likelihood's backward", md_mib(bytes), md_mib(biggest));
+    MD_ADVICE(f, "An exact GP's memory is quadratic in its training points: halving them quarters "
+              "the %.1f MiB. KeOps kernels (gpytorch.kernels.keops, with pykeops) compute the "
+              "kernel in blocks without storing it; a sparse or variational GP (inducing points: "
+              "SGPR, or an ApproximateGP trained on minibatches) scales with the inducing points "
+              "instead.", md_mib(act));
+    return bytes;
+}
+
 static void say_activations(md_finding *f, uint64_t act, uint64_t held, uint64_t peak, int in_grad)
 {
     double share = (double)(act + held) / (double)peak;
@@ -1969,6 +2041,110 @@ static void say_untrained(fctx *c, md_finding *f, uint64_t act)
               "nothing): its forward then saves nothing for backward, the backward stops at the "
               "trained model, and its %.1f MiB of gradients go. Then activation checkpointing "
               "for the rest of the %.1f MiB of activations.", md_mib(c->untrained), md_mib(act));
+}
+
+/* The first user frame of the tensors of `size` requested bytes the step's
+ * forward made, how many it made and their stacks' tags together; NULL if
+ * none. */
+static const md_frame *forward_made_of_size(fctx *c, const md_step *st, uint64_t size,
+                                            size_t *count, unsigned *tags)
+{
+    const md_event *ev = md_replay_events(c->r);
+    const md_frame *fr = NULL;
+    *count = 0;
+    *tags = 0;
+    for (long i = st->fwd_start + 1; i <= st->after_forward; i++) {
+        if (ev[i].action != MD_ACT_ALLOC || ev[i].size != size)
+            continue;
+        *tags |= md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack);
+        if (!(*count)++ || !fr)
+            fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, ev[i].stack);
+    }
+    return fr;
+}
+
+/* A peak in the backward pass that the gradients it is computing make (the
+ * gradients of the forward's largest intermediate tensors, beside what it
+ * saved: a seq x seq attention matrix written out, say), where no
+ * activations or logits finding said the peak: an activations finding
+ * where the gradients and the saved activations reach ACTIVATIONS_SHARE of
+ * it, the gradients a quarter, and the largest are of tensors the step's
+ * forward made (named by their site). */
+typedef struct bwd_grads {
+    uint64_t bytes, biggest, biggest_block;
+    size_t n;
+} bwd_grads;
+
+static bwd_grads backward_grads(fctx *c, long p, const md_step *st)
+{
+    const md_live_set *ls = live_at(c, p);
+    bwd_grads g = {0, 0, 0, 0};
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        if (l->category != MD_CAT_TEMPORARY || l->alloc_index <= st->after_forward)
+            continue;
+        g.bytes += l->block_size, g.n++;
+        if (l->requested > g.biggest)
+            g.biggest = l->requested, g.biggest_block = l->block_size;
+    }
+    return g;
+}
+
+static int said_kind(const fctx *c, const char *kind)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (!strcmp(c->out[i].kind, kind))
+            return 1;
+    return 0;
+}
+
+static void find_backward_peak(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    const md_step *st = p >= 0 ? step_holding(c, p) : NULL;
+    if (!st || !peak || p <= st->after_forward || p > st->after_backward ||
+        said_kind(c, "activations") || said_kind(c, "logits"))
+        return;
+    bwd_grads g = backward_grads(c, p, st);
+    size_t made;
+    unsigned tags;
+    const md_frame *fr = g.biggest ? forward_made_of_size(c, st, g.biggest, &made, &tags) : NULL;
+    /* the logits' gradient (a loss's tensors, DataParallel's gathered
+     * outputs) is the logits finding's, said or under its share */
+    if (!fr || 4 * g.bytes < peak || (tags & (MD_TAG_LOSS | MD_TAG_DP_GATHER)))
+        return;
+    md_finding *f = add(c, "activations", MD_SEV_INFO, 0);
+    if (!f)
+        return;
+    cat_arg ca = {MD_CAT_ACTIVATION, step_before(c, p), p, 0};
+    uint64_t act = collect_sites(c, f, p, cat_pred, &ca);
+    double share = (double)(act + g.bytes) / (double)peak;
+    if (share < ACTIVATIONS_SHARE) {
+        c->n--;
+        return;
+    }
+    char site[sizeof f->sites[0].site];
+    md_frame_label(c->s, fr, site, sizeof site);
+    f->bytes = act + g.bytes;
+    f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
+    MD_SUMMARY(f, "the peak falls in backward: the gradients it is computing and the activations "
+               "saved for it are %.0f%% of the peak (%.1f MiB of gradients beside %.1f MiB saved, "
+               "of %.1f MiB)", 100.0 * share, md_mib(g.bytes), md_mib(act), md_mib(peak));
+    MD_EVIDENCE(f, "%.1f MiB in %zu tensors the backward made are live at the peak (gradients of "
+                "the forward's intermediate tensors), the largest %.1f MiB", md_mib(g.bytes), g.n,
+                md_mib(g.biggest_block));
+    MD_EVIDENCE(f, "the step's forward made %zu tensor%s of that size at %s: the largest gradients "
+                "are of %s", made, made == 1 ? "" : "s", site, made == 1 ? "it" : "them");
+    MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the forward pass (saved for backward) live at "
+                "the peak", md_mib(act), ca.count);
+    say_peak_step(c, f, p, peak);
+    MD_ADVICE(f, "The backward holds the gradients of the forward's largest tensors beside what it "
+              "saved: those made at %s (%.1f MiB each). Shrinking that tensor cuts both: attention "
+              "written as softmax(q k^T) keeps no seq x seq matrix under "
+              "torch.nn.functional.scaled_dot_product_attention; else compute it in chunks, on a "
+              "smaller batch or sequence, or checkpoint the block that makes it.", site,
+              md_mib(g.biggest_block));
 }
 
 static void find_activations(fctx *c)
@@ -2009,6 +2185,7 @@ static void find_activations(fctx *c)
                     "live: its graph or outputs outlived its backward and optimizer step",
                     md_mib(held), prev.count);
     say_inputs_grow(c, f);
+    int vary = say_inputs_vary(c, f);
     md_finding_site first = {"", 0, 0};
     size_t runs = held ? 1 : forward_repeats(c, p, &first);
     if (runs > 1)
@@ -2028,9 +2205,17 @@ static void find_activations(fctx *c)
                   "backward(), gradients accumulate): one graph at a time, about 1/%zu of the "
                   "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
                   md_mib(act));
-    else if (held || (!say_ode_steps(c, f, p, lo, act) && !say_mha_weights(c, f, p, lo, act) &&
-                      !say_attn_matrices(c, f, p, lo, act)))
+    else if (held || (!say_ode_steps(c, f, p, lo, act) && !say_gp_kernels(c, f, p, lo, act) &&
+                      !say_mha_weights(c, f, p, lo, act) &&
+                      !say_attn_matrices(c, f, p, lo, act))) {
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
+        size_t used = strlen(f->advice);
+        if (vary && !held) /* what the steps' sizes add to it */
+            snprintf(f->advice + used, sizeof f->advice - used, " The inputs come in many sizes "
+                     "and the largest set the peak: capping their size (length, resolution), or "
+                     "batching by a budget (tokens or pixels a batch, buckets by size), bounds "
+                     "it.");
+    }
     if (c->untrained)
         say_untrained(c, f, act);
 }
@@ -3045,6 +3230,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_per_sample(&c);
     find_logits(&c);
     find_eval_logits(&c);
+    find_backward_peak(&c);
     find_fragmentation(&c);
     find_rounding(&c);
     *out = c.out;

@@ -224,6 +224,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_SCALER;
         else if (frame_in(s, f, "torchdiffeq/_impl/"))
             tags |= MD_TAG_ODE;
+        else if (frame_in(s, f, "/gpytorch/") || frame_in(s, f, "/linear_operator/"))
+            tags |= MD_TAG_GP;
         else if (frame_in(s, f, "torch/serialization.py") && name_is(s, f, "load"))
             tags |= MD_TAG_TORCH_LOAD;
         else if (frame_in(s, f, "torch/nn/functional.py"))
