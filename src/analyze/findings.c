@@ -17,6 +17,7 @@
 
 #define MIB 1048576.0
 #define MIN_LEAK_STEPS 3          /* a leak must show over >= 3 steps */
+#define GRAPH_MIN_STACKS 6        /* a graph: tensors from at least this many call stacks */
 #define LEAK_MIN_PER_STEP (1 << 20)
 #define LEAK_PEAK_FRACTION 0.002  /* growth per step must exceed 0.2% of peak */
 #define ACTIVATIONS_SHARE 0.40    /* activations at peak: finding above 40% */
@@ -2028,6 +2029,88 @@ static void say_activations(md_finding *f, uint64_t act, uint64_t held, uint64_t
                    100.0 * share, md_mib(act), md_mib(peak));
 }
 
+/* A forward in the step whose graph its backward does not use (a second
+ * call of the model for a metric, outside no_grad): the forward
+ * allocations of one line of the script, from GRAPH_MIN_STACKS call stacks
+ * or more, that (nine in ten of their bytes) outlive the step's backward,
+ * where other lines' forward allocations were freed in it (a graph kept by
+ * retain_graph=True outlives it whole). Said as evidence and advice where
+ * they are HELD_OVER_SHARE of the peak or more; returns their bytes, 0 if
+ * not said. */
+#define UNUSED_LINES 16
+typedef struct line_use {
+    const md_frame *line;
+    uint64_t bytes, outlive, freed;
+    uint32_t stacks[GRAPH_MIN_STACKS];
+    size_t nstacks;
+} line_use;
+
+static void line_add(line_use *u, uint32_t stack, uint64_t bytes, int outlives)
+{
+    u->bytes += bytes;
+    if (outlives)
+        u->outlive += bytes;
+    else
+        u->freed += bytes;
+    size_t k = 0;
+    while (k < u->nstacks && u->stacks[k] != stack)
+        k++;
+    if (k == u->nstacks && u->nstacks < GRAPH_MIN_STACKS)
+        u->stacks[u->nstacks++] = stack;
+}
+
+static size_t forward_lines(fctx *c, const md_step *st, line_use *u)
+{
+    const md_event *ev = md_replay_events(c->r);
+    size_t n = 0;
+    for (long i = st->fwd_start + 1; i <= st->after_forward; i++) {
+        if (ev[i].action != MD_ACT_ALLOC || !ev[i].stack)
+            continue;
+        const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, ev[i].stack);
+        long fi = md_replay_free_index(c->r, i);
+        if (!fr || (fi >= 0 && fi <= st->after_forward))
+            continue; /* a temporary of the forward itself */
+        size_t k = 0;
+        while (k < n && u[k].line != fr)
+            k++;
+        if (k == n && n == UNUSED_LINES)
+            continue;
+        if (k == n)
+            memset(&u[n++], 0, sizeof *u), u[k].line = fr;
+        line_add(&u[k], ev[i].stack, ev[i].size, fi < 0 || fi > st->after_backward);
+    }
+    return n;
+}
+
+static uint64_t say_unused_forward(fctx *c, md_finding *f, const md_step *st, uint64_t held,
+                                   uint64_t peak)
+{
+    line_use u[UNUSED_LINES];
+    size_t n = forward_lines(c, st, u), best = n;
+    uint64_t freed = 0;
+    for (size_t k = 0; k < n; k++) {
+        freed += u[k].freed;
+        if (u[k].nstacks >= GRAPH_MIN_STACKS && 10 * u[k].outlive >= 9 * u[k].bytes &&
+            (best == n || u[k].outlive > u[best].outlive))
+            best = k;
+    }
+    if (best == n || freed < u[best].outlive / 2 ||
+        (double)u[best].outlive < HELD_OVER_SHARE * (double)peak)
+        return 0;
+    char site[sizeof f->sites[0].site];
+    md_frame_label(c->s, u[best].line, site, sizeof site);
+    MD_EVIDENCE(f, "%.1f MiB that the forward at %s made in step %d, from many call stacks (a "
+                "graph), outlive its backward, which freed the rest of the forward's: that "
+                "forward's graph is not the one the backward ran through",
+                md_mib(u[best].outlive), site, st->number);
+    MD_ADVICE(f, "The forward at %s records a graph no backward uses (its outputs feed a metric "
+              "or a log): run it under torch.no_grad() (or torch.inference_mode()), or compute "
+              "the metric from the training forward's outputs: %.1f MiB of this step's "
+              "activations%s off the peak.", site, md_mib(u[best].outlive),
+              held ? ", and what the step before's call still holds," : "");
+    return u[best].outlive;
+}
+
 /* Gradients kept for parameters no optimizer steps: evidence, and the
  * advice (the most specific cause: the model is run for nothing). */
 static void say_untrained(fctx *c, md_finding *f, uint64_t act)
@@ -2139,12 +2222,22 @@ static void find_backward_peak(fctx *c)
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the forward pass (saved for backward) live at "
                 "the peak", md_mib(act), ca.count);
     say_peak_step(c, f, p, peak);
-    MD_ADVICE(f, "The backward holds the gradients of the forward's largest tensors beside what it "
-              "saved: those made at %s (%.1f MiB each). Shrinking that tensor cuts both: attention "
-              "written as softmax(q k^T) keeps no seq x seq matrix under "
-              "torch.nn.functional.scaled_dot_product_attention; else compute it in chunks, on a "
-              "smaller batch or sequence, or checkpoint the block that makes it.", site,
-              md_mib(g.biggest_block));
+    /* in a module's forward: attention is the usual culprit; in the
+     * training code (a loss over pairs): a broadcast */
+    if (!strcmp(md_strtab_get(&c->s->strs, fr->name), "forward"))
+        MD_ADVICE(f, "The backward holds the gradients of the forward's largest tensors beside what "
+                  "it saved: those made at %s (%.1f MiB each). Shrinking that tensor cuts both: "
+                  "attention written as softmax(q k^T) keeps no seq x seq matrix under "
+                  "torch.nn.functional.scaled_dot_product_attention; else compute it in chunks, "
+                  "on a smaller batch or sequence, or checkpoint the block that makes it.", site,
+                  md_mib(g.biggest_block));
+    else
+        MD_ADVICE(f, "The backward holds the gradients of the training code's largest tensors "
+                  "beside what it saved: those made at %s (%.1f MiB each), outside the model. "
+                  "Shrinking that tensor cuts both: a broadcast over pairs such as (a[:, None] - "
+                  "b[None]).norm(-1) keeps pairs x features where torch.cdist or a @ b.T keeps "
+                  "pairs; else compute it in chunks or on a smaller batch.", site,
+                  md_mib(g.biggest_block));
 }
 
 static void find_activations(fctx *c)
@@ -2198,7 +2291,9 @@ static void find_activations(fctx *c)
         MD_EVIDENCE(f, "the largest forward pass adds %.1f MiB", in->largest_forward_increase_mib);
     say_peak_step(c, f, p, peak);
     /* the advice of the most specific cause found */
-    if (calls && !held)
+    if (pst && !calls && runs <= 1 && say_unused_forward(c, f, pst, held, peak))
+        ;
+    else if (calls && !held)
         say_grad_calls(c, f, calls, first_grad, act);
     else if (runs > 1)
         MD_ADVICE(f, "Call backward on each micro-batch's loss as it is made ((loss / %zu)."
@@ -2227,7 +2322,6 @@ static void find_activations(fctx *c)
  * where under no_grad only that output outlives a call (a KV cache kept
  * across calls: a few stacks). Said as the activations finding, unless a
  * leak of graphs said it already. */
-#define GRAPH_MIN_STACKS 6
 
 /* Where the call holding event p starts: after the last closed call
  * before it, or at the start of the one it is in; -1: none. */
@@ -2464,6 +2558,16 @@ static void find_eval_logits(fctx *c)
               "Saving: most of %.1f MiB.", md_mib(held));
 }
 
+/* Whether `size` requested bytes hold as many elements as the loss's
+ * largest fp32 tensor of `big` bytes, in fp32 or 16-bit, within 2 % (a
+ * shifted copy drops one token a sequence; a (batch, heads, seq, seq) mask
+ * can land 2.4 % off the logits). */
+static int logits_sized(uint64_t size, uint64_t big)
+{
+    double r = (double)size / (double)big;
+    return (r > 0.98 && r < 1.02) || (r > 0.49 && r < 0.51);
+}
+
 /* Whether the logits came out of a module: the last allocation a module's
  * forward made before the loss's first (after event lo) is logits-sized
  * (an LM head's output, in fp32 or 16-bit). Otherwise the training code
@@ -2475,8 +2579,7 @@ static int logits_in_module(fctx *c, long lo, long first_loss, uint64_t big)
         if (ev[i].action != MD_ACT_ALLOC || loss_frame(c, ev[i].stack) ||
             !(md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_FORWARD))
             continue;
-        double r = (double)ev[i].size / (double)big;
-        return (r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53);
+        return logits_sized(ev[i].size, big);
     }
     return 0;
 }
@@ -2507,13 +2610,13 @@ static void find_logits(fctx *c)
         }
     /* the logits, their copies (upcast, shifted slice) and their gradients:
      * this step's other tensors with the loss's element count in fp32 (1x)
-     * or 16-bit (0.5x); nothing else in a model has vocab x tokens elements */
+     * or 16-bit (0.5x), logits_sized; nothing else in a model has vocab x
+     * tokens elements */
     size_t ncopies = 0;
     uint64_t largest = 0;
     for (size_t i = 0; i < nl && big; i++) {
-        double r = (double)live[i].requested / (double)big;
         if (live[i].alloc_index > lo && !loss_frame(c, live[i].stack) &&
-            ((r > 0.95 && r < 1.05) || (r > 0.47 && r < 0.53))) {
+            logits_sized(live[i].requested, big)) {
             logits += live[i].block_size;
             ncopies++;
             largest = live[i].block_size > largest ? live[i].block_size : largest;
