@@ -2075,8 +2075,10 @@ static size_t forward_lines(fctx *c, const md_step *st, line_use *u)
             k++;
         if (k == n && n == UNUSED_LINES)
             continue;
-        if (k == n)
-            memset(&u[n++], 0, sizeof *u), u[k].line = fr;
+        if (k == n) {
+            memset(&u[n++], 0, sizeof *u);
+            u[k].line = fr;
+        }
         line_add(&u[k], ev[i].stack, ev[i].size, fi < 0 || fi > st->after_backward);
     }
     return n;
@@ -2584,6 +2586,83 @@ static int logits_in_module(fctx *c, long lo, long first_loss, uint64_t big)
     return 0;
 }
 
+/* Whether a backward ran in events (from, to): an allocation of the
+ * autograd engine (no frames) or under a backward frame. */
+static int backward_between(fctx *c, long from, long to)
+{
+    const md_event *ev = md_replay_events(c->r);
+    for (long k = from + 1; k < to; k++)
+        if (ev[k].action == MD_ACT_ALLOC &&
+            (!ev[k].stack ||
+             (md_stack_tags(md_analysis_cache(c->a), c->s, ev[k].stack) & MD_TAG_BACKWARD)))
+            return 1;
+    return 0;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Logits of earlier micro-batches still live at the peak (each appended
+ * to a list after its backward): of the logits-sized tensors this step
+ * made at one call stack, those a backward followed before the next was
+ * made. Their bytes, *count of them and *stack; 0 where under two. */
+#define MICRO_MAX 64
+static uint64_t kept_micro_logits(fctx *c, const md_live_set *ls, long lo, uint64_t big,
+                                  size_t *count, uint32_t *stack)
+{
+    uint32_t best = 0;
+    size_t most = 0;
+    for (size_t i = 0; i < ls->n; i++) { /* the stack with the most copies */
+        const md_live *l = &ls->live[i];
+        if (l->alloc_index <= lo || !l->stack || !logits_sized(l->requested, big))
+            continue;
+        size_t same = 0;
+        for (size_t j = 0; j < ls->n; j++)
+            same += ls->live[j].stack == l->stack && ls->live[j].alloc_index > lo &&
+                    logits_sized(ls->live[j].requested, big);
+        if (same > most)
+            most = same, best = l->stack;
+    }
+    long at[MICRO_MAX];
+    uint64_t size[MICRO_MAX], bytes = 0;
+    size_t n = 0;
+    for (size_t i = 0; most >= 3 && i < ls->n && n < MICRO_MAX; i++)
+        if (ls->live[i].stack == best && ls->live[i].alloc_index > lo &&
+            logits_sized(ls->live[i].requested, big))
+            at[n] = ls->live[i].alloc_index, size[n++] = ls->live[i].block_size;
+    qsort(at, n, sizeof *at, cmp_long);
+    *count = 0;
+    for (size_t k = 0; k + 1 < n; k++)
+        if (backward_between(c, at[k], at[k + 1]))
+            bytes += size[k], (*count)++;
+    *stack = best;
+    return *count >= 2 ? bytes : 0;
+}
+
+/* Kept micro-batch logits said as the logits finding's summary, evidence
+ * and first advice. */
+static void say_kept_micro(fctx *c, md_finding *f, uint64_t kept, size_t count, uint32_t stack,
+                           uint64_t total, uint64_t peak)
+{
+    char site[sizeof f->sites[0].site] = "an unnamed site";
+    const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, stack);
+    if (fr)
+        md_frame_label(c->s, fr, site, sizeof site);
+    MD_SUMMARY(f, "the logits of %zu earlier micro-batches are still live at the peak, kept after "
+               "their backward: %.1f MiB of the %.1f MiB of logits and loss, %.0f%% of the peak",
+               count, md_mib(kept), md_mib(total), 100.0 * (double)total / (double)peak);
+    MD_EVIDENCE(f, "%zu logits-sized tensors made at %s in this step, a backward between each and "
+                "the next, all live at the peak", count + 1, site);
+    MD_ADVICE(f, "Each micro-batch's logits stay referenced after its backward (appended to a list "
+              "for a metric, say): keep what the metric needs instead (logits.argmax(-1), a "
+              "loss's .item(), a .cpu() copy): %.1f MiB off the peak. Then a fused linear + "
+              "cross-entropy kernel or the loss in chunks for the one micro-batch in flight.",
+              md_mib(kept));
+}
+
 static void find_logits(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -2634,7 +2713,14 @@ static void find_logits(fctx *c)
      * similarity matrix (CLIP, SimCLR, InfoNCE), not an LM head's */
     int outside = logits && first_loss >= 0 && !logits_in_module(c, lo, first_loss, big);
     int square = outside && side > 1 && side * side == elems;
-    if (square)
+    size_t nkept = 0;
+    uint32_t kept_stack = 0;
+    uint64_t kept = square ? 0 : kept_micro_logits(c, ls, lo, big, &nkept, &kept_stack);
+    if ((double)kept < HELD_OVER_SHARE * (double)peak)
+        kept = 0;
+    if (kept)
+        say_kept_micro(c, f, kept, nkept, kept_stack, total, peak);
+    else if (square)
         MD_SUMMARY(f, "the %.0f x %.0f similarity logits of a contrastive loss and the loss over "
                    "them hold %.1f MiB, %.0f%% of the peak: %.1f bytes per logit element", side,
                    side, md_mib(total), 100.0 * (double)total / (double)peak, (double)total / elems);
@@ -2651,7 +2737,9 @@ static void find_logits(fctx *c)
     MD_EVIDENCE(f, "%.1f MiB in %zu allocations of the loss (cross-entropy, log-softmax, upcasts, "
                 "shifted copies) live at the peak of %.1f MiB",
              md_mib(loss), nloss, md_mib(peak));
-    if (square)
+    if (kept)
+        ; /* said with the kept logits */
+    else if (square)
         MD_ADVICE(f, "The similarity matrix grows with the square of the batch (%.0f pairs). "
                   "Compute the loss in chunks of rows, each against all keys, with a backward per "
                   "chunk (GradCache, a chunked InfoNCE), or split it across data-parallel ranks "

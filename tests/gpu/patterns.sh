@@ -73,7 +73,8 @@
 # SCRIPT=examples/hfpeft.py the HF Trainer with peft's LoRA (or fully) and gradient checkpointing,
 # SCRIPT=examples/domains.py training outside language modeling (an exact GP, wav2vec 2.0, a latent U-Net),
 # SCRIPT=examples/metrics.py metrics computed in the step (a second forward kept, a gradient norm by torch.cat),
-# SCRIPT=examples/builds.py large tensors the training code builds (pairwise distances by broadcasting, a per-head mask).
+# SCRIPT=examples/builds.py large tensors the training code builds (pairwise distances by broadcasting, a per-head mask),
+# SCRIPT=examples/accumulate.py gradient accumulation keeping each micro-batch's logits.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -108,6 +109,7 @@ case $SCRIPT in
 *domains.py) all="gp audio unet" ;;
 *metrics.py) all="dblfwd dblfwdng gradcat" ;;
 *builds.py) all="pairdist cdist bigmask causal" ;;
+*accumulate.py) all="accumkeep accumargmax" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
