@@ -1712,11 +1712,39 @@ static int periodic(const uint32_t *seq, size_t n, size_t runs)
     return period > 1 && 10 * same >= 9 * (n - period);
 }
 
+/* Whether the forward runs that begin with allocations of `stack` in the
+ * step's forward phase are micro-batches: before each run after the first,
+ * since the one before began, a new input was made (outside the forward
+ * and the loss) and a loss computed. A loss that couples the runs (R-Drop's
+ * two passes over one batch, SimCLR's two views) reads both outputs after
+ * the last run, and R-Drop's runs share their input. */
+static int runs_are_micro_batches(fctx *c, const md_step *st, uint32_t stack)
+{
+    const md_event *ev = md_replay_events(c->r);
+    long prev = -1;
+    int input = 0, loss = 0;
+    for (long i = st->fwd_start + 1; i <= st->after_forward; i++) {
+        if (ev[i].action != MD_ACT_ALLOC)
+            continue;
+        if (ev[i].stack == stack) {
+            if (prev >= 0 && !(input && loss))
+                return 0;
+            prev = i, input = loss = 0;
+            continue;
+        }
+        unsigned t = ev[i].stack ? md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) : 0;
+        loss |= (t & MD_TAG_LOSS) != 0;
+        input |= ev[i].stack && !(t & (MD_TAG_FORWARD | MD_TAG_LOSS));
+    }
+    return 1;
+}
+
 /* How many times the forward pass of the step holding event p ran before
  * its first backward, everything it made kept to p: the forward phase's
  * allocations a sequence of call stacks repeated that many times, each
  * repetition's first allocation live at p (losses of micro-batches summed
- * before one backward keep every graph at once). 1: once. */
+ * before one backward keep every graph at once; runs_are_micro_batches).
+ * 1: once. */
 static size_t forward_repeats(fctx *c, long p, md_finding_site *first)
 {
     const md_step *st = NULL;
@@ -1739,7 +1767,7 @@ static size_t forward_repeats(fctx *c, long p, md_finding_site *first)
     for (size_t j = 0; n && j < ls->n; j++)
         kept += ls->live[j].stack == seq[0] && ls->live[j].alloc_index > st->fwd_start &&
                 ls->live[j].alloc_index <= st->after_forward;
-    int repeated = kept == runs && periodic(seq, n, runs);
+    int repeated = kept == runs && periodic(seq, n, runs) && runs_are_micro_batches(c, st, seq[0]);
     const md_frame *fr = repeated ? md_stack_user_frame(md_analysis_cache(c->a), c->s, seq[0]) : NULL;
     if (fr)
         md_frame_label(c->s, fr, first->site, sizeof first->site);
