@@ -138,6 +138,7 @@ class Recorder:
         self.oom_seen = False
         self.oom_steps = -1  # self.steps at the last out-of-memory error
         self.failed_zero = False  # this zero_grad ends an attempt an OOM failed
+        self.cleared = True  # a zero_grad closed the last step already
         self.pci = None
         self.device = None  # the process's own device: the current one (see _own_device)
         self.ndevices = 1
@@ -396,6 +397,7 @@ class Recorder:
         self.scaler_stepped = True
 
     def _end_step(self) -> None:
+        self.cleared = False
         self.pending_backward = False  # a step that ran no backward leaves none due
         self.scaler_stepped = False
         self.grad_forward = False
@@ -414,12 +416,18 @@ class Recorder:
 
     def after_zero_grad(self) -> None:
         # zero_grad closes the step just finished (also when called at the
-        # start of the next one); before any step, inside a closure, or
-        # after the next step's forward (sharpness-aware minimization clears
-        # its first pass's gradients), it closes nothing
+        # start of the next one, and the first one after it also where
+        # forward passes ran since: adversarial training's attack before the
+        # model's zero_grad, as the snapshot reads it); before any step,
+        # inside a closure, or a later one after the next step's forward
+        # (sharpness-aware minimization clears its first pass's gradients),
+        # it closes nothing
         if (self.steps and not self.in_step and not self.failed_zero and
-                self.sampled_forward != self.steps):
+                (not self.cleared or self.sampled_forward != self.steps)):
             self.sample("after_clear_gradients", step=self.steps - 1)
+            if self.sampled_forward == self.steps:  # the attack's: the step's forward
+                self.grad_forward = True          # comes after this zero_grad, sampled anew
+            self.cleared = True
         self.failed_zero = False
 
     # ---- allocator history ------------------------------------------------------

@@ -1667,14 +1667,31 @@ static int say_inputs_vary(fctx *c, md_finding *f)
     return 1;
 }
 
+/* Whether a module's forward allocated in events (lo, hi]. */
+static int forward_ran(fctx *c, long lo, long hi)
+{
+    const md_event *ev = md_replay_events(c->r);
+    for (long i = lo + 1; i <= hi; i++)
+        if (ev[i].action == MD_ACT_ALLOC &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_FORWARD))
+            return 1;
+    return 0;
+}
+
 /* Which step and phase the peak at event p falls in. */
 static void say_peak_step(fctx *c, md_finding *f, long p, uint64_t peak)
 {
     for (size_t k = 0; k < c->nst; k++)
         if (p > (k ? c->st[k - 1].after_zero : -1) && p <= c->st[k].after_zero) {
-            MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", md_mib(peak), c->st[k].number,
-                     p <= c->st[k].after_forward ? "at the end of the forward"
-                     : p <= c->st[k].after_backward ? "during backward" : "after backward");
+            const md_step *st = &c->st[k];
+            MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", md_mib(peak), st->number,
+                     p <= st->after_forward ? "at the end of the forward"
+                     : p <= st->after_backward ? "during backward"
+                     : p > st->after_optim && forward_ran(c, st->after_optim, p)
+                         ? "in a forward pass after its optimizer step and before the zero_grad "
+                           "that closes it (the next iteration's work run ahead of its zero_grad: "
+                           "an adversarial attack, a GAN's generator)"
+                         : "after backward");
             return;
         }
 }
@@ -2570,7 +2587,7 @@ static void find_eval_logits(fctx *c)
             held += ls->live[i].block_size;
             count++;
         }
-    if ((double)held < 0.30 * (double)peak)
+    if (!held || (double)held < 0.30 * (double)peak)
         return;
     md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
                                                                        : MD_SEV_INFO, held);

@@ -31,6 +31,8 @@ struct md_analysis {
                                      devices' events in time order), not ev[i] */
     md_step *steps;
     size_t nsteps, stepcap;
+    long *zero_bwd; /* per step: the first backward event after its optimizer step (in its
+                       zero_grad phase: a pass run ahead of it; or later), n if none */
     int source;
     int step_device; /* whose annotations gave the steps; -1 if none did */
     md_iterations iters; /* the steps per training iteration */
@@ -1072,6 +1074,39 @@ int md_analysis_unnamed_param(const md_analysis *a, const md_live *l)
            bsearch(&l->alloc_index, a->unnamed, a->nunnamed, sizeof(long), cmp_long) != NULL;
 }
 
+/* Each step's first backward event after its optimizer step: a forward
+ * in its zero_grad phase made before it lived into it where it was freed
+ * later (md_categorize), without a scan per allocation. */
+static int zero_phase_backwards(md_analysis *a)
+{
+    a->zero_bwd = malloc((a->nsteps ? a->nsteps : 1) * sizeof *a->zero_bwd);
+    if (!a->zero_bwd)
+        return -1;
+    long next = (long)a->n; /* the first backward after the point reached, going back */
+    size_t k = a->nsteps;
+    for (long i = (long)a->n - 1; k > 0 && i >= -1; i--) {
+        while (k > 0 && a->steps[k - 1].after_optim >= i)
+            a->zero_bwd[--k] = next;
+        if (i >= 0 && backward_event(a, i))
+            next = i;
+    }
+    return 0;
+}
+
+static int lived_into_backward(const md_analysis *a, long i, long fr);
+
+/* Whether the allocation at i in step k's zero_grad phase (freed at fr,
+ * or kept) lived into a backward: the first after the optimizer step
+ * where none came between (a pass ahead of the zero_grad, or an
+ * evaluation's output kept), else a scan to the next. */
+static int zero_phase_lived(const md_analysis *a, long k, long i, long fr)
+{
+    long end = fr < 0 ? (long)a->n : fr;
+    if (a->zero_bwd[k] > i)
+        return a->zero_bwd[k] < end;
+    return lived_into_backward(a, i, end);
+}
+
 int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_err *err)
 {
     md_analysis *a = calloc(1, sizeof *a);
@@ -1118,6 +1153,8 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     step_peaks(a, lo);
     free(lo);
     free(ends);
+    if (zero_phase_backwards(a))
+        goto nomem_after;
     a->pre_oom = -1;
     for (long i = 0; a->nsteps && i <= a->steps[0].fwd_start && i < (long)a->n; i++)
         if (a->ev[i].action == MD_ACT_OOM)
@@ -1149,6 +1186,7 @@ void md_analysis_free(md_analysis *a)
     for (int i = 0; i < MD_LIVE_CACHE; i++)
         free(a->lives[i].live);
     free(a->steps);
+    free(a->zero_bwd);
     free(a->unnamed);
     free(a->unnamed_addr);
     free(a->state_addr);
@@ -1316,5 +1354,10 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
     }
     if (i <= s->after_optim)
         return (fr < 0 || fr > s->after_optim) ? MD_CAT_OPTIMIZER_STATE : MD_CAT_TEMPORARY;
+    /* before the zero_grad that closes the step: a pass of the next
+     * iteration run ahead of it (adversarial training's attack, a GAN's
+     * generator) saves for its backward as any forward does */
+    if ((tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD) && zero_phase_lived(a, k, i, fr))
+        return MD_CAT_ACTIVATION;
     return MD_CAT_OTHER;
 }

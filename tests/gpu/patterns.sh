@@ -75,7 +75,8 @@
 # SCRIPT=examples/metrics.py metrics computed in the step (a second forward kept, a gradient norm by torch.cat),
 # SCRIPT=examples/builds.py large tensors the training code builds (pairwise distances by broadcasting, a per-head mask),
 # SCRIPT=examples/accumulate.py gradient accumulation keeping each micro-batch's logits,
-# SCRIPT=examples/twoviews.py steps that run a model twice for the loss (R-Drop, a mean teacher, SimCLR).
+# SCRIPT=examples/twoviews.py steps that run a model twice for the loss (R-Drop, a mean teacher, SimCLR),
+# SCRIPT=examples/adversarial.py adversarial training (PGD by autograd.grad or backward, free training).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -112,6 +113,7 @@ case $SCRIPT in
 *builds.py) all="pairdist cdist bigmask causal" ;;
 *accumulate.py) all="accumkeep accumargmax" ;;
 *twoviews.py) all="rdrop meanteacher simclr" ;;
+*adversarial.py) all="pgd pgdbwd free" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;

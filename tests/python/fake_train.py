@@ -28,6 +28,10 @@ ap.add_argument("--grad", choices=("only", "then-backward"),
 ap.add_argument("--sam", action="store_true",
                 help="sharpness-aware minimization: two forward/backward passes a step, "
                      "zero_grad between them")
+ap.add_argument("--attack", choices=("grad", "backward"),
+                help="adversarial training's order: an attack's forward and autograd.grad "
+                     "(or backward), then zero_grad, forward, backward and step (no zero_grad "
+                     "after it)")
 ap.add_argument("--closure", action="store_true",
                 help="PyTorch Lightning's order: opt.step(closure), the closure runs "
                      "forward, zero_grad, backward")
@@ -80,6 +84,23 @@ if a.closure:
 
     for step in range(a.steps):
         opt.step(closure)
+    raise SystemExit(0)
+if a.attack:
+    for step in range(a.steps):
+        net(0)                                  # the attack's forward: +200 MiB
+        torch.fake_alloc(100 * MIB)             # and what only the attack makes
+        if a.attack == "grad":                  # the input's gradient; its graph goes
+            torch.autograd.grad()
+        else:
+            torch.Tensor().backward()
+        torch.fake_alloc(-300 * MIB)
+        if step:
+            torch.fake_alloc(-50 * MIB)         # zero_grad frees last step's gradients
+        opt.zero_grad()
+        net(0)
+        torch.Tensor().backward()
+        torch.fake_alloc(-200 * MIB + 50 * MIB)
+        opt.step()
     raise SystemExit(0)
 if a.gan:  # per step the memory alternates (+10, then -10 + leak): only iterations grow
     g_opt = Opt()

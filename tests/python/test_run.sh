@@ -46,6 +46,14 @@ ok sh -c "PYTHONPATH=$FAKE $M run -o $T/sam -- python3 $TRAIN --sam >$T/sam.out 
   grep -q 'rank0.mdcap: complete, 5 steps' $T/sam.out &&
   $M summary $T/sam/rank0.mdcap | grep -q 'between_step_growth_mib *0.0'"
 
+DESC="an attack's forward before the model's zero_grad (adversarial training, no zero_grad after the step): that zero_grad closes the step, snapshot and capture alike"
+ok sh -c "for k in grad backward; do PYTHONPATH=$FAKE $M run -o $T/atk-\$k -- python3 $TRAIN --attack \$k >$T/atk.out 2>&1 &&
+  grep -q 'rank0.mdcap: complete, 5 steps' $T/atk.out &&
+  $M summary $T/atk-\$k/rank0.mdcap | grep -q 'first_step_persistent_change_mib *0.0' &&
+  $M summary $T/atk-\$k/rank0.mdcap | grep -q 'step 1 *300.0 *150.0' &&
+  ! $M summary $T/atk-\$k/rank0.pickle | grep -q 'nan' &&
+  $M summary $T/atk-\$k/rank0.mdcap | grep -q 'between_step_growth_mib *0.0' || exit 1; done"
+
 DESC="PyTorch Lightning's closure (forward, zero_grad, backward inside optimizer.step): every phase where it happens"
 ok sh -c "PYTHONPATH=$FAKE $M run -o $T/cl -- python3 $TRAIN --closure >$T/cl.out 2>&1 &&
   grep -q 'rank0.mdcap: complete, 5 steps' $T/cl.out && $M summary $T/cl/rank0.mdcap > $T/cl.txt &&
