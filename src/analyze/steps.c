@@ -32,7 +32,8 @@ struct md_analysis {
     md_step *steps;
     size_t nsteps, stepcap;
     long *zero_bwd; /* per step: the first backward event after its optimizer step (in its
-                       zero_grad phase: a pass run ahead of it; or later), n if none */
+                       zero_grad phase: a pass run ahead of it; or later), n if none; -2
+                       until first needed (zero_phase_lived) */
     int source;
     int step_device; /* whose annotations gave the steps; -1 if none did */
     md_iterations iters; /* the steps per training iteration */
@@ -1074,22 +1075,15 @@ int md_analysis_unnamed_param(const md_analysis *a, const md_live *l)
            bsearch(&l->alloc_index, a->unnamed, a->nunnamed, sizeof(long), cmp_long) != NULL;
 }
 
-/* Each step's first backward event after its optimizer step: a forward
- * in its zero_grad phase made before it lived into it where it was freed
- * later (md_categorize), without a scan per allocation. */
+/* Room for each step's first backward event after its optimizer step,
+ * found when first needed (zero_phase_lived): -2 until then. */
 static int zero_phase_backwards(md_analysis *a)
 {
     a->zero_bwd = malloc((a->nsteps ? a->nsteps : 1) * sizeof *a->zero_bwd);
     if (!a->zero_bwd)
         return -1;
-    long next = (long)a->n; /* the first backward after the point reached, going back */
-    size_t k = a->nsteps;
-    for (long i = (long)a->n - 1; k > 0 && i >= -1; i--) {
-        while (k > 0 && a->steps[k - 1].after_optim >= i)
-            a->zero_bwd[--k] = next;
-        if (i >= 0 && backward_event(a, i))
-            next = i;
-    }
+    for (size_t k = 0; k < a->nsteps; k++)
+        a->zero_bwd[k] = -2;
     return 0;
 }
 
@@ -1101,9 +1095,15 @@ static int lived_into_backward(const md_analysis *a, long i, long fr);
  * evaluation's output kept), else a scan to the next. */
 static int zero_phase_lived(const md_analysis *a, long k, long i, long fr)
 {
-    long end = fr < 0 ? (long)a->n : fr;
-    if (a->zero_bwd[k] > i)
-        return a->zero_bwd[k] < end;
+    long end = fr < 0 ? (long)a->n : fr, *first = &a->zero_bwd[k];
+    if (*first == -2) { /* a cache: the analysis is otherwise read-only here */
+        long j = a->steps[k].after_optim + 1;
+        while (j < (long)a->n && !backward_event(a, j))
+            j++;
+        *first = j;
+    }
+    if (*first > i)
+        return *first < end;
     return lived_into_backward(a, i, end);
 }
 
