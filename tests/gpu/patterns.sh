@@ -76,7 +76,8 @@
 # SCRIPT=examples/builds.py large tensors the training code builds (pairwise distances by broadcasting, a per-head mask),
 # SCRIPT=examples/accumulate.py gradient accumulation keeping each micro-batch's logits,
 # SCRIPT=examples/twoviews.py steps that run a model twice for the loss (R-Drop, a mean teacher, SimCLR),
-# SCRIPT=examples/adversarial.py adversarial training (PGD by autograd.grad or backward, free training).
+# SCRIPT=examples/adversarial.py adversarial training (PGD by autograd.grad or backward, free training),
+# SCRIPT=examples/evalzero.py validation between an optimizer step and the next zero_grad (predictions kept or not).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -114,6 +115,7 @@ case $SCRIPT in
 *accumulate.py) all="accumkeep accumargmax" ;;
 *twoviews.py) all="rdrop meanteacher simclr" ;;
 *adversarial.py) all="pgd pgdbwd free" ;;
+*evalzero.py) all="evalkeep evaldrop" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
@@ -156,7 +158,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}, "nogradinfer": {0}, "inferkeep": {0}, "logitsoom": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}, "nogradinfer": {0}, "inferkeep": {0}, "logitsoom": {0}, "evalkeep": {0}, "evaldrop": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
