@@ -360,6 +360,37 @@ static void own_is_the_largest(md_sample_rank *own, further *f)
     x->device_total_mib = total;
 }
 
+/* A job that never calls zero_grad (gradients cleared by `p.grad = None`,
+ * or never) has no after_clear_gradients samples: each step then ends at
+ * its optimizer step, as the snapshot's steps do, by a copy of that sample
+ * right after it. */
+static int steps_end_at_optimizer(md_sample_rank *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->nsamples; i++) {
+        if (r->samples[i].phase == MD_SP_AFTER_CLEAR_GRADIENTS)
+            return 0;
+        k += r->samples[i].phase == MD_SP_AFTER_OPTIMIZER_STEP && r->samples[i].step >= 0;
+    }
+    if (!k)
+        return 0;
+    md_sample *all = malloc((r->nsamples + k) * sizeof *all);
+    if (!all)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nsamples; i++) {
+        all[n++] = r->samples[i];
+        if (r->samples[i].phase == MD_SP_AFTER_OPTIMIZER_STEP && r->samples[i].step >= 0) {
+            all[n] = r->samples[i];
+            all[n++].phase = MD_SP_AFTER_CLEAR_GRADIENTS;
+        }
+    }
+    free(r->samples);
+    r->samples = all;
+    r->nsamples = n;
+    return 0;
+}
+
 static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_t *nout)
 {
     size_t k = 1;
@@ -370,7 +401,7 @@ static int assemble(md_sample_rank *own, further *f, md_sample_rank **out, size_
     all[0] = *own;
     for (size_t i = 0; i < f->n; i++) {
         md_sample_rank *x = &f->r[i];
-        if (!used(x) || x->device == own->device) {
+        if (!used(x) || x->device == own->device || steps_end_at_optimizer(x)) {
             md_sample_rank_clear(x);
             continue;
         }
@@ -418,6 +449,8 @@ static int load_mem(const void *data, size_t n, const char *name, md_sample_rank
                         "update memdiag", get_u32(b + MD_CAP_MAGIC_LEN), MD_CAP_VERSION);
     else
         rc = parse(b, n, r, info, f, err);
+    if (rc == MD_OK && steps_end_at_optimizer(r))
+        rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     r->has_capture = 1;
     r->capture = *info;
     if (rc)

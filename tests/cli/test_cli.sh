@@ -65,10 +65,10 @@ check "other loop shapes (examples/loops.py: GPT-2, a GAN, LoRA, accelerate, pef
 # more runs of code memdiag was not written against (examples/{shapes,schedules,libraries,
 # distributed,serving,finetune,growth,resume,rlhf,vision,research,practice,pipeline,interop,
 # habits,sequence,dataparallel,amp,inference,optimizers,sharing,launch,lazy,params,firststep,
-# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl,softmaxattn,recover,teacher,dpsingle,mistakes,tiny,variants,compiled,outlier,leakoom,hfpeft,domains,metrics,builds,accumulate,twoviews,adversarial,evalzero}.py
+# checkpoints,allocconf,ondevice,attention,loading,nograd,inferctl,softmaxattn,recover,teacher,dpsingle,mistakes,tiny,variants,compiled,outlier,leakoom,hfpeft,domains,metrics,builds,accumulate,twoviews,adversarial,evalzero,gradnone}.py
 # on H200s:
 # tests/gpu/patterns.sh). Each rank's snapshot and capture agree
-for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl softmaxattn recover teacher dpsingle mistakes tiny variants compiled outlier leakoom hfpeft domains metrics builds accumulate twoviews adversarial evalzero; do
+for d in shapes schedules libraries distributed serving finetune growth resume rlhf vision research practice pipeline interop habits sequence dataparallel amp inference optimizers sharing launch lazy params firststep checkpoints allocconf ondevice attention loading nograd inferctl softmaxattn recover teacher dpsingle mistakes tiny variants compiled outlier leakoom hfpeft domains metrics builds accumulate twoviews adversarial evalzero gradnone; do
     for r in $(ls $D/$d); do
         check "$d run $r: snapshot and capture give the same indicators" sh -c "$M diagnose --json $D/$d/$r 2>/dev/null | python3 tests/cli/compare_run.py 0.01"
     done
@@ -117,6 +117,7 @@ check "accumulate (examples/accumulate.py): micro-batches' logits kept after the
 check "twoviews (examples/twoviews.py): R-Drop's two coupled passes not micro-batches; a mean teacher's and SimCLR's passes no unused graph" python3 tests/cli/check_twoviews.py $M $D/twoviews
 check "adversarial (examples/adversarial.py): a PGD attack run before the model's zero_grad is activations, the peak named there; free adversarial training too; captures and snapshots agree" python3 tests/cli/check_adversarial.py $M $D/adversarial
 check "evalzero (examples/evalzero.py): validation between a step and its zero_grad keeping fp32 predictions is a leak of forward outputs; keeping their argmax a small one" python3 tests/cli/check_evalzero.py $M $D/evalzero
+check "gradnone (examples/gradnone.py): a job that never calls zero_grad ends each step at its optimizer step in the capture as in the snapshot: the same four indicators" python3 tests/cli/check_gradnone.py $M $D/gradnone
 check "snapmodes (examples/snapmodes.py): snapshots with no history (enabled=\"state\", none recorded, torch.cuda.memory_snapshot()): what was live when taken, no peak, steps, indicators or fragmentation claimed, sites by stack or blocks by size; with a history the kept logits leak and an OOM observer's dump names the outsized batch" python3 tests/cli/check_snapmodes.py $M $D/snapmodes
 check "a capture's leak (phase samples) points at the snapshot its run wrote, not at recording one" sh -c "$M diagnose $D/patterns/hookleak 2>/dev/null | grep -q \"advice: This run's snapshot (rank0.pickle) names which allocations stay: its leak finding\""
 check "a capture's OOM advice names the snapshot its run wrote by file name (the run directory may have moved), not the path it was written to" sh -c "$M diagnose $D/outlier/longbatch 2>/dev/null | grep -q \"advice: The snapshot this run wrote (rank0.pickle; memdiag diagnose on the run's directory reads it beside this file)\" && ! $M diagnose $D/outlier/longbatch 2>/dev/null | grep -q 'advice: .*/tmp/'"

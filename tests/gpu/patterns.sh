@@ -77,7 +77,8 @@
 # SCRIPT=examples/accumulate.py gradient accumulation keeping each micro-batch's logits,
 # SCRIPT=examples/twoviews.py steps that run a model twice for the loss (R-Drop, a mean teacher, SimCLR),
 # SCRIPT=examples/adversarial.py adversarial training (PGD by autograd.grad or backward, free training),
-# SCRIPT=examples/evalzero.py validation between an optimizer step and the next zero_grad (predictions kept or not).
+# SCRIPT=examples/evalzero.py validation between an optimizer step and the next zero_grad (predictions kept or not),
+# SCRIPT=examples/gradnone.py gradients cleared by hand (p.grad = None) or never.
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -116,6 +117,7 @@ case $SCRIPT in
 *twoviews.py) all="rdrop meanteacher simclr" ;;
 *adversarial.py) all="pgd pgdbwd free" ;;
 *evalzero.py) all="evalkeep evaldrop" ;;
+*gradnone.py) all="gradnone gradkeep" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
