@@ -1315,7 +1315,13 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
         int state = (tags & MD_TAG_OPTIM) ||
                     (a->nstate_addr && bsearch(&l->addr, a->state_addr, a->nstate_addr,
                                                sizeof(uint64_t), cmp_addr));
-        return state ? MD_CAT_OPTIMIZER_STATE : MD_CAT_OTHER;
+        if (state || md_snapshot_has_history(a->s, md_replay_device(a->r)))
+            return state ? MD_CAT_OPTIMIZER_STATE : MD_CAT_OTHER;
+        /* no history at all (enabled="state"): the block's own stack is all
+         * there is; a history's blocks from before it are left as they were */
+        return (tags & (MD_TAG_GRAD_ACCUM | MD_TAG_BACKWARD)) ? MD_CAT_GRADIENT
+               : (tags & MD_TAG_FORWARD)                     ? MD_CAT_ACTIVATION
+                                                             : MD_CAT_OTHER;
     }
     long fr = md_replay_free_index(a->r, i);
     if (tags & MD_TAG_GRAD_ACCUM)

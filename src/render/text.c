@@ -34,7 +34,7 @@ static void no_history(FILE *o, const md_rank *rk)
     else
         fprintf(o, "  trace       none, and no stacks: the blocks live when the snapshot was taken "
                    "(no history was recorded)\n");
-    fprintf(o, "  note        the peak, the steps and what each allocation was are not in this "
+    fprintf(o, "  note        the peak, the steps and the allocations' lifetimes are not in this "
                "file: record the history first (torch.cuda.memory._record_memory_history("
                "max_entries=100000) before the work, or memdiag run)\n");
 }

@@ -39,9 +39,10 @@ for case in ("state", "norecord", "public"):
     check(f"{case}: no fragmentation from one moment's cache",
           not any(f["kind"] == "fragmentation" for f in r["findings"]))
 state = text("summary", "state")
-check("state: the blocks' own stacks name the sites (the kept logits, AdamW's state, the weights)",
+check("state: the blocks' own stacks name the sites and categories (the kept logits made in a "
+      "forward, AdamW's state, the weights)",
       "trace       none: the blocks live when the snapshot was taken, each with its stack" in state
-      and "3000.0 MiB     6 x  other             /work/main/examples/snapmodes.py:68 step" in state
+      and "3000.0 MiB     6 x  activations       /work/main/examples/snapmodes.py:68 step" in state
       and "701.7 MiB   148 x  optimizer_state   /work/main/examples/snapmodes.py:71 step" in state
       and "350.2 MiB    74 x  parameters        /work/main/examples/snapmodes.py:49 encoder_lm"
       in state and "(allocated before the recorded history began)" not in state)
