@@ -37,6 +37,10 @@ enum {
  * training or before the recorded history, found by the gradients and
  * state of its size). */
 int md_analysis_unnamed_param(const md_analysis *a, const md_live *l);
+/* Whether a backward ran among events (from, to): an allocation of the
+ * autograd engine (no frames, where the trace has frames) or an event under
+ * a backward frame. */
+int md_analysis_backward_between(const md_analysis *a, long from, long to);
 
 /* Per-stack tag cache (one uint32 per stack id). */
 typedef struct md_stack_cache {

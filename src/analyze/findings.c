@@ -1667,17 +1667,6 @@ static int say_inputs_vary(fctx *c, md_finding *f)
     return 1;
 }
 
-/* Whether a module's forward allocated in events (lo, hi]. */
-static int forward_ran(fctx *c, long lo, long hi)
-{
-    const md_event *ev = md_replay_events(c->r);
-    for (long i = lo + 1; i <= hi; i++)
-        if (ev[i].action == MD_ACT_ALLOC &&
-            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_FORWARD))
-            return 1;
-    return 0;
-}
-
 /* Which step and phase the peak at event p falls in. */
 static void say_peak_step(fctx *c, md_finding *f, long p, uint64_t peak)
 {
@@ -1687,7 +1676,7 @@ static void say_peak_step(fctx *c, md_finding *f, long p, uint64_t peak)
             MD_EVIDENCE(f, "the peak (%.1f MiB) falls in step %d, %s", md_mib(peak), st->number,
                      p <= st->after_forward ? "at the end of the forward"
                      : p <= st->after_backward ? "during backward"
-                     : p > st->after_optim && forward_ran(c, st->after_optim, p)
+                     : p > st->after_optim && first_forward(c, st->after_optim, p + 1) <= p
                          ? "in a forward pass after its optimizer step and before the zero_grad "
                            "that closes it (the next iteration's work run ahead of its zero_grad: "
                            "an adversarial attack, a GAN's generator)"
@@ -2010,14 +1999,27 @@ static uint64_t say_attn_matrices(fctx *c, md_finding *f, long p, long lo, uint6
 /* Activations at the peak made inside torchdiffeq's solvers (odeint
  * without the adjoint keeps every solver step's graph); their bytes, said
  * as evidence and advice where they are at least a third of act; else 0. */
-static uint64_t say_ode_steps(fctx *c, md_finding *f, long p, long lo, uint64_t act)
+/* Bytes of activations live at p, made after lo under a frame tagged
+ * `tag`; the largest block into *biggest. */
+static uint64_t tagged_activations(fctx *c, long p, long lo, unsigned tag, uint64_t *biggest)
 {
     const md_live_set *ls = live_at(c, p);
     uint64_t bytes = 0;
-    for (size_t i = 0; ls && i < ls->n; i++)
-        if (ls->live[i].alloc_index > lo && ls->live[i].category == MD_CAT_ACTIVATION &&
-            (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & MD_TAG_ODE))
-            bytes += ls->live[i].block_size;
+    *biggest = 0;
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        if (l->alloc_index > lo && l->category == MD_CAT_ACTIVATION &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & tag)) {
+            bytes += l->block_size;
+            *biggest = l->block_size > *biggest ? l->block_size : *biggest;
+        }
+    }
+    return bytes;
+}
+
+static uint64_t say_ode_steps(fctx *c, md_finding *f, long p, long lo, uint64_t act)
+{
+    uint64_t biggest, bytes = tagged_activations(c, p, lo, MD_TAG_ODE, &biggest);
     if (3 * bytes < act)
         return 0;
     MD_EVIDENCE(f, "%.1f MiB of them made inside torchdiffeq's ODE solver: odeint keeps every "
@@ -2035,16 +2037,7 @@ static uint64_t say_ode_steps(fctx *c, md_finding *f, long p, long lo, uint64_t 
  * advice where they are at least half of act; else 0. */
 static uint64_t say_gp_kernels(fctx *c, md_finding *f, long p, long lo, uint64_t act)
 {
-    const md_live_set *ls = live_at(c, p);
-    uint64_t bytes = 0, biggest = 0;
-    for (size_t i = 0; ls && i < ls->n; i++) {
-        const md_live *l = &ls->live[i];
-        if (l->alloc_index > lo && l->category == MD_CAT_ACTIVATION &&
-            (md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_GP)) {
-            bytes += l->block_size;
-            biggest = l->block_size > biggest ? l->block_size : biggest;
-        }
-    }
+    uint64_t biggest, bytes = tagged_activations(c, p, lo, MD_TAG_GP, &biggest);
     if (2 * bytes < act)
         return 0;
     MD_EVIDENCE(f, "%.1f MiB of them made inside gpytorch's kernels and operators, the largest "
@@ -2631,59 +2624,53 @@ static int logits_in_module(fctx *c, long lo, long first_loss, uint64_t big)
     return 0;
 }
 
-/* Whether a backward ran in events (from, to): an allocation of the
- * autograd engine (no frames) or under a backward frame. */
-static int backward_between(fctx *c, long from, long to)
-{
-    const md_event *ev = md_replay_events(c->r);
-    for (long k = from + 1; k < to; k++)
-        if (ev[k].action == MD_ACT_ALLOC &&
-            (!ev[k].stack ||
-             (md_stack_tags(md_analysis_cache(c->a), c->s, ev[k].stack) & MD_TAG_BACKWARD)))
-            return 1;
-    return 0;
-}
+/* Logits of earlier micro-batches still live at the peak (each appended
+ * to a list after its backward): of the logits-sized tensors this step
+ * made at one call stack (the one with the most, 3 at least), those a
+ * backward followed before the next was made. Their bytes, *count of them
+ * and *stack; 0 where under two. */
+#define MICRO_MAX 64
+typedef struct micro {
+    long at;
+    uint64_t size;
+    uint32_t stack;
+} micro;
 
-static int cmp_long(const void *a, const void *b)
+static int cmp_micro(const void *a, const void *b)
 {
-    long x = *(const long *)a, y = *(const long *)b;
+    long x = ((const micro *)a)->at, y = ((const micro *)b)->at;
     return (x > y) - (x < y);
 }
 
-/* Logits of earlier micro-batches still live at the peak (each appended
- * to a list after its backward): of the logits-sized tensors this step
- * made at one call stack, those a backward followed before the next was
- * made. Their bytes, *count of them and *stack; 0 where under two. */
-#define MICRO_MAX 64
 static uint64_t kept_micro_logits(fctx *c, const md_live_set *ls, long lo, uint64_t big,
                                   size_t *count, uint32_t *stack)
 {
-    uint32_t best = 0;
-    size_t most = 0;
-    for (size_t i = 0; i < ls->n; i++) { /* the stack with the most copies */
+    micro m[MICRO_MAX];
+    size_t n = 0, most = 0;
+    for (size_t i = 0; i < ls->n && n < MICRO_MAX; i++) {
         const md_live *l = &ls->live[i];
-        if (l->alloc_index <= lo || !l->stack || !logits_sized(l->requested, big))
-            continue;
-        size_t same = 0;
-        for (size_t j = 0; j < ls->n; j++)
-            same += ls->live[j].stack == l->stack && ls->live[j].alloc_index > lo &&
-                    logits_sized(ls->live[j].requested, big);
-        if (same > most)
-            most = same, best = l->stack;
+        if (l->alloc_index > lo && l->stack && logits_sized(l->requested, big))
+            m[n++] = (micro){l->alloc_index, l->block_size, l->stack};
     }
-    long at[MICRO_MAX];
-    uint64_t size[MICRO_MAX], bytes = 0;
-    size_t n = 0;
-    for (size_t i = 0; most >= 3 && i < ls->n && n < MICRO_MAX; i++)
-        if (ls->live[i].stack == best && ls->live[i].alloc_index > lo &&
-            logits_sized(ls->live[i].requested, big))
-            at[n] = ls->live[i].alloc_index, size[n++] = ls->live[i].block_size;
-    qsort(at, n, sizeof *at, cmp_long);
+    *stack = 0;
+    for (size_t i = 0; i < n; i++) { /* the stack with the most copies */
+        size_t same = 0;
+        for (size_t j = 0; j < n; j++)
+            same += m[j].stack == m[i].stack;
+        if (same > most)
+            most = same, *stack = m[i].stack;
+    }
+    qsort(m, n, sizeof *m, cmp_micro);
+    uint64_t bytes = 0;
+    const micro *prev = NULL;
     *count = 0;
-    for (size_t k = 0; k + 1 < n; k++)
-        if (backward_between(c, at[k], at[k + 1]))
-            bytes += size[k], (*count)++;
-    *stack = best;
+    for (size_t k = 0; most >= 3 && k < n; k++) {
+        if (m[k].stack != *stack)
+            continue;
+        if (prev && md_analysis_backward_between(c->a, prev->at, m[k].at))
+            bytes += prev->size, (*count)++;
+        prev = &m[k];
+    }
     return *count >= 2 ? bytes : 0;
 }
 

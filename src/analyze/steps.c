@@ -1303,6 +1303,11 @@ static int lived_into_backward(const md_analysis *a, long i, long fr)
     return 0;
 }
 
+int md_analysis_backward_between(const md_analysis *a, long from, long to)
+{
+    return lived_into_backward(a, from, to);
+}
+
 md_category md_categorize(const md_analysis *a, const md_live *l)
 {
     unsigned tags = md_stack_tags((md_stack_cache *)&a->cache, a->s, l->stack);
