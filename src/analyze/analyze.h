@@ -30,6 +30,9 @@ enum {
     MD_TAG_DATAPARALLEL = 0x200000, /* nn.DataParallel: its forward, replicas, worker threads */
     MD_TAG_DP_GATHER = 0x400000,    /* DataParallel gathering the replicas' outputs */
     MD_TAG_GP = 0x800000,           /* gpytorch / linear_operator: Gaussian processes' kernels */
+    MD_TAG_PER_EDGE = 0x1000000,    /* torch_geometric's per-edge work: the gather, message,
+                                       edge_update, softmax over edges */
+    MD_TAG_EDGE_SOFTMAX = 0x2000000, /* torch_geometric.utils.softmax: attention over edges */
     MD_TAG_KNOWN = 0x80000000u
 };
 

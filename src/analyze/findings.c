@@ -2280,6 +2280,273 @@ static void find_backward_peak(fctx *c)
                   md_mib(g.biggest_block));
 }
 
+/* ---- graph networks' message passing (torch_geometric) ------------------------ */
+
+/* Message passing gathers node features for every edge, makes a message of
+ * each and sums them into the nodes: per layer, tensors of edges x channels
+ * (x heads, for attention over edges), which on a large graph outweigh
+ * everything per node. */
+
+/* Whether the step's forward ran a softmax over edges (GATConv,
+ * TransformerConv: attention coefficients per edge). */
+static int edge_attention(fctx *c, const md_step *st)
+{
+    const md_event *ev = md_replay_events(c->r);
+    for (long i = st->fwd_start + 1; i <= st->after_forward; i++)
+        if (ev[i].action == MD_ACT_ALLOC &&
+            (md_stack_tags(md_analysis_cache(c->a), c->s, ev[i].stack) & MD_TAG_EDGE_SOFTMAX))
+            return 1;
+    return 0;
+}
+
+/* The gradients the backward made live at p, where the largest is of a
+ * tensor the step's forward made inside torch_geometric; else 0. */
+static uint64_t edge_grads(fctx *c, long p, const md_step *st)
+{
+    if (!st || p <= st->after_forward || p > st->after_backward)
+        return 0;
+    bwd_grads g = backward_grads(c, p, st);
+    size_t made;
+    unsigned tags;
+    if (!g.biggest || !forward_made_of_size(c, st, g.biggest, &made, &tags))
+        return 0;
+    return tags & MD_TAG_PER_EDGE ? g.bytes : 0;
+}
+
+static void message_passing_advice(md_finding *f, uint64_t bytes, int attention)
+{
+    if (attention)
+        MD_ADVICE(f, "Attention over edges (GATConv, TransformerConv) keeps edges x heads x "
+                  "channels a layer, which no fused kernel avoids: train on sampled "
+                  "neighbourhoods (torch_geometric.loader.NeighborLoader: the edges a step sees "
+                  "are bounded), use fewer heads or channels, bf16 autocast (halves them), or "
+                  "checkpoint each conv layer. Up to %.1f MiB.", md_mib(bytes));
+    else
+        MD_ADVICE(f, "Pass the graph as a sparse adjacency (torch_geometric.transforms."
+                  "ToSparseTensor, or edge_index as a torch.sparse CSR tensor): GCNConv-style "
+                  "layers then gather and sum in one sparse matrix product "
+                  "(message_and_aggregate) and make no per-edge tensor. Else train on sampled "
+                  "neighbourhoods (torch_geometric.loader.NeighborLoader) or send fewer channels "
+                  "in the first layers. Up to %.1f MiB.", md_mib(bytes));
+}
+
+/* Activations at the peak made inside torch_geometric (half of them or
+ * more); their bytes, said as evidence and advice; else 0. */
+static uint64_t say_message_passing(fctx *c, md_finding *f, long p, long lo, uint64_t act)
+{
+    uint64_t biggest, bytes = tagged_activations(c, p, lo, MD_TAG_PER_EDGE, &biggest);
+    const md_step *st = step_holding(c, p);
+    if (!st || 2 * bytes < act)
+        return 0;
+    int attention = edge_attention(c, st);
+    MD_EVIDENCE(f, "%.1f MiB of them made inside torch_geometric's message passing, the largest "
+                "%.1f MiB: per-edge tensors (node features gathered for every edge, the messages"
+                "%s) saved for backward", md_mib(bytes), md_mib(biggest),
+                attention ? ", attention coefficients per edge and head" : "");
+    uint64_t grads = edge_grads(c, p, st);
+    if (grads)
+        MD_EVIDENCE(f, "the peak falls in backward, where %.1f MiB of their gradients are live "
+                    "beside them", md_mib(grads));
+    message_passing_advice(f, bytes + grads, attention);
+    return bytes;
+}
+
+static int edge_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    cat_arg *ca = arg;
+    if ((cat != MD_CAT_ACTIVATION && cat != MD_CAT_TEMPORARY) || l->alloc_index <= ca->lo ||
+        l->alloc_index > ca->hi ||
+        !(md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_PER_EDGE))
+        return 0;
+    ca->count++;
+    return 1;
+}
+
+/* A peak inside a forward pass that torch_geometric's per-edge tensors
+ * make, most of them freed within their layer (temporaries: no
+ * activations finding saw them), at least ACTIVATIONS_SHARE of it. */
+static void find_message_passing(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    const md_step *st = p >= 0 ? step_holding(c, p) : NULL;
+    if (!st || !peak || p > st->after_forward || said_kind(c, "activations"))
+        return;
+    md_finding *f = add(c, "activations", MD_SEV_INFO, 0);
+    if (!f)
+        return;
+    cat_arg ca = {MD_CAT_TEMPORARY, st->fwd_start, p, 0};
+    uint64_t bytes = collect_sites(c, f, p, edge_pred, &ca);
+    double share = (double)bytes / (double)peak;
+    if (share < ACTIVATIONS_SHARE) {
+        c->n--;
+        return;
+    }
+    cat_arg saved = {MD_CAT_ACTIVATION, st->fwd_start, p, 0};
+    md_finding scratch;
+    memset(&scratch, 0, sizeof scratch);
+    uint64_t kept = collect_sites(c, &scratch, p, cat_pred, &saved);
+    f->bytes = bytes;
+    f->severity = share >= 0.6 ? MD_SEV_WARNING : MD_SEV_INFO;
+    MD_SUMMARY(f, "the peak falls inside a forward pass's message passing: torch_geometric's "
+               "per-edge tensors are %.0f%% of it (%.1f of %.1f MiB)", 100.0 * share,
+               md_mib(bytes), md_mib(peak));
+    MD_EVIDENCE(f, "%.1f MiB in %zu tensors made by torch_geometric's message passing are live "
+                "at the peak, in step %d's forward: node features gathered for every edge (edges x "
+                "channels) and the messages made of them", md_mib(bytes), ca.count, st->number);
+    MD_EVIDENCE(f, "most are freed within the layer that made them: %.1f MiB of the step's "
+                "forward is saved for backward at the peak", md_mib(kept));
+    message_passing_advice(f, bytes, edge_attention(c, st));
+}
+
+/* ---- autocast's cache of casts held across steps ------------------------------ */
+
+/* Copies of the weights that the first step's forward made, still live
+ * after the last step, each half a parameter's size (a 16-bit cast of an
+ * fp32 weight), made again by no later forward: autocast's cache of casts,
+ * which lives until its block exits. A block around the whole loop,
+ * optimizer step included, keeps it across steps, and every later forward
+ * is handed the first forward's copies: the updated weights never reach
+ * it (the loss stops improving). A warning whatever its size. */
+#define CAST_MIN (8ULL << 20)   /* copies kept, bytes */
+#define CAST_MIN_COUNT 4        /* ... and tensors */
+#define CAST_PARAM_SHARE 0.3    /* the weights they copy, share of the parameters */
+
+typedef struct cast_arg {
+    const md_step *first;
+    const uint64_t *ps; /* parameter sizes, sorted */
+    size_t np;
+    uint8_t *used;      /* per parameter: a copy matched to it in this pass */
+    uint64_t requested;
+    size_t n;
+} cast_arg;
+
+/* A parameter of twice l's size not matched yet in this pass (one copy a
+ * parameter), marked matched; 0 if none. */
+static int cast_of_param(cast_arg *ca, const md_live *l)
+{
+    uint64_t twice = 2 * l->requested;
+    const uint64_t *hit = bsearch(&twice, ca->ps, ca->np, sizeof *ca->ps, cmp_u64);
+    if (!l->requested || !hit)
+        return 0;
+    size_t j = (size_t)(hit - ca->ps);
+    while (j > 0 && ca->ps[j - 1] == twice)
+        j--;
+    while (j < ca->np && ca->ps[j] == twice && ca->used[j])
+        j++;
+    if (j == ca->np || ca->ps[j] != twice)
+        return 0;
+    return ca->used[j] = 1;
+}
+
+static int cast_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    cast_arg *ca = arg;
+    (void)cat;
+    if (l->alloc_index <= ca->first->fwd_start || l->alloc_index > ca->first->after_forward ||
+        !(md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_FORWARD) ||
+        !cast_of_param(ca, l))
+        return 0;
+    ca->requested += l->requested, ca->n++;
+    return 1;
+}
+
+/* ca set for a new pass over a live set. */
+static cast_arg *cast_pass(cast_arg *ca)
+{
+    memset(ca->used, 0, ca->np);
+    ca->requested = 0, ca->n = 0;
+    return ca;
+}
+
+/* The distinct stacks of the copies live at `at`, sorted, into *out (to
+ * free); their count. */
+static size_t cast_stacks(fctx *c, long at, cast_arg *ca, uint32_t **out)
+{
+    const md_live_set *ls = live_at(c, at);
+    size_t n = 0;
+    cast_arg scratch = *ca;
+    cast_pass(&scratch);
+    *out = ls && ls->n ? malloc(ls->n * sizeof **out) : NULL;
+    for (size_t i = 0; *out && i < ls->n; i++)
+        if (cast_pred(c, &ls->live[i], (md_category)ls->live[i].category, &scratch))
+            (*out)[n++] = ls->live[i].stack;
+    distinct_stacks(*out, n); /* sorts them */
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) /* each stack once */
+        if (i == 0 || (*out)[i] != (*out)[i - 1])
+            (*out)[w++] = (*out)[i];
+    return w;
+}
+
+/* Allocations of the later steps' forward passes made at one of `stacks`. */
+static size_t casts_remade(fctx *c, const uint32_t *stacks, size_t n)
+{
+    const md_event *ev = md_replay_events(c->r);
+    size_t remade = 0;
+    for (size_t k = 1; k < c->nst; k++)
+        for (long i = c->st[k].fwd_start + 1; i <= c->st[k].after_forward; i++)
+            remade += ev[i].action == MD_ACT_ALLOC &&
+                      bsearch(&ev[i].stack, stacks, n, sizeof *stacks, cmp_u32);
+    return remade;
+}
+
+static void say_cast_cache(fctx *c, md_finding *f, const cast_arg *ca, uint64_t params,
+                           size_t sites)
+{
+    MD_SUMMARY(f, "autocast's cache keeps the first forward's 16-bit copies of the weights through "
+               "every step (%.1f MiB): the later forwards use those copies, not the weights the "
+               "optimizer updates", md_mib(f->bytes));
+    MD_EVIDENCE(f, "%zu tensors made by step %d's forward, each half a parameter's size (a 16-bit "
+                "copy of an fp32 weight: %.0f%% of the parameters' %.1f MiB copied), stay live "
+                "through the %zu steps after it", ca->n, ca->first->number,
+                100.0 * 2.0 * (double)ca->requested / (double)params, md_mib(params), c->nst - 1);
+    MD_EVIDENCE(f, "no later forward makes them again (none at their %zu call sites in %zu steps): "
+                "each is handed the copy the first one cast", sites, c->nst - 1);
+    cast_arg again = *ca;
+    md_finding scratch;
+    memset(&scratch, 0, sizeof scratch);
+    uint64_t left = collect_sites(c, &scratch, last_index(c), cast_pred, cast_pass(&again));
+    if (left)
+        MD_EVIDENCE(f, "%.1f MiB of them still live when the snapshot was taken", md_mib(left));
+    else
+        MD_EVIDENCE(f, "freed only after the last step (as the autocast block exits)");
+    MD_ADVICE(f, "Wrap only the forward pass and the loss in torch.autocast (`with torch.autocast(...): "
+              "loss = ...`, then loss.backward() and optimizer.step() outside it): its cache is "
+              "dropped as the block exits, every step, and each forward casts the updated "
+              "weights. As it is, training runs on the first forward's weights (the loss stops "
+              "improving) and %.1f MiB stays allocated; torch.autocast(..., cache_enabled=False) "
+              "also ends it, at a cast per use.", md_mib(f->bytes));
+}
+
+static void find_cast_cache(fctx *c)
+{
+    if (c->nst < 3 || said_kind(c, "leak")) /* kept for good: a leak's */
+        return;
+    long at = c->st[c->nst - 1].after_zero; /* after the last step (a live set already made) */
+    uint64_t *ps = NULL, params = 0;
+    size_t np = param_sizes(c, at, &ps);
+    for (size_t i = 0; i < np; i++)
+        params += ps[i];
+    cast_arg ca = {&c->st[0], ps, np, np ? calloc(np, 1) : NULL, 0, 0};
+    md_finding *f = ca.used ? add(c, "activations", MD_SEV_WARNING, 0) : NULL;
+    uint64_t bytes = f ? collect_sites(c, f, at, cast_pred, &ca) : 0;
+    uint32_t *stacks = NULL;
+    size_t nstacks = 0;
+    if (f && (bytes < CAST_MIN || ca.n < CAST_MIN_COUNT ||
+              2.0 * (double)ca.requested < CAST_PARAM_SHARE * (double)params ||
+              !(nstacks = cast_stacks(c, at, &ca, &stacks)) ||
+              casts_remade(c, stacks, nstacks)))
+        c->n--;
+    else if (f) {
+        f->bytes = bytes;
+        say_cast_cache(c, f, &ca, params, nstacks);
+    }
+    free(stacks);
+    free(ca.used);
+    free(ps);
+}
+
 static void find_activations(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
@@ -2341,6 +2608,7 @@ static void find_activations(fctx *c)
                   "%.1f MiB; then activation checkpointing of the repeated blocks.", runs, runs,
                   md_mib(act));
     else if (held || (!say_ode_steps(c, f, p, lo, act) && !say_gp_kernels(c, f, p, lo, act) &&
+                      !say_message_passing(c, f, p, lo, act) &&
                       !say_mha_weights(c, f, p, lo, act) &&
                       !say_attn_matrices(c, f, p, lo, act))) {
         activations_advice(f, act, held, attention_in(c, p, ca.lo));
@@ -3454,6 +3722,8 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_logits(&c);
     find_eval_logits(&c);
     find_backward_peak(&c);
+    find_message_passing(&c);
+    find_cast_cache(&c);
     find_fragmentation(&c);
     find_rounding(&c);
     *out = c.out;

@@ -168,6 +168,21 @@ static int made_on_device(const md_snapshot *s, const md_frame *f)
            name_is(s, f, "set_module_tensor_to_device");
 }
 
+/* torch_geometric's message passing works per edge where it gathers node
+ * features for every edge (collect, _index_select_safe, _lift), makes the
+ * messages (a conv's message, edge_update) or normalizes over edges
+ * (utils.softmax); its layers' own forward and the sums into the nodes
+ * (aggregate, a fused message_and_aggregate) are per node. */
+static unsigned per_edge(const md_snapshot *s, const md_frame *f)
+{
+    if (frame_in(s, f, "torch_geometric/utils/_softmax.py"))
+        return MD_TAG_PER_EDGE | MD_TAG_EDGE_SOFTMAX;
+    return name_is(s, f, "message") || name_is(s, f, "edge_update") || name_is(s, f, "collect") ||
+                   name_is(s, f, "_index_select_safe") || name_is(s, f, "_lift")
+               ? MD_TAG_PER_EDGE
+               : 0;
+}
+
 /* What a C++ frame (stacks="all") says that Python frames may not: a
  * softmax's forward (`attn.softmax(-1)`, the Tensor method, leaves no
  * Python frame), and scaled_dot_product_attention's math kernel. */
@@ -226,6 +241,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_ODE;
         else if (frame_in(s, f, "/gpytorch/") || frame_in(s, f, "/linear_operator/"))
             tags |= MD_TAG_GP;
+        else if (frame_in(s, f, "/torch_geometric/"))
+            tags |= per_edge(s, f);
         else if (frame_in(s, f, "torch/serialization.py") && name_is(s, f, "load"))
             tags |= MD_TAG_TORCH_LOAD;
         else if (frame_in(s, f, "torch/nn/functional.py"))

@@ -78,7 +78,9 @@
 # SCRIPT=examples/twoviews.py steps that run a model twice for the loss (R-Drop, a mean teacher, SimCLR),
 # SCRIPT=examples/adversarial.py adversarial training (PGD by autograd.grad or backward, free training),
 # SCRIPT=examples/evalzero.py validation between an optimizer step and the next zero_grad (predictions kept or not),
-# SCRIPT=examples/gradnone.py gradients cleared by hand (p.grad = None) or never.
+# SCRIPT=examples/gradnone.py gradients cleared by hand (p.grad = None) or never,
+# SCRIPT=examples/carryover.py one autocast around the whole loop (its cast cache kept) and controls,
+# SCRIPT=examples/graphnets.py graph networks trained full-batch (GAT's per-edge messages, GCN, GCN on a sparse adjacency).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -118,6 +120,8 @@ case $SCRIPT in
 *adversarial.py) all="pgd pgdbwd free" ;;
 *evalzero.py) all="evalkeep evaldrop" ;;
 *gradnone.py) all="gradnone gradkeep" ;;
+*carryover.py) all="autocastloop autocastfp16 autocaststep autocastaccum" ;;
+*graphnets.py) all="gat gcn gcnsparse" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
