@@ -29,6 +29,8 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --moe > moe.jsonl         # mixtral
     python3 bench/predict_grid.py --moe-final > moe_final.jsonl
     python3 bench/predict_grid.py --phi-dropout > phi_dropout.jsonl
+    python3 bench/predict_grid.py --moe2 > moe2.jsonl       # qwen3_moe, qwen2_moe
+    python3 bench/predict_grid.py --moe2-final > moe2_final.jsonl
 """
 import gc
 import json
@@ -191,6 +193,41 @@ MOE_FINAL = {
                             num_hidden_layers=4, num_attention_heads=12, num_key_value_heads=4,
                             num_local_experts=16, num_experts_per_tok=1, vocab_size=32768,
                             max_position_embeddings=4096, router_aux_loss_coef=0.0),
+}
+
+# Qwen's mixtures of experts, added after Mixtral the same way (--moe2 with
+# snapshots, then --moe2-final): qwen3_moe (Qwen3's attention with q/k norms,
+# top-k renormalised or not, no shared expert) and qwen2_moe (Qwen2's biased
+# q/k/v, a shared expert gated by a sigmoid beside the routed ones).
+MOE2 = {
+    "qwen3_moe": dict(cls="Qwen3MoeConfig", hidden_size=512, intermediate_size=1536,
+                      moe_intermediate_size=384, num_hidden_layers=4, num_attention_heads=8,
+                      num_key_value_heads=4, head_dim=64, num_experts=16, num_experts_per_tok=4,
+                      norm_topk_prob=True, vocab_size=32000, max_position_embeddings=4096,
+                      router_aux_loss_coef=0.0, tie_word_embeddings=False),
+    "qwen2_moe": dict(cls="Qwen2MoeConfig", hidden_size=512, intermediate_size=1536,
+                      moe_intermediate_size=384, shared_expert_intermediate_size=1024,
+                      num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                      num_experts=16, num_experts_per_tok=4, norm_topk_prob=False,
+                      vocab_size=32000, max_position_embeddings=4096, router_aux_loss_coef=0.0),
+}
+MOE2_FINAL = {
+    "qwen3-moe-wide": dict(cls="Qwen3MoeConfig", hidden_size=1024, intermediate_size=3072,
+                           moe_intermediate_size=512, num_hidden_layers=3, num_attention_heads=16,
+                           num_key_value_heads=4, head_dim=128, num_experts=32,
+                           num_experts_per_tok=8, norm_topk_prob=True, vocab_size=151936,
+                           max_position_embeddings=4096, router_aux_loss_coef=0.0,
+                           tie_word_embeddings=False),
+    "qwen3-moe-top2": dict(cls="Qwen3MoeConfig", hidden_size=768, intermediate_size=2048,
+                           moe_intermediate_size=768, num_hidden_layers=4, num_attention_heads=12,
+                           num_key_value_heads=4, head_dim=64, num_experts=8,
+                           num_experts_per_tok=2, norm_topk_prob=False, vocab_size=32768,
+                           max_position_embeddings=4096, router_aux_loss_coef=0.0),
+    "qwen2-moe-wide": dict(cls="Qwen2MoeConfig", hidden_size=1024, intermediate_size=2816,
+                           moe_intermediate_size=704, shared_expert_intermediate_size=2816,
+                           num_hidden_layers=3, num_attention_heads=16, num_key_value_heads=16,
+                           num_experts=24, num_experts_per_tok=4, vocab_size=32000,
+                           max_position_embeddings=4096, router_aux_loss_coef=0.0),
 }
 
 # Phi-2's residual dropout (resid_pdrop 0.1), modeled as OPT's masks, measured
@@ -494,6 +531,10 @@ def main():
         table, shapes, final = PHI_DROPOUT, NEWARCH_FINAL_SHAPES, True
     if "--moe-final" in sys.argv:
         table, shapes, final = MOE_FINAL, NEWARCH_FINAL_SHAPES, True
+    if "--moe2" in sys.argv:
+        table, shapes = MOE2, NEOX_SHAPES
+    if "--moe2-final" in sys.argv:
+        table, shapes, final = MOE2_FINAL, NEWARCH_FINAL_SHAPES, True
     budget = float(([a[9:] for a in sys.argv if a.startswith("--budget=")] or ["1e9"])[0])
     only = [a[len("--archs="):].split(",") for a in sys.argv if a.startswith("--archs=")]
     archs = [a for a in table if not only or a in only[0]]

@@ -4,7 +4,7 @@ so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
     python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc | --neox |
-                                             --opt-phi | --moe]
+                                             --opt-phi | --moe | --moe2]
 """
 import os
 import sys
@@ -30,6 +30,8 @@ NEOX = [("gpt_neox", 2, 1024, "adamw", p) for p in g.PRECISIONS]
 OPTPHI = [(a, 2, 1024, "adamw", p) for a in g.OPTPHI for p in g.PRECISIONS]
 # one small step of mixtral in every precision (--moe)
 MOE = [("mixtral", 2, 1024, "adamw", p) for p in g.PRECISIONS]
+# one small step of qwen3_moe and qwen2_moe in every precision (--moe2)
+MOE2 = [(a, 2, 1024, "adamw", p) for a in g.MOE2 for p in g.PRECISIONS]
 # the training options on llama (--options)
 OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
            for p in ("bf16-autocast", "fp32")]
@@ -49,6 +51,8 @@ def main():
         cases, table = OPTPHI, g.OPTPHI
     if "--moe" in sys.argv:
         cases, table = MOE, g.MOE
+    if "--moe2" in sys.argv:
+        cases, table = MOE2, g.MOE2
     if "--eager-gc" in sys.argv:
         cases, table = EAGER_GC, g.NEWARCH_FINAL
     for arch, b, s, opt, prec, *options in cases:

@@ -770,7 +770,8 @@ int md_capture_load_devices_mem(const void *data, size_t len, const char *name,
 typedef struct md_model {
     char type[32];            /* model_type: gpt2, llama, mistral, qwen2, qwen3,
                                  gemma, gemma2, gemma3_text, olmo2, phi3, gpt_neox,
-                                 opt, phi, granite, smollm3, mixtral, seed */
+                                 opt, phi, granite, smollm3, mixtral, qwen3_moe,
+                                 qwen2_moe, seed */
     int64_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, positions;
     int tied;                 /* lm_head shares the embedding */
     int attention_bias;
@@ -783,7 +784,12 @@ typedef struct md_model {
     int serial_residual;      /* gpt_neox: use_parallel_residual false */
     int dropout;              /* opt: dropout, phi: resid_pdrop > 0 (a mask a dropout) */
     int embd_dropout;         /* phi: embd_pdrop > 0 */
-    int64_t experts, experts_per_tok; /* mixtral: num_local_experts, num_experts_per_tok */
+    int64_t experts, experts_per_tok; /* mixtral: num_local_experts, num_experts_per_tok;
+                                         qwen*_moe: num_experts, num_experts_per_tok
+                                         (intermediate is then moe_intermediate_size) */
+    int64_t shared_intermediate; /* qwen2_moe: the shared expert's width */
+    int norm_topk;            /* the chosen experts' weights renormalised (qwen*_moe:
+                                 norm_topk_prob; mixtral: always) */
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;
 

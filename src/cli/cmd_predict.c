@@ -19,7 +19,7 @@ static void help(void)
            "                       [--validate RUN] [--json]\n\n"
            "  --model      a Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3, gemma,\n"
            "               gemma2, gemma3_text, olmo2, phi3, gpt_neox, opt, phi, granite,\n"
-           "               smollm3, mixtral) or seed:small / seed:medium\n"
+           "               smollm3, mixtral, qwen3_moe, qwen2_moe) or seed:small / seed:medium\n"
            "  --optimizer  sgd, sgd-momentum, adam, adamw (default adamw)\n"
            "  --precision  fp32, bf16-autocast, fp16-autocast, bf16-pure (default fp32)\n"
            "  --gpu        H200, H100, A100-80GB, A100-40GB, L40S, A10G, 4090, or a size (80GB)\n"

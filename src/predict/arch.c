@@ -15,7 +15,15 @@ static int is_autocast(md_precision p) { return p == MD_BF16_AUTOCAST || p == MD
 /* gemma2 and gemma3 norm each sublayer's output too (four norms a layer) */
 static int post_norms(md_arch_kind k) { return k == MD_ARCH_GEMMA2 || k == MD_ARCH_GEMMA3; }
 /* qwen3 and gemma3 norm the query and key over head_dim (q_norm, k_norm) */
-static int qk_norms(md_arch_kind k) { return k == MD_ARCH_QWEN3 || k == MD_ARCH_GEMMA3; }
+static int qk_norms(md_arch_kind k)
+{
+    return k == MD_ARCH_QWEN3 || k == MD_ARCH_GEMMA3 || k == MD_ARCH_QWEN3_MOE;
+}
+
+int md_arch_moe(md_arch_kind k)
+{
+    return k == MD_ARCH_MIXTRAL || k == MD_ARCH_QWEN3_MOE || k == MD_ARCH_QWEN2_MOE;
+}
 /* gemma's RMSNorm scales by (1 + weight) in fp32 */
 static int gemma_norm(md_arch_kind k)
 {
@@ -28,7 +36,8 @@ md_arch_kind md_arch_of(const md_model *m)
         {"gpt2", MD_ARCH_GPT2}, {"seed", MD_ARCH_SEED}, {"phi3", MD_ARCH_PHI3},
         {"qwen3", MD_ARCH_QWEN3}, {"gemma", MD_ARCH_GEMMA}, {"gemma2", MD_ARCH_GEMMA2},
         {"gemma3_text", MD_ARCH_GEMMA3}, {"olmo2", MD_ARCH_OLMO2}, {"gpt_neox", MD_ARCH_NEOX},
-        {"opt", MD_ARCH_OPT}, {"phi", MD_ARCH_PHI}, {"mixtral", MD_ARCH_MIXTRAL}};
+        {"opt", MD_ARCH_OPT}, {"phi", MD_ARCH_PHI}, {"mixtral", MD_ARCH_MIXTRAL},
+        {"qwen3_moe", MD_ARCH_QWEN3_MOE}, {"qwen2_moe", MD_ARCH_QWEN2_MOE}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (is(m, kinds[i].type))
             return kinds[i].kind;
@@ -88,10 +97,16 @@ void md_arch_layer_tensors(const md_model *m, int64_t n,
         emit(ctx, 4 * L, h);
         return;
     }
-    if (k == MD_ARCH_MIXTRAL) { /* q, k, v, o, the router, two 3-D expert tensors, norms */
-        int64_t E = m->experts;
+    if (md_arch_moe(k)) { /* q, k, v, o, the router, two 3-D expert tensors, norms */
+        int64_t E = m->experts, s = m->shared_intermediate;
         emit(ctx, L, h * q), emit(ctx, 2 * L, h * kv), emit(ctx, L, q * h), emit(ctx, L, h * E);
         emit(ctx, L, E * 2 * i * h), emit(ctx, L, E * h * i), emit(ctx, 2 * L, h);
+        if (m->attention_bias)
+            emit(ctx, L, q), emit(ctx, 2 * L, kv);
+        if (qk_norms(k))
+            emit(ctx, 2 * L, m->head_dim);               /* q_norm, k_norm */
+        if (s) /* qwen2_moe: the shared expert's gate, up, down and its sigmoid gate */
+            emit(ctx, 2 * L, h * s), emit(ctx, L, s * h), emit(ctx, L, h);
         return;
     }
     if (k == MD_ARCH_PHI3) {
@@ -183,8 +198,9 @@ static int64_t layer_linear_elems(const md_model *m)
     md_arch_kind k = md_arch_of(m);
     if (k == MD_ARCH_GPT2 || k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI)
         return 4 * h * h + 4 * h + 2 * h * i + i + h;
-    if (k == MD_ARCH_MIXTRAL) /* the experts run outside autocast (grouped_mm): not copied */
-        return h * (q + 2 * kv) + q * h + h * m->experts;
+    if (md_arch_moe(k)) /* the experts run outside autocast (grouped_mm): not copied */
+        return h * (q + 2 * kv) + q * h + h * m->experts + (m->attention_bias ? q + 2 * kv : 0) +
+               (m->shared_intermediate ? 3 * h * m->shared_intermediate + h : 0);
     return h * (q + 2 * kv) + q * h + 3 * h * i + (m->attention_bias ? q + 2 * kv : 0);
 }
 
@@ -405,7 +421,11 @@ static double moe_mlp(const md_model *m, md_precision p)
 {
     double h = (double)m->hidden, i = (double)m->intermediate, e = p == MD_BF16_PURE ? 2 : 4;
     double K = (double)m->experts_per_tok, E = (double)m->experts;
-    return K * (2 * h + 4 * i) * e + 4 * E + 12 * K;
+    double routed = K * (2 * h + 4 * i) * e + 4 * E + 12 * K;
+    /* qwen2_moe's shared expert: llama's MLP, its output and the sigmoid
+     * of its gate kept for their product */
+    double s = (double)m->shared_intermediate, a = p == MD_FP32 ? 4 : 2;
+    return s > 0 ? routed + 4 * a * s + a * h + a : routed;
 }
 
 md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts *o)
@@ -431,9 +451,11 @@ md_act_cost md_arch_layer(const md_model *m, md_precision p, const md_layer_opts
      * keep the residual itself, the norm an fp32 copy of the output and the
      * normalized value; in pure bf16 that is gemma's count */
     c.tok = at.tok + 2 * rmsnorm(h, p, gemma_norm(k) || k == MD_ARCH_OLMO2) +
-            (k == MD_ARCH_MIXTRAL ? moe_mlp(m, p) : 4 * a * i); /* gate, act, up, product */
-    if (is_autocast(p)) /* bf16 casts of the norm outputs (mixtral: q, k, v, the router) */
-        c.tok += (k == MD_ARCH_PHI3 ? 2 : k == MD_ARCH_MIXTRAL ? 4 : 5) * 2 * h;
+            (md_arch_moe(k) ? moe_mlp(m, p) : 4 * a * i); /* gate, act, up, product */
+    if (is_autocast(p)) /* bf16 casts of the norm outputs (mixtral: q, k, v, the router;
+                           qwen2_moe: and the shared expert's three) */
+        c.tok += (k == MD_ARCH_PHI3 ? 2 : k == MD_ARCH_QWEN2_MOE ? 7 : md_arch_moe(k) ? 4 : 5) *
+                 2 * h;
     if (post_norms(k)) /* post-attention and post-feedforward norms: an fp32
                           input (a matmul's output or its copy), normalized
                           value, rstd; their outputs join the residual */
@@ -483,7 +505,7 @@ int64_t md_arch_layer_params(const md_model *m)
                     post_norms(k) || k == MD_ARCH_SEED ? 4 * h : 2 * h;
     return layer_linear_elems(m) + norms + (qk_norms(k) ? 2 * m->head_dim : 0) +
            (k == MD_ARCH_OLMO2 ? (m->heads + m->kv_heads) * m->head_dim : 0) +
-           (k == MD_ARCH_MIXTRAL ? 3 * m->experts * h * m->intermediate : 0);
+           (md_arch_moe(k) ? 3 * m->experts * h * m->intermediate : 0);
 }
 
 uint64_t md_arch_layer_weight_copies(const md_model *m, md_precision p)

@@ -6,7 +6,7 @@
 typedef enum md_arch_kind {
     MD_ARCH_LLAMA, MD_ARCH_QWEN3, MD_ARCH_PHI3, MD_ARCH_GEMMA, MD_ARCH_GEMMA2, MD_ARCH_GEMMA3,
     MD_ARCH_OLMO2, MD_ARCH_GPT2, MD_ARCH_NEOX, MD_ARCH_OPT, MD_ARCH_PHI, MD_ARCH_MIXTRAL,
-    MD_ARCH_SEED
+    MD_ARCH_QWEN3_MOE, MD_ARCH_QWEN2_MOE, MD_ARCH_SEED
 } md_arch_kind;
 
 /* Saved bytes of one layer: per token; attention scores per token x key
@@ -17,6 +17,8 @@ typedef struct md_act_cost {
 } md_act_cost;
 
 md_arch_kind md_arch_of(const md_model *m);
+/* Mixtral and Qwen's mixtures of experts: routed experts in every layer. */
+int md_arch_moe(md_arch_kind k);
 /* Parameter tensors: emit(count, elements); all of them, those outside the
  * decoder layers (root), and n layers' worth. */
 void md_arch_params(const md_model *m, void (*emit)(void *, int64_t, int64_t), void *ctx);

@@ -92,7 +92,8 @@ static int phi_supported(json_t *root, md_model *m, md_err *err)
 
 static const char *const known[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3",
                                     "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox",
-                                    "opt", "phi", "granite", "smollm3", "mixtral"};
+                                    "opt", "phi", "granite", "smollm3", "mixtral",
+                                    "qwen3_moe", "qwen2_moe"};
 
 static int seed_preset(const char *name, md_model *m)
 {
@@ -165,10 +166,34 @@ static int model_type_of(json_t *root, size_t *k, md_err *err)
                       type ? type : "(missing)", list);
 }
 
-static int mixtral_fields(json_t *root, md_model *m, md_err *err)
+/* The experts: mixtral's num_local_experts, or Qwen's num_experts with
+ * moe_intermediate_size wide experts in every layer (a dense MLP layer,
+ * mlp_only_layers or decoder_sparse_step > 1, is refused: not modeled). */
+static int moe_fields(json_t *root, md_model *m, md_err *err)
 {
-    m->experts = geti(root, "num_local_experts", 8);
-    m->experts_per_tok = geti(root, "num_experts_per_tok", 2);
+    int qwen = strcmp(m->type, "mixtral") != 0, qwen2 = !strcmp(m->type, "qwen2_moe");
+    /* transformers 5 saves Qwen's num_experts as num_local_experts, the
+     * hub's configs (saved by 4.x) as num_experts */
+    m->experts = qwen ? geti(root, "num_experts", geti(root, "num_local_experts", qwen2 ? 60 : 128))
+                      : geti(root, "num_local_experts", 8);
+    m->experts_per_tok = geti(root, "num_experts_per_tok", qwen2 ? 4 : qwen ? 8 : 2);
+    m->norm_topk = qwen ? getb(root, "norm_topk_prob", !qwen2) : 1;
+    if (qwen) {
+        json_t *dense = json_object_get(root, "mlp_only_layers");
+        if (geti(root, "decoder_sparse_step", 1) != 1 ||
+            (json_is_array(dense) && json_array_size(dense) > 0))
+            return md_err_set(err, MD_E_SCHEMA, -1, "%s with dense MLP layers (mlp_only_layers or "
+                              "decoder_sparse_step > 1) is not modeled", m->type);
+        m->intermediate = geti(root, "moe_intermediate_size", qwen2 ? 1408 : 768);
+        if (qwen2) {
+            m->shared_intermediate = geti(root, "shared_expert_intermediate_size", 5632);
+            m->attention_bias = getb(root, "qkv_bias", 1);
+        }
+        if (m->intermediate < 1 || m->intermediate > ((int64_t)1 << 22) ||
+            m->shared_intermediate < 0 || m->shared_intermediate > ((int64_t)1 << 22))
+            return md_err_set(err, MD_E_SCHEMA, -1, "moe_intermediate_size or "
+                              "shared_expert_intermediate_size is out of range");
+    }
     /* every expert's weights, bounded in double before any int64 product */
     double all = 3.0 * (double)m->experts * (double)m->hidden * (double)m->intermediate *
                  (double)m->layers;
@@ -193,8 +218,9 @@ static int family_fields(json_t *root, md_model *m, md_err *err)
         return opt_supported(root, m, err);
     } else if (!strcmp(m->type, "phi")) {
         return phi_supported(root, m, err);
-    } else if (!strcmp(m->type, "mixtral")) {
-        return mixtral_fields(root, m, err);
+    } else if (!strcmp(m->type, "mixtral") || !strcmp(m->type, "qwen3_moe") ||
+               !strcmp(m->type, "qwen2_moe")) {
+        return moe_fields(root, m, err);
     } else if (!strcmp(m->type, "gemma2")) {
         sliding_layers(root, m, 0);
         /* on unless the config sets them null (defaults 30 and 50) */
@@ -345,13 +371,17 @@ int64_t md_model_params(const md_model *m)
             kv = m->kv_heads * m->head_dim;
     int64_t attn = h * q + 2 * h * kv + q * h + (m->attention_bias ? q + 2 * kv : 0);
     int gemma23 = !strcmp(m->type, "gemma2") || !strcmp(m->type, "gemma3_text");
-    if (!strcmp(m->type, "qwen3") || !strcmp(m->type, "gemma3_text"))
+    if (!strcmp(m->type, "qwen3") || !strcmp(m->type, "gemma3_text") ||
+        !strcmp(m->type, "qwen3_moe"))
         attn += 2 * m->head_dim; /* q_norm, k_norm */
     if (!strcmp(m->type, "olmo2"))
         attn += q + kv; /* q_norm, k_norm over the whole projection */
     int64_t norms = gemma23 ? 4 * h : 2 * h; /* gemma2/3: pre/post FFN norms */
-    if (!strcmp(m->type, "mixtral")) /* the router and every expert's three matrices */
-        return m->vocab * h + m->layers * (attn + h * m->experts + 3 * m->experts * h * i + norms) +
+    if (m->experts > 0) /* the router and every expert's three matrices; qwen2_moe's
+                           shared expert and its gate */
+        return m->vocab * h +
+               m->layers * (attn + h * m->experts + 3 * m->experts * h * i + norms +
+                            (m->shared_intermediate ? 3 * h * m->shared_intermediate + h : 0)) +
                h + (m->tied ? 0 : m->vocab * h);
     int64_t block = attn + 3 * h * i + norms; /* gate, up, down (phi3: fused, same count) */
     return m->vocab * h + m->layers * block + h + (m->tied ? 0 : m->vocab * h);

@@ -334,7 +334,7 @@ static int check_args(const md_model *m, const md_step_config *cfg, md_err *err)
         return md_err_set(err, MD_E_ARG, -1, "rank %d is not one of the %d ranks", cfg->rank,
                           cfg->world);
     md_arch_kind k = md_arch_of(m);
-    if ((k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI || k == MD_ARCH_MIXTRAL) &&
+    if ((k == MD_ARCH_NEOX || k == MD_ARCH_OPT || k == MD_ARCH_PHI || md_arch_moe(k)) &&
         (cfg->eager || cfg->lora_rank > 0))
         return md_err_set(err, MD_E_ARG, -1, "eager attention and LoRA are not modeled for %s",
                           m->type);

@@ -125,7 +125,7 @@ static double check_row(json_t *r, const char *file, double tolerance)
  * options held out: 7 %; neox, neox_final: gpt_neox, held out 2.5 %; optphi,
  * optphi_final: opt and phi, held out 3.5 %; llama_kin: granite, smollm3;
  * layernorm_gc: checkpointing on gpt_neox, opt, phi; moe, moe_final: mixtral;
- * phi_dropout: phi-2's resid_pdrop)
+ * phi_dropout: phi-2's resid_pdrop; moe2: qwen3_moe and qwen2_moe)
  * (docs/predict-validation.md has the table). */
 static void test_measured_grids(void **st)
 {
@@ -135,10 +135,10 @@ static void test_measured_grids(void **st)
                                         "dist_more", "stream", "newarch", "newarch_final",
                                         "newarch_options", "neox", "neox_final", "optphi",
                                         "optphi_final", "llama_kin", "layernorm_gc", "moe",
-                                        "moe_final", "phi_dropout"};
+                                        "moe_final", "phi_dropout", "moe2"};
     static const double tolerance[] = {0.02, 0.02, 0.02, 0.02, 0.02, 0.025, 0.06, 0.02, 0.02,
                                        0.02, 0.02, 0.02, 0.02, 0.07, 0.02, 0.025, 0.02, 0.035,
-                                       0.02, 0.02, 0.02, 0.02, 0.02};
+                                       0.02, 0.02, 0.02, 0.02, 0.02, 0.02};
     int total = 0;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         char rel[128], p[1024], line[16384];
@@ -182,7 +182,45 @@ static void test_param_counts(void **st)
         rows++;
     }
     fclose(f);
-    assert_int_equal(rows, 14);
+    assert_int_equal(rows, 16);
+}
+
+static void add_elems(void *ctx, int64_t count, int64_t elems);
+
+/* Hub configs as transformers 4.x saved them (Qwen's num_experts, no
+ * qkv_bias key: qwen2_moe's q/k/v have biases): Qwen3-30B-A3B and
+ * Qwen1.5-MoE-A2.7B, whose totals the model cards round to 30.5B and 14.3B;
+ * the layer layout is the one checked exactly against transformers above. */
+static void test_hub_moe_counts(void **st)
+{
+    (void)st;
+    static const struct { const char *json; long long params; } hub[] = {
+        {"{\"model_type\":\"qwen3_moe\",\"hidden_size\":2048,\"intermediate_size\":6144,"
+         "\"moe_intermediate_size\":768,\"num_experts\":128,\"num_experts_per_tok\":8,"
+         "\"num_hidden_layers\":48,\"num_attention_heads\":32,\"num_key_value_heads\":4,"
+         "\"head_dim\":128,\"vocab_size\":151936,\"max_position_embeddings\":40960,"
+         "\"tie_word_embeddings\":false,\"decoder_sparse_step\":1,\"mlp_only_layers\":[],"
+         "\"norm_topk_prob\":true,\"use_sliding_window\":false,\"sliding_window\":null}",
+         30532122624LL},
+        {"{\"model_type\":\"qwen2_moe\",\"hidden_size\":2048,\"intermediate_size\":5632,"
+         "\"moe_intermediate_size\":1408,\"shared_expert_intermediate_size\":5632,"
+         "\"num_experts\":60,\"num_experts_per_tok\":4,\"num_hidden_layers\":24,"
+         "\"num_attention_heads\":16,\"num_key_value_heads\":16,\"vocab_size\":151936,"
+         "\"max_position_embeddings\":8192,\"tie_word_embeddings\":false,"
+         "\"decoder_sparse_step\":1,\"norm_topk_prob\":false,\"use_sliding_window\":false,"
+         "\"sliding_window\":32768}",
+         14315784192LL},
+    };
+    for (size_t i = 0; i < sizeof hub / sizeof hub[0]; i++) {
+        md_model m;
+        md_err e;
+        assert_int_equal(md_model_load_mem(hub[i].json, strlen(hub[i].json), "hub", &m, &e), MD_OK);
+        assert_int_equal(md_model_params(&m), hub[i].params);
+        int64_t sum = 0;
+        md_arch_params(&m, add_elems, &sum);
+        assert_int_equal(sum, hub[i].params);
+        assert_int_equal(m.sliding_window, 0); /* use_sliding_window false */
+    }
 }
 
 static void test_seed_presets(void **st)
@@ -210,7 +248,8 @@ static void test_param_tensors(void **st)
     (void)st;
     static const char *const specs[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma",
                                         "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_neox",
-                                        "opt", "phi", "mixtral", "seed:small", "seed:medium"};
+                                        "opt", "phi", "mixtral", "qwen3_moe", "qwen2_moe",
+                                        "seed:small", "seed:medium"};
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         char rel[64], p[1024];
         md_model m;
@@ -433,6 +472,13 @@ static void test_refusals(void **st)
         "{\"model_type\":\"phi\",\"vocab_size\":51200,\"hidden_size\":1024,"
         "\"intermediate_size\":4096,\"num_hidden_layers\":2,\"num_attention_heads\":16,"
         "\"num_key_value_heads\":4}",
+        /* Qwen MoE with dense MLP layers (every other layer, or listed) */
+        "{\"model_type\":\"qwen2_moe\",\"vocab_size\":1000,\"hidden_size\":64,"
+        "\"intermediate_size\":128,\"num_hidden_layers\":4,\"num_attention_heads\":4,"
+        "\"decoder_sparse_step\":2}",
+        "{\"model_type\":\"qwen3_moe\",\"vocab_size\":1000,\"hidden_size\":64,"
+        "\"intermediate_size\":128,\"num_hidden_layers\":4,\"num_attention_heads\":4,"
+        "\"mlp_only_layers\":[0]}",
     };
     for (size_t i = 0; i < sizeof unmodeled / sizeof unmodeled[0]; i++) {
         assert_int_equal(md_model_load_mem(unmodeled[i], strlen(unmodeled[i]), "x", &m, &e),
@@ -535,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_measured_grids),
         cmocka_unit_test(test_calibration),
         cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_hub_moe_counts),
         cmocka_unit_test(test_seed_presets),
         cmocka_unit_test(test_param_tensors),
         cmocka_unit_test(test_seed_peaks),
