@@ -39,7 +39,9 @@ SETS = [("building", ["grid.jsonl", "grid_extra.jsonl"]), ("heldout", ["heldout.
         ("neox_final", ["neox_final.jsonl"]), ("optphi", ["optphi.jsonl"]),
         ("optphi_final", ["optphi_final.jsonl"]), ("llama_kin", ["llama_kin.jsonl"]),
         ("layernorm_gc", ["layernorm_gc.jsonl"]), ("moe", ["moe.jsonl"]),
-        ("moe_final", ["moe_final.jsonl"]), ("phi_dropout", ["phi_dropout.jsonl"])]
+        ("moe_final", ["moe_final.jsonl"]), ("phi_dropout", ["phi_dropout.jsonl"]),
+        ("moe2", ["moe2.jsonl"]), ("moe2_final", ["moe2_final.jsonl"]),
+        ("moe_gc", ["moe_gc.jsonl"])]
 
 
 def rows(path):
@@ -257,6 +259,30 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   no change after: 4 wider experts, and 16 experts with one a token.
 - phi_dropout: Phi-2's residual dropout (resid_pdrop 0.1, its 80-wide heads and 0.4
   rotary) after it was modeled as OPT's masks, measured once (`--phi-dropout`).
+- moe2: qwen3_moe and qwen2_moe (`tests/gpu/predict_more.sh moe2`'s building grid): 16
+  experts, 4 a token, at 2x256 and 2x1024, with one allocator snapshot per precision
+  each; modeled as Mixtral's sparse MLP with Qwen3's q/k norms, or Qwen2's biased q/k/v
+  and a shared expert (llama's MLP, its output and its sigmoid gate kept for their
+  product; three more bf16 casts of the norm's output under autocast).
+- moe2_final: measured after the model was committed (149699e), with no change after:
+  32 experts 8 a token at Qwen3's real 151936 vocabulary, 8 experts 2 a token without
+  renormalisation, and a 24-expert qwen2_moe without grouped key/value heads. The
+  8-expert model's first row (1x512 SGD-momentum fp32) reserved 1.42 x its peak where its
+  other 11 rows reserved 1.02-1.13 x: it carries a `reserved_note` and is left out of the
+  reserved-envelope check (as neox-serial's first row).
+- moe_gc: gradient checkpointing (transformers' default) on the held-out mixtral-wide,
+  qwen3-moe-top2 and qwen2-moe-wide at 4x512 and 1x2048 (`bench/predict_grid.py
+  --moe-gc`), measured once after qwen3_moe and qwen2_moe were modeled, none of it
+  modeled for the mixtures of experts: predict applies the dense models' rule (each
+  layer keeps its input; one layer is recomputed at a time). qwen2-moe-wide's two SGD fp32
+  rows peak 112 MiB (4.6 %) above predict's (which puts their peak at the end of
+  backward). Its snapshot (bench/data/step-snapshots/qwen2-moe-wide-4x512-sgd-fp32-gcdefault)
+  shows the peak inside the first layer's recomputed backward, after its experts' weight
+  gradients (198 MiB) were made while most of that layer's activations (203 MiB) and
+  100 MiB of temporaries were still live; predict's first-layer moment counts none of
+  that layer's gradients. Counting the experts' gradients there whole over-predicts
+  (qwen2-moe-wide 1.026, mixtral-wide 1.043): the routed experts' activations are freed
+  as their gradients are made, an order not modeled yet; left as measured.
 
 """
 

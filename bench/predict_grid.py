@@ -31,6 +31,7 @@ For each (architecture, batch, sequence, optimizer, precision):
     python3 bench/predict_grid.py --phi-dropout > phi_dropout.jsonl
     python3 bench/predict_grid.py --moe2 > moe2.jsonl       # qwen3_moe, qwen2_moe
     python3 bench/predict_grid.py --moe2-final > moe2_final.jsonl
+    python3 bench/predict_grid.py --moe-gc > moe_gc.jsonl   # checkpointing on them
 """
 import gc
 import json
@@ -285,6 +286,9 @@ def options_main(budget, final=False, newarch=False):
     if "--layernorm-gc" in sys.argv:  # checkpointing on gpt_neox, opt, phi
         table = {**NEOX_FINAL, **OPTPHI_FINAL}
         archs, sets = ["pythia-160m", "opt-125m", "phi-1.5-like"], [{"gc": "default"}]
+    if "--moe-gc" in sys.argv:  # checkpointing on the mixtures of experts
+        table = {**MOE_FINAL, **MOE2_FINAL}
+        archs, sets = ["mixtral-wide", "qwen3-moe-top2", "qwen2-moe-wide"], [{"gc": "default"}]
     k = 0
     for arch in archs:
         for batch, seq in (FINAL_OPTION_SHAPES if final else OPTION_SHAPES):
@@ -542,7 +546,7 @@ def main():
                       "gpu": torch.cuda.get_device_name(0)}), flush=True)
     if "--newarch-options" in sys.argv:
         return options_main(budget, True, True)
-    if "--layernorm-gc" in sys.argv:
+    if "--layernorm-gc" in sys.argv or "--moe-gc" in sys.argv:
         return options_main(budget, True)
     if "--options" in sys.argv or "--options-final" in sys.argv:
         return options_main(budget, "--options-final" in sys.argv)

@@ -4,7 +4,7 @@ so the activation model can be built from what is actually live at the
 peak (memdiag summary shows it by site and category).
 
     python3 bench/predict_snapshots.py OUTDIR [--all | --options | --newarch | --eager-gc | --neox |
-                                             --opt-phi | --moe | --moe2]
+                                             --opt-phi | --moe | --moe2 | --moe-gc]
 """
 import os
 import sys
@@ -32,6 +32,8 @@ OPTPHI = [(a, 2, 1024, "adamw", p) for a in g.OPTPHI for p in g.PRECISIONS]
 MOE = [("mixtral", 2, 1024, "adamw", p) for p in g.PRECISIONS]
 # one small step of qwen3_moe and qwen2_moe in every precision (--moe2)
 MOE2 = [(a, 2, 1024, "adamw", p) for a in g.MOE2 for p in g.PRECISIONS]
+# checkpointing on qwen2-moe-wide in fp32 with SGD, 4.6 % under predict (--moe-gc)
+MOE_GC = [("qwen2-moe-wide", 4, 512, "sgd", "fp32", {"gc": "default"})]
 # the training options on llama (--options)
 OPTIONS = [("llama", 2, 512, "adamw", p, o) for o in g.OPTION_SETS
            for p in ("bf16-autocast", "fp32")]
@@ -53,6 +55,8 @@ def main():
         cases, table = MOE, g.MOE
     if "--moe2" in sys.argv:
         cases, table = MOE2, g.MOE2
+    if "--moe-gc" in sys.argv:
+        cases, table = MOE_GC, {**g.MOE_FINAL, **g.MOE2_FINAL}
     if "--eager-gc" in sys.argv:
         cases, table = EAGER_GC, g.NEWARCH_FINAL
     for arch, b, s, opt, prec, *options in cases:
