@@ -272,17 +272,18 @@ state's 11 MiB tensors at 11 MiB, the weights' at 12); no grid's worst row grew.
   reserved-envelope check (as neox-serial's first row).
 - moe_gc: gradient checkpointing (transformers' default) on the held-out mixtral-wide,
   qwen3-moe-top2 and qwen2-moe-wide at 4x512 and 1x2048 (`bench/predict_grid.py
-  --moe-gc`), measured once after qwen3_moe and qwen2_moe were modeled, none of it
-  modeled for the mixtures of experts: predict applies the dense models' rule (each
-  layer keeps its input; one layer is recomputed at a time). qwen2-moe-wide's two SGD fp32
-  rows peak 112 MiB (4.6 %) above predict's (which puts their peak at the end of
-  backward). Its snapshot (bench/data/step-snapshots/qwen2-moe-wide-4x512-sgd-fp32-gcdefault)
-  shows the peak inside the first layer's recomputed backward, after its experts' weight
-  gradients (198 MiB) were made while most of that layer's activations (203 MiB) and
-  100 MiB of temporaries were still live; predict's first-layer moment counts none of
-  that layer's gradients. Counting the experts' gradients there whole over-predicts
-  (qwen2-moe-wide 1.026, mixtral-wide 1.043): the routed experts' activations are freed
-  as their gradients are made, an order not modeled yet; left as measured.
+  --moe-gc`), measured once after qwen3_moe and qwen2_moe were modeled, with the dense
+  models' rule (each layer keeps its input; one layer is recomputed at a time). That
+  comparison gave median 0.21 %, worst 4.6 % under: qwen2-moe-wide's two SGD fp32 rows
+  peaked 112 MiB above predict's end of backward. Its snapshot
+  (bench/data/step-snapshots/qwen2-moe-wide-4x512-sgd-fp32-gcdefault) put the peak
+  inside the first layer's recomputed backward, once its experts' weight gradients
+  (198 MiB) existed: the routed experts' saved tensors freed but their permuted input
+  (32 MiB), the shared expert's and attention's still live, and the gate_up output's,
+  the product's and the input's gradients in flight (100 MiB). One change followed: that
+  moment is a candidate of every mixture-of-experts layer's backward (docs/predict-model.md).
+  Worst after: 0.98 % (mixtral-wide, unchanged); qwen2-moe-wide's rows 1.008-1.009; no
+  other grid changed.
 
 """
 

@@ -176,12 +176,28 @@ typedef struct step_shape {
     uint64_t head_grad, emb_grad, tied_tmp, opt_tmp;
     uint64_t first_grads;  /* the first layer's weight gradients (not made yet) */
     uint64_t logits_saved, logits_kept;
+    /* a mixture of experts' layer in backward once its experts' weight
+     * gradients exist: the routed experts' saved tensors freed but their
+     * permuted input, and their input gradients in flight */
+    uint64_t experts_freed, experts_grads, experts_tmp;
 } step_shape;
 
 static void moment(md_breakdown *b, uint64_t acts, uint64_t logits, uint64_t grads,
                    uint64_t transient)
 {
     b->activations = acts, b->logits = logits, b->gradients = grads, b->transient = transient;
+}
+
+/* A layer's backward moment, or the later one inside it where a mixture
+ * of experts has made its experts' weight gradients (the larger). */
+static void layer_moment(md_breakdown *b, const step_shape *s, uint64_t acts, uint64_t grads)
+{
+    uint64_t at_experts = acts - s->experts_freed + s->experts_grads + s->experts_tmp;
+    if (s->experts_grads && acts > s->experts_freed && at_experts > acts + s->layer_tmp)
+        moment(b, acts - s->experts_freed, s->logits_kept, grads + s->experts_grads,
+               s->experts_tmp);
+    else
+        moment(b, acts, s->logits_kept, grads, s->layer_tmp);
 }
 
 static void candidates(const md_prediction *p, const step_shape *s, md_breakdown c[6])
@@ -195,8 +211,8 @@ static void candidates(const md_prediction *p, const step_shape *s, md_breakdown
         c[i] = start;
     /* each moment: activations, logits, gradients, transient */
     moment(&c[MD_PHASE_LOSS_BACKWARD], s->acts, s->logits_saved + s->loss, 0, 0);
-    moment(&c[MD_PHASE_BACKWARD_TOP], s->top_acts, s->logits_kept, s->head_grad, s->layer_tmp);
-    moment(&c[MD_PHASE_BACKWARD_FIRST], s->first_acts, s->logits_kept, first_grads, s->layer_tmp);
+    layer_moment(&c[MD_PHASE_BACKWARD_TOP], s, s->top_acts, s->head_grad);
+    layer_moment(&c[MD_PHASE_BACKWARD_FIRST], s, s->first_acts, first_grads);
     moment(&c[MD_PHASE_BACKWARD_END], 0, s->logits_kept, p->gradients, s->tied_tmp);
     moment(&c[MD_PHASE_OPTIM], 0, s->logits_kept, p->gradients, s->opt_tmp);
 }
@@ -246,6 +262,26 @@ static uint64_t layer_temporaries(const md_model *m, const md_act_cost *layer, u
     return 3 * attn + grads > traded + mlp ? 3 * attn + grads - traded : mlp;
 }
 
+/* The experts' part of a layer's backward (transformers' grouped_mm
+ * experts, read from bench/data/step-snapshots/qwen2-moe-wide-*-gcdefault):
+ * their weight gradients made, every routed tensor freed but the permuted
+ * input the gate_up gradient reads, and the gradients of the gate_up
+ * output, of the product and of the input in flight (k per token, in the
+ * experts' dtype: fp32 under autocast). Not under LoRA (refused). */
+static void experts_backward(const md_model *m, const md_step_config *cfg, uint64_t T,
+                             step_shape *s)
+{
+    s->experts_freed = s->experts_grads = s->experts_tmp = 0;
+    if (!md_arch_moe(md_arch_of(m)) || cfg->lora_rank > 0)
+        return;
+    uint64_t e = cfg->precision == MD_BF16_PURE ? 2 : 4, KT = (uint64_t)m->experts_per_tok * T;
+    uint64_t h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate;
+    s->experts_freed = KT * (h + 4 * i) * e; /* of k(2h + 4i): all but the permuted input */
+    s->experts_grads = block(2 * (uint64_t)m->experts * i * h * e) +
+                       block((uint64_t)m->experts * h * i * e);
+    s->experts_tmp = block(KT * 2 * i * e) + block(KT * i * e) + block(KT * h * e);
+}
+
 /* trained: the bytes of what the optimizer updates (one foreach
  * temporary each for Adam/AdamW) */
 static void shape_of(const md_model *m, const md_step_config *cfg, const md_calibration *cal,
@@ -284,6 +320,7 @@ static void shape_of(const md_model *m, const md_step_config *cfg, const md_cali
     uint64_t inputs = cfg->checkpointing ? (uint64_t)m->layers * T * h * (pb == 2 ? 2 : 4) : 0;
     s->top_acts = cfg->checkpointing ? inputs + top_one : all;
     s->first_acts = first_one;
+    experts_backward(m, cfg, T, s);
     uint64_t head_copy = autocast ? 2 * (uint64_t)(seed ? m->classes : m->vocab) * h : 0;
     s->acts = (cfg->checkpointing ? inputs : all) +
               (uint64_t)(md_arch_extra(m, prec, lora) * (double)T) + head_copy;

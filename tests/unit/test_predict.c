@@ -126,7 +126,7 @@ static double check_row(json_t *r, const char *file, double tolerance)
  * optphi_final: opt and phi, held out 3.5 %; llama_kin: granite, smollm3;
  * layernorm_gc: checkpointing on gpt_neox, opt, phi; moe, moe_final: mixtral;
  * phi_dropout: phi-2's resid_pdrop; moe2, moe2_final: qwen3_moe and qwen2_moe;
- * moe_gc: checkpointing on the mixtures of experts, held out: 5 %)
+ * moe_gc: checkpointing on the mixtures of experts)
  * (docs/predict-validation.md has the table). */
 static void test_measured_grids(void **st)
 {
@@ -140,7 +140,7 @@ static void test_measured_grids(void **st)
                                         "moe_gc"};
     static const double tolerance[] = {0.02, 0.02, 0.02, 0.02, 0.02, 0.025, 0.06, 0.02, 0.02,
                                        0.02, 0.02, 0.02, 0.02, 0.07, 0.02, 0.025, 0.02, 0.035,
-                                       0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.05};
+                                       0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02};
     int total = 0;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         char rel[128], p[1024], line[16384];
