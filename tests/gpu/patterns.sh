@@ -80,7 +80,8 @@
 # SCRIPT=examples/evalzero.py validation between an optimizer step and the next zero_grad (predictions kept or not),
 # SCRIPT=examples/gradnone.py gradients cleared by hand (p.grad = None) or never,
 # SCRIPT=examples/carryover.py one autocast around the whole loop (its cast cache kept) and controls,
-# SCRIPT=examples/graphnets.py graph networks trained full-batch (GAT's per-edge messages, GCN, GCN on a sparse adjacency).
+# SCRIPT=examples/graphnets.py graph networks trained full-batch (GAT's per-edge messages, GCN, GCN on a sparse adjacency),
+# SCRIPT=examples/experts.py mixtures of experts from transformers (router logits kept, counted, eager experts, Mixtral's aux loss).
 # Results in $OUT: patterns.tar.xz (run directories, diagnoses) and log.
 set -u
 OUT=${OUT:?set OUT}
@@ -122,6 +123,7 @@ case $SCRIPT in
 *gradnone.py) all="gradnone gradkeep" ;;
 *carryover.py) all="autocastloop autocastfp16 autocaststep autocastaccum" ;;
 *graphnets.py) all="gat gcn gcnsparse" ;;
+*experts.py) all="routerkeep routercount expertseager mixtralaux" ;;
 *inference.py) all="growbatch beam embedleak" ;;
 *amp.py) all="accelfp16 plfp16 trainerfp16" ;;
 *dataparallel.py) all="ddpckpt fsdpckpt uneven unused" ;;
@@ -164,7 +166,7 @@ W = sys.argv[1]
 leaks = {"hookleak": {0}, "detachleak": {0}, "cacheleak": {0}, "auroc": {0}, "rankleak": {1},
          "fsdpleak": {0, 1}, "ckptleak": {0}, "evalleak": {0}, "ganleak": {0}, "wganleak": {0}, "zgleak": {0}, "accelleak": {0}, "evalevery": {0}, "genleak": {0},
          "viewleak": {0}, "smallleak": {0}, "gradhookleak": {0}, "serveleak": {0},
-         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}, "nogradinfer": {0}, "inferkeep": {0}, "logitsoom": {0}, "evalkeep": {0}, "evaldrop": {0}}
+         "customfn": {0}, "sessionleak": {0}, "bestleak": {0}, "extleak": {0}, "pipeleak": {0}, "cupyleak": {0}, "sweepleak": {0}, "embedleak": {0}, "gradinfer": {0}, "gradinferleak": {0}, "pplleak": {0}, "nogradinfer": {0}, "inferkeep": {0}, "logitsoom": {0}, "evalkeep": {0}, "evaldrop": {0}, "routerkeep": {0}}
 bad = 0
 for f in sorted(os.listdir(W)):
     if not f.endswith(".diagnosis.json"):
