@@ -788,8 +788,6 @@ typedef struct md_model {
                                          qwen*_moe: num_experts, num_experts_per_tok
                                          (intermediate is then moe_intermediate_size) */
     int64_t shared_intermediate; /* qwen2_moe: the shared expert's width */
-    int norm_topk;            /* the chosen experts' weights renormalised (qwen*_moe:
-                                 norm_topk_prob; mixtral: always) */
     int64_t classes;          /* seed presets: classifier on token 0 */
 } md_model;
 

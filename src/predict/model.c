@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "../util/util.h"
+#include "arch.h"
 #include "json_error.h"
 
 static int64_t geti(json_t *root, const char *key, int64_t dflt)
@@ -177,7 +178,6 @@ static int moe_fields(json_t *root, md_model *m, md_err *err)
     m->experts = qwen ? geti(root, "num_experts", geti(root, "num_local_experts", qwen2 ? 60 : 128))
                       : geti(root, "num_local_experts", 8);
     m->experts_per_tok = geti(root, "num_experts_per_tok", qwen2 ? 4 : qwen ? 8 : 2);
-    m->norm_topk = qwen ? getb(root, "norm_topk_prob", !qwen2) : 1;
     if (qwen) {
         json_t *dense = json_object_get(root, "mlp_only_layers");
         if (geti(root, "decoder_sparse_step", 1) != 1 ||
@@ -218,8 +218,7 @@ static int family_fields(json_t *root, md_model *m, md_err *err)
         return opt_supported(root, m, err);
     } else if (!strcmp(m->type, "phi")) {
         return phi_supported(root, m, err);
-    } else if (!strcmp(m->type, "mixtral") || !strcmp(m->type, "qwen3_moe") ||
-               !strcmp(m->type, "qwen2_moe")) {
+    } else if (md_arch_moe(md_arch_of(m))) {
         return moe_fields(root, m, err);
     } else if (!strcmp(m->type, "gemma2")) {
         sliding_layers(root, m, 0);
