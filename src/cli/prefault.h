@@ -1,0 +1,24 @@
+/* prefault.h - faulting in the heap's fresh pages on a spare CPU. */
+#ifndef MD_CLI_PREFAULT_H
+#define MD_CLI_PREFAULT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cli_prefault {
+    pthread_t tid;
+    atomic_int stop;
+    int running;
+    uintptr_t from; /* the heap's end when started */
+} cli_prefault;
+
+/* Has malloc grow the heap `lead` bytes ahead of its need and starts a
+ * thread that faults those pages in before the caller's threads first
+ * write them; where the thread cannot start, nothing changes but speed. */
+void cli_prefault_start(cli_prefault *pf, size_t lead);
+/* Stops the thread (the heap keeps growing with the lead). */
+void cli_prefault_stop(cli_prefault *pf);
+
+#endif
