@@ -66,6 +66,9 @@ struct md_pkl {
     void *hook_ctx;
     md_pkl_list_fn list_hook;
     void *list_ctx;
+    /* the list an empty list ending a dict converts to (a trace entry
+     * without frames: most of some traces), once the hook has said which */
+    pv_obj *empty_list;
     /* converted lists by cache value (shared[cache - 1]): released lists
      * hold nothing else, so lists converted alike share one (a trace's
      * 70 000 frames lists are a few hundred stacks). Cache values are
@@ -1070,6 +1073,7 @@ static int fused_list(md_pkl *p, md_err *err)
             return rc;
         if (!(o = shared_list(p, cache, err)))
             return MD_E_NOMEM;
+        p->empty_list = o; /* the hook's answer for no items does not change */
     } else { /* (MARK gets APPENDS) or (get APPEND) */
         int marked = b[q] == '(', term = marked ? 'e' : 'a';
         size_t body = q + (size_t)marked, n, end;
@@ -1326,8 +1330,9 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
  * registers. Anything else, or anything unusual about these (a missing
  * memo slot, a full stack, the end of the window), returns to the general
  * path, which re-executes that opcode with full checks and error reports.
- * SETITEMS runs the general handler from here (a trace entry per SETITEMS);
- * its error is returned. */
+ * SETITEMS runs the general handler from here (a trace entry per SETITEMS),
+ * and EMPTY_LIST the list fusion (a frames list per entry); their errors are
+ * returned. */
 /* Writes a scalar straight into its stack slot. Building an md_pv in a
  * local and copying it stores it in pieces and reloads it whole, which the
  * CPU cannot forward from its store buffer: a stall on every int. */
@@ -1355,7 +1360,8 @@ static int run_fast(md_pkl *p, md_err *err)
         [0 ... 255] = &&out, ['h'] = &&binget, ['j'] = &&long_binget,
         [0x94] = &&memoize, ['K'] = &&binint1, ['M'] = &&binint2, ['J'] = &&binint,
         [0x8a] = &&long1, ['('] = &&mark, [0x8c] = &&short_str, ['N'] = &&none,
-        [0x88] = &&newtrue, [0x89] = &&newfalse, ['}'] = &&empty_dict, ['u'] = &&setitems};
+        [0x88] = &&newtrue, [0x89] = &&newfalse, ['}'] = &&empty_dict, ['u'] = &&setitems,
+        [']'] = &&empty_list};
 #pragma GCC diagnostic pop
     const unsigned char *buf = p->buf, *b;
     size_t pos = p->pos, len = p->len, sp = p->sp;
@@ -1476,6 +1482,31 @@ empty_dict: { /* from the reused containers of taken entries */
     pos += 1;
     NEXT();
 }
+empty_list: { /* a frames list, converted whole by the list hook (fused_list) */
+    if (!p->list_hook)
+        goto out;
+    pv_obj *o = p->empty_list;
+    if (o && b[1] == 0x94 && b[2] == 'u' && nmemo < memocap) { /* memoized, ending a dict */
+        set_scalar(&stack[sp], PV_LIST, 0);
+        stack[sp++].o = o;
+        memo[nmemo++] = (uint64_t)(uintptr_t)o | MT_LIST; /* memo_pack's form */
+        pos += 2;
+        NEXT();
+    }
+    p->pos = pos + 1, p->sp = sp, p->nmemo = nmemo;
+    p->op_off = p->base + (int64_t)pos;
+    int rc = fused_list(p, err);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) { /* a list to build: the general path, from this opcode */
+        p->pos = pos;
+        return MD_OK;
+    }
+    pos = p->pos, sp = p->sp, nmemo = p->nmemo, memocap = p->memocap;
+    stack = p->stack, memo = p->memo;
+    scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
+    NEXT();
+}
 setitems: { /* a trace entry is complete: the general handler and the hook */
     p->pos = pos + 1, p->sp = sp, p->nmemo = nmemo;
     p->op_off = p->base + (int64_t)pos;
@@ -1585,6 +1616,7 @@ void md_pkl_set_hook(md_pkl *p, md_pkl_item_fn fn, void *ctx)
 
 void md_pkl_set_list_hook(md_pkl *p, md_pkl_list_fn fn, void *ctx)
 {
+    p->empty_list = NULL;
     p->list_hook = fn;
     p->list_ctx = ctx;
 }

@@ -83,7 +83,9 @@ typedef int (*md_pkl_item_fn)(void *ctx, const md_pv *item, uint32_t *ref,
  * stands as a released list with that cache (shared by all lists converted
  * alike); 0 to have it built; or a negative md error. A snapshot's frames
  * lists are nearly all such lists. Cache values index an array: they are to
- * count up from 1 (a value past the bytes read so far is an error). */
+ * count up from 1 (a value past the bytes read so far is an error). The
+ * answer must depend on the items alone: a list whose bytes were read
+ * before, and every empty one after the first, is not offered again. */
 typedef int (*md_pkl_list_fn)(void *ctx, uint32_t *caches, size_t n, uint32_t *cache,
                               int64_t offset, md_err *err);
 
