@@ -544,7 +544,7 @@ static int op_text_str(md_pkl *p, int quoted, md_err *err)
 enum { MT_LIST, MT_TUPLE, MT_DICT, MT_STR, MT_BYTES, MT_REF, MT_INT, MT_OTHER };
 
 /* The inline encodings; 0 when v needs the side table. */
-static inline int memo_pack(const md_pv *v, uint64_t *out)
+__attribute__((always_inline)) static inline int memo_pack(const md_pv *v, uint64_t *out)
 {
     int plain = !v->big && !v->uns;
     if ((v->t == PV_DICT || v->t == PV_LIST || v->t == PV_TUPLE) && plain && !v->s &&
@@ -740,6 +740,32 @@ static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
     return rc;
 }
 
+/* Offers the fresh dict at target, whose items are the stack's [from, sp),
+ * to the hook straight from the stack: a trace entry is then converted
+ * without ever being copied into a dict. 1 if taken (the stack ends at
+ * from), 0 if declined (marked offered), or the hook's error. */
+static int offer_dict(md_pkl *p, md_pv *target, size_t from, md_err *err)
+{
+    pv_obj *o = target->o, view;
+    memset(&view, 0, sizeof view);
+    view.items = p->stack + from;
+    view.n = view.cap = (uint32_t)(p->sp - from);
+    view.kind = PVO_DICT;
+    md_pv tmp = *target;
+    tmp.o = &view;
+    uint32_t ref;
+    int rc = p->hook(p->hook_ctx, &tmp, &ref, p->op_off, err);
+    if (rc < 0)
+        return rc;
+    if (rc == 1) {
+        retire_taken(p, target, o, ref);
+        p->sp = from;
+        return 1;
+    }
+    o->offered = 1;
+    return 0;
+}
+
 static int dict_update(md_pkl *p, md_pv *target, size_t from, int batch, md_err *err)
 {
     if (target->t != PV_DICT)
@@ -750,26 +776,10 @@ static int dict_update(md_pkl *p, md_pv *target, size_t from, int batch, md_err 
     if ((p->sp - from) % 2)
         return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEMS with an odd item count");
     pv_obj *o = target->o;
-    if (p->hook && batch && o->n == 0 && p->sp > from) {
-        /* Offer the fresh dict to the hook straight from the stack: a trace
-         * entry is then converted without ever being copied into a dict. */
-        pv_obj view;
-        memset(&view, 0, sizeof view);
-        view.items = p->stack + from;
-        view.n = view.cap = (uint32_t)(p->sp - from);
-        view.kind = PVO_DICT;
-        md_pv tmp = *target;
-        tmp.o = &view;
-        uint32_t ref;
-        int rc = p->hook(p->hook_ctx, &tmp, &ref, p->op_off, err);
-        if (rc < 0)
-            return rc;
-        if (rc == 1) {
-            retire_taken(p, target, o, ref);
-            p->sp = from;
-            return MD_OK;
-        }
-        o->offered = 1;
+    if (p->hook && batch && o->n == 0 && !o->offered && p->sp > from) {
+        int rc = offer_dict(p, target, from, err);
+        if (rc)
+            return rc < 0 ? rc : MD_OK;
     }
     int rc = obj_add(p, o, p->stack + from, p->sp - from, err);
     p->sp = from;
@@ -1507,12 +1517,22 @@ empty_list: { /* a frames list, converted whole by the list hook (fused_list) */
     scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
     NEXT();
 }
-setitems: { /* a trace entry is complete: the general handler and the hook */
+setitems: { /* a trace entry is complete: offered to the hook, else the general handler */
     p->pos = pos + 1, p->sp = sp, p->nmemo = nmemo;
     p->op_off = p->base + (int64_t)pos;
-    int rc = op_collection(p, 'u', err);
-    if (rc)
-        return rc;
+    size_t mark = p->nmarks ? p->marks[p->nmarks - 1] : 0;
+    int taken = 0;
+    if (p->hook && mark > 0 && mark < sp && !((sp - mark) & 1) && stack[mark - 1].t == PV_DICT &&
+        !stack[mark - 1].o->taken && !stack[mark - 1].o->offered && stack[mark - 1].o->n == 0 &&
+        (taken = offer_dict(p, &stack[mark - 1], mark, err)) < 0)
+        return taken;
+    if (taken) {
+        p->nmarks--; /* the mark SETITEMS pops */
+    } else {
+        int rc = op_collection(p, 'u', err); /* a dict to build (offered already, if fresh) */
+        if (rc)
+            return rc;
+    }
     /* all of it again: whatever the hook does to the reader stays valid */
     pos = p->pos, sp = p->sp, nmemo = p->nmemo, memocap = p->memocap;
     stack = p->stack, memo = p->memo;

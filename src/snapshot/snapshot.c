@@ -274,24 +274,24 @@ static md_action action_of(const loader *L, uint32_t sid)
     return k < NACTIONS - 1 ? (md_action)(k + 1) : MD_ACT_UNKNOWN;
 }
 
-/* One trace-entry field. Key ids are consecutive (interned first in
- * loader_init), so matching a key is one subtraction. */
-static void entry_field(const loader *L, md_event *e, int k, const md_pv *x)
+/* The event of a trace entry's fields (v: by K_*, NULL where absent). */
+static void entry_fields(const loader *L, md_event *e, const md_pv *const v[K_POOL_ID + 1])
 {
     uint64_t u = 0;
-    switch (k) {
-    case K_ACTION: e->action = (uint16_t)action_of(L, x->s); break;
-    case K_ADDR: case K_DEVICE_FREE: if (md_pv_u64(x, &u)) e->addr = u; break;
-    case K_SIZE: if (md_pv_u64(x, &u)) e->size = u; break;
-    case K_STREAM: if (md_pv_u64(x, &u)) e->stream = u; break;
-    case K_TIME_US: if (md_pv_u64(x, &u)) e->time_us = (int64_t)u; break;
-    case K_POOL_ID:
-        if (x->t == PV_TUPLE && x->o->n == 2 &&
-            (x->o->items[0].i != 0 || x->o->items[1].i != 0))
-            e->flags |= MD_EV_POOL_PRIVATE;
-        break;
-    default: break;
-    }
+    *e = (md_event){0, 0, -1, 0, 0, 0, 0};
+    e->action = (uint16_t)action_of(L, v[K_ACTION]->s);
+    if (md_pv_u64(v[K_ADDR], &u))
+        e->addr = u;
+    if (md_pv_u64(v[K_SIZE], &u))
+        e->size = u;
+    if (md_pv_u64(v[K_STREAM], &u))
+        e->stream = u;
+    if (md_pv_u64(v[K_TIME_US], &u))
+        e->time_us = (int64_t)u;
+    const md_pv *pool = v[K_POOL_ID];
+    if (pool && pool->t == PV_TUPLE && pool->o->n == 2 &&
+        (pool->o->items[0].i != 0 || pool->o->items[1].i != 0))
+        e->flags |= MD_EV_POOL_PRIVATE;
 }
 
 /* The item hook: a dict with a string 'action', an 'addr', 'size' or
@@ -332,6 +332,22 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
 {
     loader *L = ctx;
     md_snapshot *s = L->s;
+    /* one pass over the keys, noting where each value is (the last of a
+     * repeated key, as Python keeps it); an OOM's 'device_free' is its addr */
+    const md_pv *v[K_POOL_ID + 1] = {NULL};
+    const pv_obj *o = item->o;
+    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+        const md_pv *k = &o->items[i];
+        uint32_t kk = k->s - L->key[0];
+        if (k->t != PV_STR)
+            continue;
+        if (kk <= K_POOL_ID)
+            v[kk == K_DEVICE_FREE ? K_ADDR : kk] = k + 1;
+        else if (kk == K_BLOCKS)
+            return take_segment(L, item, ref, off, err);
+    }
+    if (!v[K_ACTION] || v[K_ACTION]->t != PV_STR || (!v[K_ADDR] && !v[K_SIZE]))
+        return 0;
     if (s->nevents >= SEG_REF - 1)
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 trace entries");
     if (s->nevents == s->evcap &&
@@ -340,29 +356,8 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
     /* Filled in place: a local copied into the array would be stored field
      * by field and reloaded whole, which stalls the store buffer. */
     md_event *e = &s->events[s->nevents];
-    *e = (md_event){0, 0, -1, 0, 0, 0, 0};
-    const md_pv *frames = NULL;
-    int action = 0, field = 0;
-    const pv_obj *o = item->o;
-    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
-        const md_pv *k = &o->items[i], *x = &o->items[i + 1];
-        int kk = k->t == PV_STR ? (int)k->s - (int)L->key[0] : -1;
-        if (kk < 0 || kk >= K_COUNT)
-            continue;
-        if (kk == K_BLOCKS)
-            return take_segment(L, item, ref, off, err);
-        if (kk == K_ACTION && x->t != PV_STR)
-            return 0;
-        if (kk == K_FRAMES)
-            frames = x;
-        else
-            entry_field(L, e, kk, x);
-        action |= kk == K_ACTION;
-        field |= kk == K_ADDR || kk == K_SIZE || kk == K_DEVICE_FREE;
-    }
-    if (!action || !field)
-        return 0;
-    int rc = stack_id(L, frames, &e->stack, off, err);
+    entry_fields(L, e, v);
+    int rc = stack_id(L, v[K_FRAMES], &e->stack, off, err);
     if (rc)
         return rc;
     if (e->time_us >= 0)
