@@ -124,44 +124,80 @@ static md_finding *add(fctx *c, const char *kind, int sev, uint64_t bytes)
 
 typedef int (*live_pred)(const fctx *c, const md_live *l, md_category cat, void *arg);
 
+/* A live allocation's site while grouping: its user frame, or one of two
+ * stand-ins where it has none. */
+static const char before_history[] = "(allocated before the recorded history began)";
+static const char no_user_frame[] = "(no frames outside torch: autograd engine or C++)";
+
+static const void *site_key(fctx *c, const md_live *l)
+{
+    if (l->alloc_index < 0 && l->stack == 0)
+        return before_history;
+    const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, l->stack);
+    return fr ? (const void *)fr : no_user_frame;
+}
+
+typedef struct site_group {
+    const void *key; /* site_key */
+    uint64_t bytes;
+    uint32_t count;
+} site_group;
+
+/* The groups' labels; groups whose labels come out the same (frames cut
+ * to the same text) merged into the first. Returns the sites, in order of
+ * first appearance, and their count in *ns (NULL: no memory). */
+static md_finding_site *label_groups(fctx *c, const site_group *g, size_t ng, size_t *ns)
+{
+    md_finding_site *sites = ng ? calloc(ng, sizeof *sites) : NULL;
+    *ns = 0;
+    for (size_t i = 0; sites && i < ng; i++) {
+        char label[sizeof sites->site];
+        if (g[i].key == before_history || g[i].key == no_user_frame)
+            snprintf(label, sizeof label, "%s", (const char *)g[i].key);
+        else
+            md_frame_label(c->s, g[i].key, label, sizeof label);
+        size_t k = 0;
+        while (k < *ns && strcmp(sites[k].site, label))
+            k++;
+        if (k == *ns)
+            snprintf(sites[(*ns)++].site, sizeof sites->site, "%s", label);
+        sites[k].bytes += g[i].bytes;
+        sites[k].count += g[i].count;
+    }
+    return sites;
+}
+
 /* Adds the live allocations at `index` that pass `pred` to f->sites,
- * largest sites first; returns their total bytes. */
+ * largest sites first; returns their total bytes. Grouped by frame first,
+ * labelled after: a label costs a formatted print, and a peak holds
+ * thousands of allocations from a few dozen lines. */
 static uint64_t collect_sites(fctx *c, md_finding *f, long index, live_pred pred, void *arg)
 {
     const md_live_set *ls = live_at(c, index);
     if (!ls)
         return 0;
-    const md_live *live = ls->live;
-    size_t nl = ls->n;
-    md_finding_site *sites = NULL;
-    size_t ns = 0, cap = 0;
+    site_group *g = NULL;
+    size_t ng = 0, cap = 0, ns = 0;
     uint64_t total = 0;
-    for (size_t i = 0; i < nl; i++) {
-        md_category cat = (md_category)live[i].category;
-        if (!pred(c, &live[i], cat, arg))
+    for (size_t i = 0; i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        if (!pred(c, l, (md_category)l->category, arg))
             continue;
-        total += live[i].block_size;
-        char label[sizeof sites->site];
-        const md_frame *fr = md_stack_user_frame(md_analysis_cache(c->a), c->s, live[i].stack);
-        if (live[i].alloc_index < 0 && live[i].stack == 0)
-            snprintf(label, sizeof label, "(allocated before the recorded history began)");
-        else if (fr)
-            md_frame_label(c->s, fr, label, sizeof label);
-        else
-            snprintf(label, sizeof label, "(no frames outside torch: autograd engine or C++)");
+        total += l->block_size;
+        const void *key = site_key(c, l);
         size_t k = 0;
-        while (k < ns && strcmp(sites[k].site, label))
+        while (k < ng && g[k].key != key)
             k++;
-        if (k == ns) {
-            if (md_grow((void **)&sites, &cap, ns + 1, sizeof *sites))
+        if (k == ng) {
+            if (md_grow((void **)&g, &cap, ng + 1, sizeof *g))
                 break;
-            memset(&sites[ns], 0, sizeof sites[ns]);
-            snprintf(sites[ns].site, sizeof sites[ns].site, "%s", label);
-            ns++;
+            g[ng++] = (site_group){key, 0, 0};
         }
-        sites[k].bytes += live[i].block_size;
-        sites[k].count++;
+        g[k].bytes += l->block_size;
+        g[k].count++;
     }
+    md_finding_site *sites = label_groups(c, g, ng, &ns);
+    free(g);
     /* keep the largest few; crumbs under 1% of the total say nothing */
     for (int slot = 0; slot < MD_FINDING_MAX_SITES && ns; slot++) {
         size_t best = 0;
