@@ -9,6 +9,7 @@
  * consumed, and MARK nesting and the value stack are capped. Opcodes that
  * import or construct objects are refused with their name and offset. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pickle.h"
@@ -582,24 +583,37 @@ static inline int memo_encode(md_pkl *p, const md_pv *v, uint64_t *out, md_err *
     return MD_OK;
 }
 
+/* Stores a whole value as two 8-byte words (type and string id, then the
+ * payload): field by field it was five stores a push. */
+_Static_assert(sizeof(md_pv) == 16 && offsetof(md_pv, s) == 4 && offsetof(md_pv, i) == 8,
+               "pv_store writes md_pv as two words");
+static inline void pv_store(md_pv *d, unsigned t, uint32_t s, uint64_t u)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w[2] = {(uint64_t)t | (uint64_t)s << 32, u};
+    memcpy(d, w, sizeof w);
+#else
+    memset(d, 0, sizeof *d);
+    d->t = (uint8_t)t, d->s = s, d->u = u;
+#endif
+}
+
 /* Writes slot m (stored, not 0) as a value into *d. */
 static inline void memo_decode(const md_pkl *p, uint64_t m, md_pv *d)
 {
     unsigned tag = (unsigned)(m & 7);
-    d->big = d->uns = 0, d->s = 0;
-    if (tag <= MT_DICT) {
-        d->t = (uint8_t)(PV_LIST + tag), d->o = (pv_obj *)(uintptr_t)(m & ~7ULL);
-    } else if (tag <= MT_BYTES) {
-        d->t = tag == MT_STR ? PV_STR : PV_BYTES, d->s = (uint32_t)(m >> 3), d->i = 0;
-    } else if (tag == MT_REF) {
-        d->t = PV_REF, d->u = m >> 3;
-    } else if (tag == MT_INT) {
-        d->t = PV_INT, d->i = (int64_t)m >> 3;
-    } else if (m & 8) {
+    if (tag <= MT_DICT)
+        pv_store(d, PV_LIST + tag, 0, m & ~7ULL);
+    else if (tag <= MT_BYTES)
+        pv_store(d, tag == MT_STR ? PV_STR : PV_BYTES, (uint32_t)(m >> 3), 0);
+    else if (tag == MT_REF)
+        pv_store(d, PV_REF, 0, m >> 3);
+    else if (tag == MT_INT)
+        pv_store(d, PV_INT, 0, (uint64_t)((int64_t)m >> 3));
+    else if (m & 8)
         *d = p->memo_full[m >> 4];
-    } else {
-        d->t = (uint8_t)(m >> 4 & 31), d->i = (int64_t)(m >> 9);
-    }
+    else
+        pv_store(d, (unsigned)(m >> 4 & 31), 0, m >> 9);
 }
 
 static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
@@ -1348,11 +1362,7 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
  * CPU cannot forward from its store buffer: a stall on every int. */
 static inline void set_scalar(md_pv *d, uint8_t t, int64_t i)
 {
-    d->t = t;
-    d->big = 0;
-    d->uns = 0;
-    d->s = 0;
-    d->i = i;
+    pv_store(d, t, 0, (uint64_t)i);
 }
 
 static int run_fast(md_pkl *p, md_err *err)
@@ -1373,63 +1383,72 @@ static int run_fast(md_pkl *p, md_err *err)
         [0x88] = &&newtrue, [0x89] = &&newfalse, ['}'] = &&empty_dict, ['u'] = &&setitems,
         [']'] = &&empty_list};
 #pragma GCC diagnostic pop
-    const unsigned char *buf = p->buf, *b;
-    size_t pos = p->pos, len = p->len, sp = p->sp;
-    size_t scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
-    md_pv *stack = p->stack;
-    uint64_t *memo = p->memo;
-    size_t nmemo = p->nmemo, memocap = p->memocap;
-#define NEXT()                                              \
-    do {                                                    \
-        if (len - pos < 16 || sp + 1 >= scap)               \
-            goto out;                                       \
-        b = buf + pos;                                      \
-        goto *op[b[0]];                                     \
+    /* the position and the stack's top as pointers: an opcode is then an
+     * add and a store, not an index scaled and added each time */
+    const unsigned char *buf, *end, *b;
+    md_pv *stack, *top, *full; /* full: the last slot an opcode may fill */
+    uint64_t *memo;
+    size_t nmemo, memocap;
+#define LOAD()                                                              \
+    do {                                                                    \
+        size_t n_ = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack; \
+        buf = p->buf, end = buf + p->len, b = buf + p->pos;                 \
+        stack = p->stack, top = stack + p->sp;                              \
+        full = stack + (n_ ? n_ - 1 : 0);                                   \
+        memo = p->memo, nmemo = p->nmemo, memocap = p->memocap;             \
     } while (0)
+#define SAVE(at) (p->pos = (size_t)((at) - buf), p->sp = (size_t)(top - stack), p->nmemo = nmemo)
+#define NEXT()                                      \
+    do {                                            \
+        if (end - b < 16 || top >= full)            \
+            goto out;                               \
+        goto *op[b[0]];                             \
+    } while (0)
+    LOAD();
     NEXT();
 binget:
     if (b[1] >= nmemo || !memo[b[1]])
         goto out;
-    memo_decode(p, memo[b[1]], &stack[sp++]);
-    pos += 2;
+    memo_decode(p, memo[b[1]], top++);
+    b += 2;
     NEXT();
 long_binget: {
     uint32_t idx = le32(b + 1);
     if (idx >= nmemo || !memo[idx])
         goto out;
-    memo_decode(p, memo[idx], &stack[sp++]);
-    pos += 5;
+    memo_decode(p, memo[idx], top++);
+    b += 5;
     NEXT();
 }
 memoize: {
-    if (!sp || nmemo >= memocap)
+    if (top == stack || nmemo >= memocap)
         goto out;
-    const md_pv *top = &stack[sp - 1];
-    if (!memo_pack(top, &memo[nmemo]))
+    const md_pv *v = top - 1;
+    if (!memo_pack(v, &memo[nmemo]))
         goto out; /* the side table: the general path */
-    if ((memo[nmemo] & 7) <= MT_DICT && !top->o->memo)
-        top->o->memo = (uint32_t)nmemo + 1;
+    if ((memo[nmemo] & 7) <= MT_DICT && !v->o->memo)
+        v->o->memo = (uint32_t)nmemo + 1;
     nmemo++;
-    pos += 1;
+    b += 1;
     NEXT();
 }
 binint1:
-    set_scalar(&stack[sp++], PV_INT, b[1]);
-    pos += 2;
+    set_scalar(top++, PV_INT, b[1]);
+    b += 2;
     NEXT();
 binint2:
-    set_scalar(&stack[sp++], PV_INT, (int64_t)(b[1] | b[2] << 8));
-    pos += 3;
+    set_scalar(top++, PV_INT, (int64_t)(b[1] | b[2] << 8));
+    b += 3;
     NEXT();
 binint:
-    set_scalar(&stack[sp++], PV_INT, (int64_t)(int32_t)le32(b + 1));
-    pos += 5;
+    set_scalar(top++, PV_INT, (int64_t)(int32_t)le32(b + 1));
+    b += 5;
     NEXT();
 long1:
     if (b[1] > 8) {
         if (b[1] > 9)
             goto out;
-        stack[sp++] = make_long(b + 2, b[1]);
+        *top++ = make_long(b + 2, b[1]);
     } else { /* one 8-byte load (16 bytes are buffered), masked and sign-extended */
         unsigned n = b[1];
         uint64_t u = 0;
@@ -1443,15 +1462,15 @@ long1:
             if (n && (u >> (n * 8 - 1)) & 1)
                 u |= ~0ULL << (n * 8);
         }
-        set_scalar(&stack[sp++], PV_INT, (int64_t)u);
+        set_scalar(top++, PV_INT, (int64_t)u);
     }
-    pos += 2 + (size_t)b[1];
+    b += 2 + (size_t)b[1];
     NEXT();
 mark:
     if (p->nmarks >= p->mcap || p->nmarks >= p->lim.max_depth)
         goto out;
-    p->marks[p->nmarks++] = sp;
-    pos += 1;
+    p->marks[p->nmarks++] = (size_t)(top - stack);
+    b += 1;
     NEXT();
 short_str: { /* SHORT_BINUNICODE of a string seen recently */
     size_t n = b[1];
@@ -1463,22 +1482,21 @@ short_str: { /* SHORT_BINUNICODE of a string seen recently */
     size_t k = short_slot(w, n);
     if (p->short_cache[k].n != n || p->short_cache[k].w != w)
         goto out;
-    set_scalar(&stack[sp], PV_STR, 0);
-    stack[sp++].s = p->short_cache[k].id;
-    pos += 2 + n;
+    pv_store(top++, PV_STR, p->short_cache[k].id, 0);
+    b += 2 + n;
     NEXT();
 }
 none:
-    set_scalar(&stack[sp++], PV_NONE, 0);
-    pos += 1;
+    set_scalar(top++, PV_NONE, 0);
+    b += 1;
     NEXT();
 newtrue:
-    set_scalar(&stack[sp++], PV_BOOL, 1);
-    pos += 1;
+    set_scalar(top++, PV_BOOL, 1);
+    b += 1;
     NEXT();
 newfalse:
-    set_scalar(&stack[sp++], PV_BOOL, 0);
-    pos += 1;
+    set_scalar(top++, PV_BOOL, 0);
+    b += 1;
     NEXT();
 empty_dict: { /* from the reused containers of taken entries */
     pv_obj *o = p->objfree;
@@ -1487,9 +1505,8 @@ empty_dict: { /* from the reused containers of taken entries */
     memcpy(&p->objfree, &o->items, sizeof o);
     memset(o, 0, sizeof *o);
     o->kind = PVO_DICT;
-    set_scalar(&stack[sp], PV_DICT, 0);
-    stack[sp++].o = o;
-    pos += 1;
+    pv_store(top++, PV_DICT, 0, (uint64_t)(uintptr_t)o);
+    b += 1;
     NEXT();
 }
 empty_list: { /* a frames list, converted whole by the list hook (fused_list) */
@@ -1497,30 +1514,27 @@ empty_list: { /* a frames list, converted whole by the list hook (fused_list) */
         goto out;
     pv_obj *o = p->empty_list;
     if (o && b[1] == 0x94 && b[2] == 'u' && nmemo < memocap) { /* memoized, ending a dict */
-        set_scalar(&stack[sp], PV_LIST, 0);
-        stack[sp++].o = o;
+        pv_store(top++, PV_LIST, 0, (uint64_t)(uintptr_t)o);
         memo[nmemo++] = (uint64_t)(uintptr_t)o | MT_LIST; /* memo_pack's form */
-        pos += 2;
+        b += 2;
         NEXT();
     }
-    p->pos = pos + 1, p->sp = sp, p->nmemo = nmemo;
-    p->op_off = p->base + (int64_t)pos;
+    SAVE(b + 1);
+    p->op_off = p->base + (b - buf);
     int rc = fused_list(p, err);
     if (rc < 0)
         return rc;
     if (rc == 0) { /* a list to build: the general path, from this opcode */
-        p->pos = pos;
+        p->pos = (size_t)(b - buf);
         return MD_OK;
     }
-    pos = p->pos, sp = p->sp, nmemo = p->nmemo, memocap = p->memocap;
-    stack = p->stack, memo = p->memo;
-    scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
+    LOAD();
     NEXT();
 }
 setitems: { /* a trace entry is complete: offered to the hook, else the general handler */
-    p->pos = pos + 1, p->sp = sp, p->nmemo = nmemo;
-    p->op_off = p->base + (int64_t)pos;
-    size_t mark = p->nmarks ? p->marks[p->nmarks - 1] : 0;
+    SAVE(b + 1);
+    p->op_off = p->base + (b - buf);
+    size_t sp = p->sp, mark = p->nmarks ? p->marks[p->nmarks - 1] : 0;
     int taken = 0;
     if (p->hook && mark > 0 && mark < sp && !((sp - mark) & 1) && stack[mark - 1].t == PV_DICT &&
         !stack[mark - 1].o->taken && !stack[mark - 1].o->offered && stack[mark - 1].o->n == 0 &&
@@ -1533,16 +1547,15 @@ setitems: { /* a trace entry is complete: offered to the hook, else the general 
         if (rc)
             return rc;
     }
-    /* all of it again: whatever the hook does to the reader stays valid */
-    pos = p->pos, sp = p->sp, nmemo = p->nmemo, memocap = p->memocap;
-    stack = p->stack, memo = p->memo;
-    scap = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack;
+    LOAD(); /* all of it again: whatever the hook does to the reader stays valid */
     NEXT();
 }
 #undef NEXT
+#undef SAVE
+#undef LOAD
 out:
-    p->pos = pos;
-    p->sp = sp;
+    p->pos = (size_t)(b - buf);
+    p->sp = (size_t)(top - stack);
     p->nmemo = nmemo;
     return MD_OK;
 }
