@@ -6,7 +6,7 @@
 # Files are generated into bench/out/ (ignored by git) and kept for reruns.
 set -eu
 cd "$(dirname "$0")/.."
-M=build/memdiag
+M=${MEMDIAG:-build/memdiag} # MEMDIAG=OTHER/memdiag: another build against the same files
 [ -x "$M" ] || make -s all
 mkdir -p bench/out
 sizes=${*:-10000 100000 1000000 5000000}
@@ -33,15 +33,15 @@ if [ -z "${PYTHON:-}" ]; then
     else PYTHON=$(python3 -c 'import sys; print(sys.executable)'); fi
 fi
 echo "baseline: $PYTHON ($("$PYTHON" -c 'import sys; print(sys.version.split()[0])'))"
-secs() { python3 bench/wall.py "$@" || exit 1; } # best wall time of N runs, seconds
 rss_kb() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1; }
-printf '%-30s %8s %10s %10s %8s %7s %9s\n' file MB memdiag_s pickle_s speedup MB/s rss/file
+# speedup: the median over rounds of pickle.load's time / memdiag's in the
+# same round (bench/pair.py), with the lowest and highest round beside it
+printf '%-30s %8s %10s %10s %8s %11s %7s %9s\n' file MB memdiag_s pickle_s speedup range MB/s rss/file
 for f in bench/out/*.pickle; do
     sz=$(stat -c %s "$f")
-    m=$(secs 5 "$M" summary "$f")
-    reps=3; [ "$sz" -gt 100000000 ] && reps=1
-    p=$(secs $reps "$PYTHON" -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$f")
+    rounds=5; [ "$sz" -gt 100000000 ] && rounds=1
+    set -- $(python3 bench/pair.py $rounds "$f" "$M" "$PYTHON") || exit 1
     r=$(rss_kb "$M" summary "$f")
-    awk -v f="$(basename "$f")" -v sz="$sz" -v m="$m" -v p="$p" -v r="$r" \
-        'BEGIN{printf "%-30s %8.1f %10.4f %10.4f %7.1fx %7.0f %9.2f\n", f, sz/1e6, m, p, p/m, sz/1e6/m, r*1024/sz}'
+    awk -v f="$(basename "$f")" -v sz="$sz" -v m="$1" -v p="$2" -v x="$3" -v lo="$4" -v hi="$5" -v r="$r" \
+        'BEGIN{printf "%-30s %8.1f %10.4f %10.4f %7.1fx %5.1f-%-5.1f %7.0f %9.2f\n", f, sz/1e6, m, p, x, lo, hi, sz/1e6/m, r*1024/sz}'
 done
