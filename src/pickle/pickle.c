@@ -1348,18 +1348,9 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
 }
 
 
-/* The fast path: the opcodes that make up nearly all of a snapshot
- * (memo gets and puts, small ints, LONG1, MARK, constants), run on local
- * copies of the reader's position and stack so the compiler keeps them in
- * registers. Anything else, or anything unusual about these (a missing
- * memo slot, a full stack, the end of the window), returns to the general
- * path, which re-executes that opcode with full checks and error reports.
- * SETITEMS runs the general handler from here (a trace entry per SETITEMS),
- * and EMPTY_LIST the list fusion (a frames list per entry); their errors are
- * returned. */
-/* Writes a scalar straight into its stack slot. Building an md_pv in a
- * local and copying it stores it in pieces and reloads it whole, which the
- * CPU cannot forward from its store buffer: a stall on every int. */
+/* Writes a scalar straight into its stack slot: built in a local and
+ * copied, it would be stored in pieces and reloaded whole, which the CPU
+ * cannot forward from its store buffer. */
 static inline void set_scalar(md_pv *d, uint8_t t, int64_t i)
 {
     pv_store(d, t, 0, (uint64_t)i);
@@ -1372,6 +1363,16 @@ static inline void set_scalar(md_pv *d, uint8_t t, int64_t i)
 #else
 #define THREADED_DISPATCH
 #endif
+
+/* The fast path: the opcodes that make up nearly all of a snapshot
+ * (memo gets and puts, small ints, LONG1, MARK, constants), run on local
+ * copies of the reader's position and stack so the compiler keeps them in
+ * registers. Anything else, or anything unusual about these (a missing
+ * memo slot, a full stack, the end of the window), returns to the general
+ * path, which re-executes that opcode with full checks and error reports.
+ * SETITEMS offers a fresh dict to the item hook from here (a trace entry
+ * per SETITEMS), else runs the general handler, and EMPTY_LIST the list
+ * fusion (a frames list per entry); their errors are returned. */
 THREADED_DISPATCH static int run_fast(md_pkl *p, md_err *err)
 {
     /* Threaded dispatch: each handler jumps to the next opcode's handler
