@@ -1393,14 +1393,14 @@ THREADED_DISPATCH static int run_fast(md_pkl *p, md_err *err)
 #pragma GCC diagnostic pop
     /* the position and the stack's top as pointers: an opcode is then an
      * add and a store, not an index scaled and added each time */
-    const unsigned char *buf, *end, *b;
+    const unsigned char *buf, *lim, *b; /* lim: the last opcode with 16 bytes behind it */
     md_pv *stack, *top, *full; /* full: the last slot an opcode may fill */
     uint64_t *memo;
     size_t nmemo, memocap;
 #define LOAD()                                                              \
     do {                                                                    \
         size_t n_ = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack; \
-        buf = p->buf, end = buf + p->len, b = buf + p->pos;                 \
+        buf = p->buf, lim = buf + p->len - 16, b = buf + p->pos;            \
         stack = p->stack, top = stack + p->sp;                              \
         full = stack + (n_ ? n_ - 1 : 0);                                   \
         memo = p->memo, nmemo = p->nmemo, memocap = p->memocap;             \
@@ -1408,10 +1408,12 @@ THREADED_DISPATCH static int run_fast(md_pkl *p, md_err *err)
 #define SAVE(at) (p->pos = (size_t)((at) - buf), p->sp = (size_t)(top - stack), p->nmemo = nmemo)
 #define NEXT()                                      \
     do {                                            \
-        if (end - b < 16 || top >= full)            \
+        if (b > lim || top >= full)                 \
             goto out;                               \
         goto *op[b[0]];                             \
     } while (0)
+    if (p->len < 16) /* (lim would point before the window) */
+        return MD_OK;
     LOAD();
     NEXT();
 binget:
