@@ -11,9 +11,9 @@ environment). Output goes to /dev/null; a failing run fails.
 import os
 import shlex
 import statistics
-import subprocess
 import sys
-import time
+
+from wall import timed
 
 
 def split_env(cmd):
@@ -33,11 +33,7 @@ def main():
     with open(os.devnull, "wb") as null:
         for _ in range(rounds):
             for c, (words, env) in zip(cmds, runs):
-                t0 = time.perf_counter_ns()
-                rc = subprocess.run(words, stdout=null, stderr=null, env=env).returncode
-                if rc != 0:
-                    sys.exit("failed (exit %d): %s" % (rc, c))
-                times[c].append((time.perf_counter_ns() - t0) / 1e6)
+                times[c].append(timed(words, null, env) * 1e3)
     for c in cmds:
         print("%9.2f min %9.2f median  %s" % (min(times[c]), statistics.median(times[c]), c))
 

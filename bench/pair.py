@@ -10,19 +10,11 @@ seconds, pickle.load's best seconds, and the median, lowest and highest of
 the rounds' ratios (pickle.load's time / memdiag's). Clocks as bench/wall.py."""
 import os
 import statistics
-import subprocess
 import sys
-import time
+
+from wall import timed
 
 LOAD = 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))'
-
-
-def timed(cmd, null):
-    t0 = time.perf_counter_ns()
-    rc = subprocess.run(cmd, stdout=null, stderr=null).returncode
-    if rc != 0:
-        sys.exit("failed (exit %d): %s" % (rc, " ".join(cmd)))
-    return (time.perf_counter_ns() - t0) / 1e9
 
 
 def main():

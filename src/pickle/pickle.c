@@ -754,6 +754,15 @@ static int list_extend(md_pkl *p, md_pv *target, size_t from, md_err *err)
     return rc;
 }
 
+/* Whether the dict at target, whose items are the stack's [from, sp), is
+ * one to offer the hook whole: fresh (nothing added, never offered) and
+ * with whole key-value pairs. */
+static inline int offerable(const md_pkl *p, const md_pv *target, size_t from)
+{
+    return p->hook && target->t == PV_DICT && !target->o->taken && !target->o->offered &&
+           target->o->n == 0 && p->sp > from && !((p->sp - from) & 1);
+}
+
 /* Offers the fresh dict at target, whose items are the stack's [from, sp),
  * to the hook straight from the stack: a trace entry is then converted
  * without ever being copied into a dict. 1 if taken (the stack ends at
@@ -790,7 +799,7 @@ static int dict_update(md_pkl *p, md_pv *target, size_t from, int batch, md_err 
     if ((p->sp - from) % 2)
         return md_err_set(err, MD_E_FORMAT, p->op_off, "SETITEMS with an odd item count");
     pv_obj *o = target->o;
-    if (p->hook && batch && o->n == 0 && !o->offered && p->sp > from) {
+    if (batch && offerable(p, target, from)) {
         int rc = offer_dict(p, target, from, err);
         if (rc)
             return rc < 0 ? rc : MD_OK;
@@ -1405,7 +1414,10 @@ THREADED_DISPATCH static int run_fast(md_pkl *p, md_err *err)
         full = stack + (n_ ? n_ - 1 : 0);                                   \
         memo = p->memo, nmemo = p->nmemo, memocap = p->memocap;             \
     } while (0)
-#define SAVE(at) (p->pos = (size_t)((at) - buf), p->sp = (size_t)(top - stack), p->nmemo = nmemo)
+/* the state as the general path expects it while running the opcode at b */
+#define SAVE()                                                                    \
+    (p->pos = (size_t)(b + 1 - buf), p->sp = (size_t)(top - stack), p->nmemo = nmemo, \
+     p->op_off = p->base + (b - buf))
 #define NEXT()                                      \
     do {                                            \
         if (b > lim || top >= full)                 \
@@ -1524,30 +1536,27 @@ empty_list: { /* a frames list, converted whole by the list hook (fused_list) */
         goto out;
     pv_obj *o = p->empty_list;
     if (o && b[1] == 0x94 && b[2] == 'u' && nmemo < memocap) { /* memoized, ending a dict */
-        pv_store(top++, PV_LIST, 0, (uint64_t)(uintptr_t)o);
-        memo[nmemo++] = (uint64_t)(uintptr_t)o | MT_LIST; /* memo_pack's form */
-        b += 2;
-        NEXT();
+        pv_store(top, PV_LIST, 0, (uint64_t)(uintptr_t)o);
+        if (memo_pack(top, &memo[nmemo])) {
+            top++, nmemo++;
+            b += 2;
+            NEXT();
+        }
     }
-    SAVE(b + 1);
-    p->op_off = p->base + (b - buf);
+    SAVE();
     int rc = fused_list(p, err);
+    if (rc == 0) /* a list to build (its bytes already looked at: not again) */
+        rc = step_simple(p, ']', err);
     if (rc < 0)
         return rc;
-    if (rc == 0) { /* a list to build: the general path, from this opcode */
-        p->pos = (size_t)(b - buf);
-        return MD_OK;
-    }
     LOAD();
     NEXT();
 }
 setitems: { /* a trace entry is complete: offered to the hook, else the general handler */
-    SAVE(b + 1);
-    p->op_off = p->base + (b - buf);
-    size_t sp = p->sp, mark = p->nmarks ? p->marks[p->nmarks - 1] : 0;
+    SAVE();
+    size_t mark = p->nmarks ? p->marks[p->nmarks - 1] : 0;
     int taken = 0;
-    if (p->hook && mark > 0 && mark < sp && !((sp - mark) & 1) && stack[mark - 1].t == PV_DICT &&
-        !stack[mark - 1].o->taken && !stack[mark - 1].o->offered && stack[mark - 1].o->n == 0 &&
+    if (mark > 0 && mark <= p->sp && offerable(p, &stack[mark - 1], mark) &&
         (taken = offer_dict(p, &stack[mark - 1], mark, err)) < 0)
         return taken;
     if (taken) {

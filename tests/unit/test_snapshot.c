@@ -1,9 +1,9 @@
 /* test_snapshot.c - reading real H200 snapshots and every schema variant:
  * counts, sharing of frames, compression, versions, pickler styles, and
  * truncation of a real file at many offsets. */
-#include <lzma.h>
 #include <unistd.h>
 #include "testutil.h"
+#include "util/input.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -134,31 +134,31 @@ static void test_compressed_equal_raw(void **st)
     free(d);
 }
 
-/* The bytes of an .xz file, decompressed; NULL if it is not one. */
-static unsigned char *unxz(const char *path, size_t *n)
+/* A file's bytes, decompressed by the library's own input layer (gzip,
+ * zstd, xz); NULL on failure. */
+static unsigned char *inflated(const char *path, size_t *n)
 {
-    size_t zn, cap = 0;
-    unsigned char *z = slurp(path, &zn), *out = NULL;
-    lzma_stream x = LZMA_STREAM_INIT;
-    lzma_ret r = z && lzma_stream_decoder(&x, UINT64_MAX, 0) == LZMA_OK ? LZMA_OK : LZMA_PROG_ERROR;
-    x.next_in = z;
-    x.avail_in = z ? zn : 0;
+    md_input *in = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    unsigned char *out = NULL;
+    size_t cap = 0;
+    long got = 0;
     *n = 0;
-    while (r == LZMA_OK) {
+    if (md_input_open(path, 0, &in, &e))
+        return NULL;
+    do {
         if (*n == cap) {
             unsigned char *grown = realloc(out, cap = cap ? 2 * cap : 1 << 20);
             if (!grown)
                 break;
             out = grown;
         }
-        x.next_out = out + *n;
-        x.avail_out = cap - *n;
-        r = lzma_code(&x, LZMA_FINISH);
-        *n = cap - x.avail_out;
-    }
-    lzma_end(&x);
-    free(z);
-    if (r != LZMA_STREAM_END) {
+        if ((got = md_input_read(in, out + *n, cap - *n, &e)) > 0)
+            *n += (size_t)got;
+    } while (got > 0);
+    md_input_close(in);
+    if (got != 0) {
         free(out);
         return NULL;
     }
@@ -177,7 +177,7 @@ static void test_empty_frames_alike(void **st)
     (void)st;
     char p[1024];
     size_t n, ne, bare = 0;
-    unsigned char *d = unxz(data_path("builds/causal/rank0.pickle.xz", p, sizeof p), &n);
+    unsigned char *d = inflated(data_path("builds/causal/rank0.pickle.xz", p, sizeof p), &n);
     assert_non_null(d);
     md_snapshot *mem = NULL, *c = NULL;
     md_err e;
