@@ -31,7 +31,7 @@ TESTS = $(SRC_TEST:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: deps $(BUILD)/memdiag $(BUILD)/libmemdiag.so $(BUILD)/libmemdiag_capture.so
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) -Iinclude -c $< -o $@
 
@@ -56,7 +56,7 @@ $(BUILD)/pic/gen/page_js.o: $(BUILD)/gen/page_js.c
 # sanitizer build compiles them without -fsanitize (PIC_CFLAGS).
 PIC_CFLAGS ?= $(CFLAGS)
 OBJ_PIC = $(SRC_LIB:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/page_js.o
-$(BUILD)/pic/%.o: %.c $(wildcard include/*.h src/*/*.h)
+$(BUILD)/pic/%.o: %.c $(wildcard include/*.h src/*/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(PIC_CFLAGS) -fPIC -Iinclude -c $< -o $@
 
@@ -71,7 +71,7 @@ $(BUILD)/libmemdiag_capture.so: $(SRC_CAP:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LINK)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(filter-out -flto%,$(CFLAGS)) -fno-lto -Iinclude -Isrc $(CUDA_FLAGS) -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
 
@@ -86,6 +86,8 @@ CUDA_INC ?= $(firstword $(wildcard /usr/local/cuda/include /usr/local/cuda-*/inc
 $(BUILD)/tests/test_driver: CUDA_FLAGS = $(if $(CUDA_INC),-idirafter $(CUDA_INC) -DMD_HAVE_CUPTI_H)
 
 # Checks the Debian packages the build needs; installs them when run as root.
+# Every compile waits for it (order-only), so `make -j` on a fresh machine
+# does not race the install.
 deps:
 	@scripts/deps.sh
 
