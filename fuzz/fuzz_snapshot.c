@@ -4,7 +4,9 @@
  * seed JSON reports (samples, indicators, findings, validation), model
  * configs and calibration files (parameter count, the step's peak), and
  * what the pages and exports make of a snapshot (flame graph, HTML report,
- * CSV, trace JSON, torch snapshot). Must never crash, hang or leak. */
+ * CSV, trace JSON, torch snapshot). Must never crash, hang or leak; and
+ * the reader's record path must read every input as its general path does
+ * (the same snapshot or the same error), in place and through the window. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "memdiag.h"
 #include "render/export.h"
 #include "render/flame.h"
+#include "../tests/unit/snapsame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -52,6 +55,30 @@ static void samples(md_sample_rank *r, size_t n)
         free(f);
 }
 
+struct bytes {
+    const uint8_t *d;
+    size_t n;
+};
+
+static int open_mem(void *ctx, md_input **in)
+{
+    md_err e;
+    const struct bytes *b = ctx;
+    return md_input_mem(b->d, b->n, in, &e);
+}
+
+/* The record path against the general path on these bytes: a difference
+ * is a bug, reported as a crash. */
+static void records_alike(const uint8_t *data, size_t size)
+{
+    struct bytes b = {data, size};
+    const char *why = records_difference(open_mem, &b);
+    if (why) {
+        fprintf(stderr, "record path differs from the general path: %s\n", why);
+        abort();
+    }
+}
+
 /* A raw pickle in memory is parsed in place; the same bytes gzipped go
  * through the reader's window (lists and strings cut by its end, the
  * window sliding and growing): both readers see every input. */
@@ -72,6 +99,7 @@ static void load_windowed(const uint8_t *data, size_t size)
         md_err e;
         if (md_snapshot_load_mem(gz, cap - z.avail_out, "fuzz.gz", &s, &e) == MD_OK)
             md_snapshot_free(s);
+        records_alike(gz, cap - z.avail_out);
     }
     deflateEnd(&z);
     free(gz);
@@ -111,8 +139,10 @@ static void pages(const md_snapshot *s, int d)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size && data[0] == 0x80)
+    if (size && data[0] == 0x80) {
         load_windowed(data, size);
+        records_alike(data, size);
+    }
     md_snapshot *s = NULL;
     md_err e;
     md_sample_rank *cr, *jr;

@@ -3,7 +3,9 @@
  * Reads opcodes from a streaming md_input through a growable window, so a
  * compressed multi-GB snapshot is never held whole (bytes already in memory
  * are read where they are). Frames lists of converted frames are handed to
- * the list hook whole instead of being built (fused_list). Every length is checked
+ * the list hook whole instead of being built (fused_list), and trace
+ * entries to the record hook straight from their bytes (rec_fast), falling
+ * back to the opcodes for anything unusual. Every length is checked
  * against the bytes that actually arrive (a hostile length cannot make us
  * allocate more than the input holds), the memo is bounded by the input
  * consumed, and MARK nesting and the value stack are capped. Opcodes that
@@ -67,6 +69,13 @@ struct md_pkl {
     void *hook_ctx;
     md_pkl_list_fn list_hook;
     void *list_ctx;
+    /* the record hook (md_pkl_set_record_hook): key string ids
+     * [rec_key0, rec_key0 + rec_nmap) to value slots by rec_map */
+    md_pkl_record_fn rec_fn;
+    void *rec_ctx;
+    uint32_t rec_key0, rec_nmap;
+    size_t nrecords; /* dicts the record hook took */
+    uint8_t rec_map[MD_PKL_REC_KEYS];
     /* the list an empty list ending a dict converts to (a trace entry
      * without frames: most of some traces), once the hook has said which */
     pv_obj *empty_list;
@@ -361,6 +370,22 @@ static inline uint64_t short_word(const unsigned char *s, size_t n)
     return w;
 }
 
+/* The id of the short string whose SHORT_BINUNICODE opcode is at b (16
+ * bytes readable there) if short_cache holds it, else -1. */
+static inline int64_t short_hit(const md_pkl *p, const unsigned char *b)
+{
+    size_t n = b[1];
+    if (n > SHORT_STR)
+        return -1;
+    uint64_t w = 0; /* one 8-byte load, masked */
+    memcpy(&w, b + 2, 8);
+    w = n == 8 ? w : w & ((1ULL << (n * 8)) - 1);
+    size_t k = short_slot(w, n);
+    if (p->short_cache[k].n != n || p->short_cache[k].w != w)
+        return -1;
+    return p->short_cache[k].id;
+}
+
 static int push_str(md_pkl *p, const unsigned char *s, size_t n, int type,
                     md_err *err)
 {
@@ -596,6 +621,28 @@ static inline void pv_store(md_pv *d, unsigned t, uint32_t s, uint64_t u)
     memset(d, 0, sizeof *d);
     d->t = (uint8_t)t, d->s = s, d->u = u;
 #endif
+}
+
+/* LONG1 at b (16 bytes readable there) of at most 9 bytes into *d. */
+static inline void long1_value(const unsigned char *b, md_pv *d)
+{
+    unsigned n = b[1];
+    if (n > 8) {
+        *d = make_long(b + 2, n);
+        return;
+    }
+    uint64_t u = 0; /* one 8-byte load, masked and sign-extended */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&u, b + 2, 8);
+#else
+    u = rd_le(b + 2, 8);
+#endif
+    if (n < 8) {
+        u = n ? u & ((1ULL << (n * 8)) - 1) : 0;
+        if (n && (u >> (n * 8 - 1)) & 1)
+            u |= ~0ULL << (n * 8);
+    }
+    pv_store(d, PV_INT, 0, u);
 }
 
 /* Writes slot m (stored, not 0) as a value into *d. */
@@ -1084,22 +1131,21 @@ static size_t gets_end(const unsigned char *b, size_t len, size_t q, uint32_t *i
     return q;
 }
 
-/* After EMPTY_LIST: reads the list whole if it is one the list hook may
- * convert (see md_pkl_list_fn): memoized, then either one APPEND or
- * APPENDS of memo references to converted dicts, or nothing before the
- * SETITEMS that makes it the last value of a dict. A list whose bytes were
- * converted before is that list again. Looks ahead without side effects;
- * returns 1 if the list was converted and pushed, 0 to read it opcode by
- * opcode. */
-static int fused_list(md_pkl *p, md_err *err)
+/* The list whose body starts at b[q], just after EMPTY_LIST and its memo
+ * opcode, if the list hook may convert it (see md_pkl_list_fn): either one
+ * APPEND or APPENDS of memo references to converted dicts, or nothing
+ * before the SETITEMS that makes it the last value of a dict. A list whose
+ * bytes were converted before is that list again. Reads without side
+ * effects on the stack or memo; 1 with *out the converted list and *end
+ * the position after it, 0 if it is not such a list, or an error. */
+static int fuse_body(md_pkl *p, size_t q, pv_obj **out, size_t *end_out, md_err *err)
 {
     const unsigned char *b = p->buf;
-    size_t len = p->len, q = p->pos;
-    uint64_t idx;
+    size_t len = p->len;
     pv_obj *o = NULL;
-    if (!memo_target(p, b, len, &q, &idx) || idx > p->nmemo || q >= len)
-        return 0;
     int rc;
+    if (q >= len)
+        return 0;
     if (b[q] == 'u') { /* empty, ending a dict */
         uint32_t cache;
         if ((rc = p->list_hook(p->list_ctx, NULL, 0, &cache, p->op_off, err)) != 1)
@@ -1141,13 +1187,178 @@ static int fused_list(md_pkl *p, md_err *err)
             seen_follows(p, prev, p->seen_last);
         q = end + 1;
     }
+    *out = o;
+    *end_out = q;
+    return 1;
+}
+
+/* After EMPTY_LIST: reads the list whole if it is memoized and one the
+ * list hook may convert (fuse_body). Returns 1 if the list was converted
+ * and pushed, 0 to read it opcode by opcode. */
+static int fused_list(md_pkl *p, md_err *err)
+{
+    size_t q = p->pos, end;
+    uint64_t idx;
+    pv_obj *o;
+    if (!memo_target(p, p->buf, p->len, &q, &idx) || idx > p->nmemo)
+        return 0;
+    int rc = fuse_body(p, q, &o, &end, err);
+    if (rc != 1)
+        return rc;
     md_pv v;
     memset(&v, 0, sizeof v);
     v.t = PV_LIST;
     v.o = o;
     if ((rc = push(p, v, err)) || (rc = memo_put(p, idx, err)))
         return rc;
-    p->pos = q;
+    p->pos = end;
+    return 1;
+}
+
+/* ---- records: trace entries read from their bytes ----------------------- */
+
+#define REC_PAIRS 32 /* a dict with more pairs is read as a dict */
+
+/* A record's value at b (16 bytes readable there) into *d, with the memo
+ * as it stands with nm slots: the position after it, or NULL where the
+ * record path does not read this opcode. */
+static inline const unsigned char *rec_value(const md_pkl *p, const unsigned char *b,
+                                             const uint64_t *memo, size_t nm, md_pv *d)
+{
+    switch (b[0]) {
+    case 'K':
+        pv_store(d, PV_INT, 0, b[1]);
+        return b + 2;
+    case 'M':
+        pv_store(d, PV_INT, 0, (uint64_t)(b[1] | b[2] << 8));
+        return b + 3;
+    case 'J':
+        pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)le32(b + 1));
+        return b + 5;
+    case 0x8a:
+        if (b[1] > 9)
+            return NULL;
+        long1_value(b, d);
+        return b + 2 + b[1];
+    case 'h': case 'j': {
+        uint32_t idx = b[0] == 'h' ? b[1] : le32(b + 1);
+        if (idx >= nm || !memo[idx])
+            return NULL;
+        memo_decode(p, memo[idx], d);
+        return b + (b[0] == 'h' ? 2 : 5);
+    }
+    case 0x8c: {
+        int64_t id = short_hit(p, b);
+        if (id < 0)
+            return NULL;
+        pv_store(d, PV_STR, (uint32_t)id, 0);
+        return b + 2 + b[1];
+    }
+    case 'N':
+        pv_store(d, PV_NONE, 0, 0);
+        return b + 1;
+    case 0x88: case 0x89:
+        pv_store(d, PV_BOOL, 0, b[0] == 0x88);
+        return b + 1;
+    }
+    return NULL;
+}
+
+/* A record's memoized list at b (`]` MEMOIZE, 16 bytes readable there), one
+ * the list hook converts (fuse_body), into *d and memo slot nm: the
+ * position after it, NULL where the record path does not read it (*rc 0)
+ * or on an error (*rc). */
+static const unsigned char *rec_list(md_pkl *p, const unsigned char *b, size_t nm,
+                                     md_pv *d, int *rc, md_err *err)
+{
+    *rc = 0;
+    if (b[1] != 0x94 || !p->list_hook || nm >= p->memocap)
+        return NULL;
+    pv_obj *o = p->empty_list;
+    size_t end = (size_t)(b + 2 - p->buf);
+    if (!o || b[2] != 'u') {
+        p->pos = (size_t)(b + 1 - p->buf); /* as the opcode loop would stand */
+        p->op_off = p->base + (b - p->buf);
+        if ((*rc = fuse_body(p, end, &o, &end, err)) != 1) {
+            *rc = *rc < 0 ? *rc : 0;
+            return NULL;
+        }
+        *rc = 0;
+    }
+    pv_store(d, PV_LIST, 0, (uint64_t)(uintptr_t)o);
+    if (!memo_pack(d, &p->memo[nm]))
+        return NULL;
+    if (!o->memo)
+        o->memo = (uint32_t)nm + 1;
+    return p->buf + end;
+}
+
+/* At EMPTY_DICT MEMOIZE MARK (p->pos at EMPTY_DICT, 16 bytes readable):
+ * a trace entry read straight from its bytes into the record hook's slots
+ * (md_pkl_record_fn), the dict never built. Memo slots it fills count
+ * only once the hook takes it. 1 if taken (its PV_REF pushed, memo and
+ * position as the opcodes would leave them), 0 to read it opcode by
+ * opcode, or an error. */
+static int rec_fast(md_pkl *p, md_err *err)
+{
+    const unsigned char *buf = p->buf, *b = buf + p->pos + 3, *lim = buf + p->len - 16;
+    uint64_t *memo = p->memo;
+    size_t dict = p->nmemo, nm = dict + 1, np = 0;
+    /* bounds the opcodes would meet: the stack (the dict, then its pairs),
+     * the MARK, and a memo slot for the dict */
+    if (nm > p->memocap || p->sp + 1 >= p->scap || p->nmarks >= p->lim.max_depth ||
+        p->sp + 2 + 2 * REC_PAIRS > p->lim.max_stack)
+        return 0;
+    memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
+    md_pv vals[REC_PAIRS];
+    const md_pv *v[MD_PKL_REC_SLOTS];
+    memset(v, 0, sizeof v);
+    while (b <= lim && b[0] != 'u') {
+        uint32_t idx;
+        if (b[0] == 'h')
+            idx = b[1], b += 2;
+        else if (b[0] == 'j')
+            idx = le32(b + 1), b += 5;
+        else
+            return 0; /* a key that is not a memoized string */
+        if (idx >= nm || (memo[idx] & 7) != MT_STR || np == REC_PAIRS || b > lim)
+            return 0;
+        uint32_t k = (uint32_t)(memo[idx] >> 3) - p->rec_key0;
+        unsigned slot = k < p->rec_nmap ? p->rec_map[k] : MD_PKL_REC_SKIP;
+        if (slot == MD_PKL_REC_LEAVE)
+            return 0;
+        md_pv *d = &vals[np++];
+        if (b[0] == ']') {
+            int rc;
+            if (!(b = rec_list(p, b, nm, d, &rc, err)))
+                return rc;
+            nm++;
+        } else {
+            if (!(b = rec_value(p, b, memo, nm, d)))
+                return 0;
+            if (b[0] == 0x94) { /* within the 16 bytes: a value is at most 10 */
+                if (nm >= p->memocap || !memo_pack(d, &memo[nm]))
+                    return 0;
+                if ((memo[nm] & 7) <= MT_DICT && !d->o->memo)
+                    d->o->memo = (uint32_t)nm + 1;
+                nm++, b++;
+            }
+        }
+        if (slot < MD_PKL_REC_SLOTS)
+            v[slot] = d;
+    }
+    if (b > lim || np == 0) /* SETITEMS of nothing offers nothing */
+        return 0;
+    p->op_off = p->base + (b - buf);
+    uint32_t ref;
+    int rc = p->rec_fn(p->rec_ctx, v, &ref, p->op_off, err);
+    if (rc != 1)
+        return rc;
+    memo[dict] = (uint64_t)ref << 3 | MT_REF; /* as retire_taken leaves it */
+    p->nmemo = nm;
+    pv_store(&p->stack[p->sp++], PV_REF, 0, ref);
+    p->pos = (size_t)(b + 1 - buf);
+    p->nrecords++;
     return 1;
 }
 
@@ -1467,25 +1678,9 @@ binint:
     b += 5;
     NEXT();
 long1:
-    if (b[1] > 8) {
-        if (b[1] > 9)
-            goto out;
-        *top++ = make_long(b + 2, b[1]);
-    } else { /* one 8-byte load (16 bytes are buffered), masked and sign-extended */
-        unsigned n = b[1];
-        uint64_t u = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        memcpy(&u, b + 2, 8);
-#else
-        u = rd_le(b + 2, 8);
-#endif
-        if (n < 8) {
-            u = n ? u & ((1ULL << (n * 8)) - 1) : 0;
-            if (n && (u >> (n * 8 - 1)) & 1)
-                u |= ~0ULL << (n * 8);
-        }
-        set_scalar(top++, PV_INT, (int64_t)u);
-    }
+    if (b[1] > 9)
+        goto out;
+    long1_value(b, top++);
     b += 2 + (size_t)b[1];
     NEXT();
 mark:
@@ -1495,17 +1690,11 @@ mark:
     b += 1;
     NEXT();
 short_str: { /* SHORT_BINUNICODE of a string seen recently */
-    size_t n = b[1];
-    if (n > SHORT_STR)
+    int64_t id = short_hit(p, b);
+    if (id < 0)
         goto out;
-    uint64_t w = 0; /* one 8-byte load (16 bytes are buffered), masked */
-    memcpy(&w, b + 2, 8);
-    w = n == 8 ? w : w & ((1ULL << (n * 8)) - 1);
-    size_t k = short_slot(w, n);
-    if (p->short_cache[k].n != n || p->short_cache[k].w != w)
-        goto out;
-    pv_store(top++, PV_STR, p->short_cache[k].id, 0);
-    b += 2 + n;
+    pv_store(top++, PV_STR, (uint32_t)id, 0);
+    b += 2 + (size_t)b[1];
     NEXT();
 }
 none:
@@ -1520,7 +1709,19 @@ newfalse:
     set_scalar(top++, PV_BOOL, 0);
     b += 1;
     NEXT();
-empty_dict: { /* from the reused containers of taken entries */
+empty_dict: { /* a trace entry read whole (rec_fast), else a dict from the
+                 reused containers of taken entries */
+    if (p->rec_fn && b[1] == 0x94 && b[2] == '(') {
+        SAVE();
+        p->pos = (size_t)(b - buf);
+        int rc = rec_fast(p, err);
+        if (rc < 0)
+            return rc;
+        if (rc) {
+            LOAD();
+            NEXT();
+        }
+    }
     pv_obj *o = p->objfree;
     if (!o)
         goto out;
@@ -1673,6 +1874,22 @@ void md_pkl_set_list_hook(md_pkl *p, md_pkl_list_fn fn, void *ctx)
     p->list_ctx = ctx;
 }
 
+int md_pkl_set_record_hook(md_pkl *p, uint32_t key0, const uint8_t *map, size_t nmap,
+                           size_t nslots, md_pkl_record_fn fn, void *ctx)
+{
+    if (nmap > MD_PKL_REC_KEYS || nslots > MD_PKL_REC_SLOTS)
+        return MD_E_ARG;
+    for (size_t k = 0; k < nmap; k++)
+        if (map[k] >= nslots && map[k] != MD_PKL_REC_SKIP && map[k] != MD_PKL_REC_LEAVE)
+            return MD_E_ARG;
+    p->rec_fn = fn;
+    p->rec_ctx = ctx;
+    p->rec_key0 = key0;
+    p->rec_nmap = (uint32_t)nmap;
+    memcpy(p->rec_map, map, nmap);
+    return MD_OK;
+}
+
 void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim)
 {
     p->lim = *lim;
@@ -1691,6 +1908,11 @@ void md_pkl_release(md_pkl *p, pv_obj *o)
 int64_t md_pkl_offset(const md_pkl *p)
 {
     return p->base + (int64_t)p->pos;
+}
+
+size_t md_pkl_records(const md_pkl *p)
+{
+    return p->nrecords;
 }
 
 int md_pkl_protocol(const md_pkl *p)

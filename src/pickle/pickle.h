@@ -89,6 +89,25 @@ typedef int (*md_pkl_item_fn)(void *ctx, const md_pv *item, uint32_t *ref,
 typedef int (*md_pkl_list_fn)(void *ctx, uint32_t *caches, size_t n, uint32_t *cache,
                               int64_t offset, md_err *err);
 
+/* The item hook's fast form, for a trace entry: a fresh dict written as
+ * EMPTY_DICT MEMOIZE MARK, pairs, SETITEMS whose keys are all memoized
+ * strings and whose values are scalars, memo references, short strings or
+ * a list the list hook converts is read straight from its bytes, without
+ * being built on the stack. v[slot] points at the value of the key mapped
+ * to that slot (the last one where a key repeats), NULL where absent;
+ * keys the map does not cover are skipped. The answer is the item hook's
+ * for the same dict (1 taken with *ref, 0 left, or an error), and must be:
+ * a dict left, or one the reader cannot take this way (any other opcode,
+ * a key mapped to MD_PKL_REC_LEAVE), is read again opcode by opcode and
+ * offered to the item hook, so the hook must decide before it changes
+ * anything. Offsets are the SETITEMS opcode's, as the item hook's. */
+typedef int (*md_pkl_record_fn)(void *ctx, const md_pv *const *v, uint32_t *ref,
+                                int64_t offset, md_err *err);
+#define MD_PKL_REC_KEYS 32   /* keys the map covers, at most */
+#define MD_PKL_REC_SLOTS 16  /* value slots, at most */
+#define MD_PKL_REC_SKIP 0xfe  /* map: a key whose value is read and dropped */
+#define MD_PKL_REC_LEAVE 0xff /* map: a key no record has: read the dict as a dict */
+
 typedef struct md_pkl_limits {
     size_t max_depth;   /* open MARKs */
     size_t max_stack;   /* values on the stack */
@@ -100,6 +119,11 @@ typedef struct md_pkl md_pkl;
 int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err);
 void md_pkl_set_hook(md_pkl *p, md_pkl_item_fn fn, void *ctx);
 void md_pkl_set_list_hook(md_pkl *p, md_pkl_list_fn fn, void *ctx);
+/* Key string id key0 + k goes to slot map[k] (< nslots, or MD_PKL_REC_SKIP
+ * or _LEAVE) for k < nmap; other keys are skipped. fn NULL turns it off.
+ * Returns MD_E_ARG if nmap or nslots is over its bound. */
+int md_pkl_set_record_hook(md_pkl *p, uint32_t key0, const uint8_t *map, size_t nmap,
+                           size_t nslots, md_pkl_record_fn fn, void *ctx);
 void md_pkl_set_limits(md_pkl *p, const md_pkl_limits *lim);
 /* Runs to STOP; *result is valid until md_pkl_free. */
 int md_pkl_run(md_pkl *p, md_pv *result, md_err *err);
@@ -108,6 +132,8 @@ int md_pkl_run(md_pkl *p, md_pv *result, md_err *err);
 void md_pkl_release(md_pkl *p, pv_obj *o);
 int64_t md_pkl_offset(const md_pkl *p);
 int md_pkl_protocol(const md_pkl *p);
+/* Dicts the record hook took (read by the record path). */
+size_t md_pkl_records(const md_pkl *p);
 void md_pkl_free(md_pkl *p);
 
 /* Dict lookup by key string (linear; snapshot dicts are small). */

@@ -328,24 +328,13 @@ static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off
     return 1;
 }
 
-static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
+/* A trace entry's event from its known values (v: by K_*, an OOM's
+ * 'device_free' as its addr), if it is one: 1 with *ref its index, 0 if
+ * it is not (nothing changed), or an error. */
+static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *ref,
+                      int64_t off, md_err *err)
 {
-    loader *L = ctx;
     md_snapshot *s = L->s;
-    /* one pass over the keys, noting where each value is (the last of a
-     * repeated key, as Python keeps it); an OOM's 'device_free' is its addr */
-    const md_pv *v[K_POOL_ID + 1] = {NULL};
-    const pv_obj *o = item->o;
-    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
-        const md_pv *k = &o->items[i];
-        uint32_t kk = k->s - L->key[0];
-        if (k->t != PV_STR)
-            continue;
-        if (kk <= K_POOL_ID)
-            v[kk == K_DEVICE_FREE ? K_ADDR : kk] = k + 1;
-        else if (kk == K_BLOCKS)
-            return take_segment(L, item, ref, off, err);
-    }
     if (!v[K_ACTION] || v[K_ACTION]->t != PV_STR || (!v[K_ADDR] && !v[K_SIZE]))
         return 0;
     if (s->nevents >= SEG_REF - 1)
@@ -366,6 +355,45 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
         s->features |= MD_HAS_FRAMES;
     *ref = (uint32_t)s->nevents++;
     return 1;
+}
+
+static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
+{
+    loader *L = ctx;
+    /* one pass over the keys, noting where each value is (the last of a
+     * repeated key, as Python keeps it); an OOM's 'device_free' is its addr */
+    const md_pv *v[K_POOL_ID + 1] = {NULL};
+    const pv_obj *o = item->o;
+    for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+        const md_pv *k = &o->items[i];
+        uint32_t kk = k->s - L->key[0];
+        if (k->t != PV_STR)
+            continue;
+        if (kk <= K_POOL_ID)
+            v[kk == K_DEVICE_FREE ? K_ADDR : kk] = k + 1;
+        else if (kk == K_BLOCKS)
+            return take_segment(L, item, ref, off, err);
+    }
+    return take_entry(L, v, ref, off, err);
+}
+
+/* The record hook: a trace entry the reader read straight from its bytes,
+ * its values slotted as on_item slots them (record_map). */
+static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t off,
+                     md_err *err)
+{
+    return take_entry(ctx, v, ref, off, err);
+}
+
+/* The record hook's slot for each key: trace entries' own keys as on_item
+ * reads them; any other known key means a segment, block or frame, left to
+ * on_item (unknown keys, such as 'compile_context', are skipped). */
+static int set_record_hook(loader *L, md_pkl *p)
+{
+    uint8_t map[K_COUNT];
+    for (int k = 0; k < K_COUNT; k++)
+        map[k] = k > K_POOL_ID ? MD_PKL_REC_LEAVE : k == K_DEVICE_FREE ? K_ADDR : (uint8_t)k;
+    return md_pkl_set_record_hook(p, L->key[0], map, K_COUNT, K_POOL_ID + 1, on_record, L);
 }
 
 /* ---- the rest of the schema --------------------------------------------- */
@@ -648,7 +676,8 @@ static int loader_init(loader *L, md_snapshot *s)
     return 0;
 }
 
-static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
+int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **out,
+                     md_err *err)
 {
     md_snapshot *s = calloc(1, sizeof *s);
     md_pkl *p = NULL;
@@ -668,8 +697,12 @@ static int load(md_input *in, const char *name, md_snapshot **out, md_err *err)
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
         md_pkl_set_list_hook(p, on_list, &L);
+        if (records && set_record_hook(&L, p))
+            rc = md_err_set(err, MD_E_ARG, -1, "the record hook's key map does not fit");
         L.p = p;
-        rc = md_pkl_run(p, &top, err);
+        if (rc == MD_OK)
+            rc = md_pkl_run(p, &top, err);
+        s->nrecords = md_pkl_records(p);
         if (rc == MD_OK)
             rc = convert_top(&L, &top, err);
     }
@@ -703,7 +736,7 @@ int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapsho
     int rc = md_input_open(path, opts && opts->read_ahead, &in, err);
     if (rc)
         return rc;
-    rc = load(in, path, out, err);
+    rc = md_snapshot_read(in, path, 1, out, err);
     md_input_close(in);
     return rc;
 }
@@ -716,7 +749,7 @@ int md_snapshot_load_mem(const void *data, size_t n, const char *name,
     int rc = md_input_mem(data, n, &in, err);
     if (rc)
         return rc;
-    rc = load(in, name, out, err);
+    rc = md_snapshot_read(in, name, 1, out, err);
     md_input_close(in);
     return rc;
 }

@@ -3,6 +3,7 @@
 #ifndef MD_SNAPSHOT_INT_H
 #define MD_SNAPSHOT_INT_H
 
+#include "../util/input.h"
 #include "../util/util.h"
 
 typedef struct md_range {
@@ -34,6 +35,14 @@ struct md_snapshot {
     size_t nanns, anncap;
     md_settings settings;
     unsigned features;
+    size_t nrecords;        /* trace entries read by the record path */
 };
+
+/* Reads a snapshot from in (name for messages). records: trace entries
+ * read straight from their bytes where they can be (the record hook);
+ * 0 builds every one as a dict first, the reader's general path, which
+ * the tests and the fuzzer hold the fast one to. */
+int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **out,
+                     md_err *err);
 
 #endif

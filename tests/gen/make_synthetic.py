@@ -417,6 +417,92 @@ def memo_overwrite():
     return bytes(w.out)
 
 
+def odd_records():
+    """Trace entries at the edges of the reader's record path (trace entries
+    read straight from their bytes), each with the value Python's
+    pickle.load gives it (test_records.c checks them):
+      0  plain: empty frames list, ending the dict
+      1  'device_free' then 'addr' (an OOM): the later, addr, counts
+      2  'addr' then 'device_free': device_free counts
+      3  'size' twice: the second (1024) counts
+      4  a key written afresh, not a memo get: read as a dict
+      5  pool_id a tuple (1, 2): read as a dict, a private pool
+      6  stream 2**64-1 in nine LONG1 bytes, size None, addr True
+      7  an unknown key whose value is the entry itself (a memo get of the
+         dict being read): read as a dict
+      8  frames: memo gets of a frame dict not yet converted: read as a dict
+      9  the same frames list again (its frame dict converted by 8)"""
+    w = MemoPickler()
+    w.raw(b"}")
+    w.memoize()
+    w.raw(b"(")
+    w.dump("segments")
+    w.raw(b"]")
+    w.memoize()
+    w.raw(b"(")
+    seg = {"device": 0, "address": A, "total_size": 2 << 20, "allocated_size": 0,
+           "active_size": 0, "requested_size": 0, "stream": 0, "segment_type": "large",
+           "blocks": [{"address": A, "size": 2 << 20, "requested_size": 0,
+                       "state": "inactive", "frames": []}]}
+    w.dump(seg)
+    frame_slot = w.dump({"name": "train", "filename": "/home/u/train.py", "line": 7})
+    w.raw(b"0e")  # the frame dict off the stack again: a memo slot only
+    w.dump("device_traces")
+    w.raw(b"]")
+    w.memoize()
+    w.raw(b"(]")
+    w.memoize()
+    w.raw(b"(")
+
+    def entry(pairs, raw_after=None):
+        w.raw(b"}")
+        me = w.memoize()
+        w.raw(b"(")
+        for k, x in pairs:
+            if callable(k):
+                k()
+            else:
+                w.dump(k)
+            if callable(x):
+                x(me)
+            else:
+                w.dump(x)
+        w.raw(b"u")
+
+    def empty_list(me):
+        w.raw(b"]")
+        w.memoize()
+
+    def raw(b):
+        return lambda me: w.raw(b)
+
+    base = [("action", "alloc"), ("stream", 0), ("time_us", 5)]
+    entry(base + [("addr", A), ("size", 512), ("frames", empty_list)])
+    entry([("action", "oom"), ("device_free", 4096), ("addr", A + 512), ("size", 0),
+           ("frames", empty_list)])
+    entry([("action", "oom"), ("addr", A + 1024), ("device_free", 8192), ("size", 0),
+           ("frames", empty_list)])
+    entry(base + [("addr", A + 1536), ("size", 512), ("size", 1024), ("frames", empty_list)])
+    entry([(lambda: w.raw(b"\x8c\x06action"), "alloc"), ("addr", A + 4096), ("size", 512),
+           ("frames", empty_list)])
+    entry(base + [("addr", A + 8192), ("size", 512), ("pool_id", raw(b"K\x01K\x02\x86")),
+                  ("frames", empty_list)])
+    entry([("action", "alloc"), ("addr", raw(b"\x88")), ("size", raw(b"N")),
+           ("stream", raw(b"\x8a\x09" + b"\xff" * 8 + b"\x00")), ("frames", empty_list)])
+    entry(base + [("addr", A + 12288), ("size", 512),
+                  ("x", lambda me: w.get(me)), ("frames", empty_list)])
+    for addr in (A + 16384, A + 20480):
+        entry(base + [("addr", addr), ("size", 512),
+                      ("frames", lambda me: w.dump([Memo(frame_slot), Memo(frame_slot)]))])
+    w.raw(b"ee")  # the trace, device_traces
+    # bytes after the last entry: the record path reads an entry only with
+    # 16 bytes to spare past each opcode
+    w.dump("note")
+    w.dump("the last entry is not at the end of the file")
+    w.raw(b"u.")
+    return bytes(w.out)
+
+
 def distinct_stacks():
     """300 allocations with 300 different frames lists, then 50 frees whose
     lists are new list objects with the same frames as the first 50 (what
@@ -743,6 +829,8 @@ def main():
         f.write(CppPickler().finish(v2_3()))
     with open(os.path.join(out, "memo_overwrite.pickle"), "wb") as f:
         f.write(memo_overwrite())
+    with open(os.path.join(out, "odd_records.pickle"), "wb") as f:
+        f.write(odd_records())
 
 
 if __name__ == "__main__":

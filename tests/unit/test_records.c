@@ -1,0 +1,157 @@
+/* test_records.c - the reader's record path (trace entries read straight
+ * from their bytes, src/pickle/pickle.c rec_fast) against its general path
+ * (every entry built as a dict and offered to the item hook): the same
+ * snapshot, or the same error, from every snapshot under tests/data, in
+ * place and through the reader's window; the edge cases of
+ * synthetic/odd_records.pickle with the values pickle.load gives them; and
+ * the path taken on real traces, so these tests cannot pass by its never
+ * running. */
+#include <dirent.h>
+#include <sys/stat.h>
+#include "testutil.h"
+#include "snapsame.h"
+
+struct bytes {
+    const unsigned char *d;
+    size_t n;
+};
+
+static int open_mem(void *ctx, md_input **in)
+{
+    md_err e;
+    const struct bytes *b = ctx;
+    return md_input_mem(b->d, b->n, in, &e);
+}
+
+static int open_file(void *ctx, md_input **in)
+{
+    md_err e;
+    return md_input_open(ctx, 0, in, &e);
+}
+
+static int is_snapshot_name(const char *dir, const char *name)
+{
+    return strstr(name, ".pickle") || strstr(dir, "synthetic") || strstr(dir, "fuzz-regress") ||
+           strstr(dir, "adversarial");
+}
+
+/* Compares both paths on every snapshot file under dir; counts them. */
+static void alike_under(const char *dir, size_t *files)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[1024];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        assert_int_equal(stat(path, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            alike_under(path, files);
+            continue;
+        }
+        if (!is_snapshot_name(dir, de->d_name))
+            continue;
+        const char *why = records_difference(open_file, path); /* through the window */
+        if (why)
+            print_error("%s, read through the window: %s\n", path, why);
+        assert_null(why);
+        if (!strstr(de->d_name, ".gz") && !strstr(de->d_name, ".xz") &&
+            !strstr(de->d_name, ".zst")) { /* raw bytes: also in place */
+            struct bytes b;
+            size_t n;
+            unsigned char *data = slurp(path, &n);
+            assert_non_null(data);
+            b.d = data, b.n = n;
+            why = records_difference(open_mem, &b);
+            if (why)
+                print_error("%s, read in place: %s\n", path, why);
+            assert_null(why);
+            free(data);
+        }
+        ++*files;
+    }
+    closedir(d);
+}
+
+static void test_every_file_alike(void **st)
+{
+    (void)st;
+    char root[1024];
+    size_t files = 0;
+    alike_under(data_path("", root, sizeof root), &files);
+    assert_true(files >= 300); /* tests/data holds 343 pickles and the hostile files */
+}
+
+static md_snapshot *read_with(const char *rel, int records)
+{
+    char p[1024];
+    md_input *in = NULL;
+    md_snapshot *s = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    assert_int_equal(md_input_open(data_path(rel, p, sizeof p), 0, &in, &e), MD_OK);
+    assert_int_equal(md_snapshot_read(in, rel, records, &s, &e), MD_OK);
+    md_input_close(in);
+    return s;
+}
+
+/* On real traces nearly every entry takes the record path (the few that do
+ * not bring a key or frame dict written for the first time). */
+static void test_real_traces_take_it(void **st)
+{
+    (void)st;
+    const char *files[] = {"seed-exercise/snap-gamma-medium-rank0.pickle",
+                           "builds/causal/rank0.pickle.xz", "patterns/generate/rank0.pickle.xz"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        md_snapshot *fast = read_with(files[i], 1), *plain = read_with(files[i], 0);
+        assert_true(fast->nrecords * 10 >= fast->nevents * 9);
+        assert_int_equal(plain->nrecords, 0);
+        md_snapshot_free(fast);
+        md_snapshot_free(plain);
+    }
+}
+
+#define A 0x7F0000000000ULL
+
+/* tests/gen/make_synthetic.py odd_records: which entries the record path
+ * takes, and each entry's values as pickle.load reads them. */
+static void test_odd_records(void **st)
+{
+    (void)st;
+    md_snapshot *s = read_with("synthetic/odd_records.pickle", 1);
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, 0, &n);
+    assert_int_equal(n, 10);
+    assert_int_equal(s->nrecords, 4); /* entries 2, 3, 6 and 9 */
+    assert_int_equal(ev[0].addr, A);
+    assert_int_equal(ev[1].addr, A + 512);  /* device_free, then addr */
+    assert_int_equal(ev[2].addr, 8192);     /* addr, then device_free */
+    assert_int_equal(ev[3].size, 1024);     /* the second 'size' */
+    assert_int_equal(ev[4].addr, A + 4096); /* a key written afresh */
+    assert_int_equal(ev[5].flags, MD_EV_POOL_PRIVATE);
+    assert_int_equal(ev[6].addr, 1); /* True */
+    assert_int_equal(ev[6].size, 0); /* None */
+    assert_int_equal(ev[6].stream, UINT64_MAX);
+    assert_int_equal(ev[7].addr, A + 12288);
+    for (int i = 8; i < 10; i++) {
+        size_t nf;
+        const uint32_t *fr = md_snapshot_stack(s, ev[i].stack, &nf);
+        assert_int_equal(nf, 2);
+        assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, fr[0])->name), "train");
+    }
+    assert_int_equal(ev[8].stack, ev[9].stack);
+    md_snapshot_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_odd_records),
+        cmocka_unit_test(test_real_traces_take_it),
+        cmocka_unit_test(test_every_file_alike),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
