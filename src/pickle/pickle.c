@@ -21,6 +21,7 @@
 #define SLAB_BYTES (1 << 20)
 #define SHORT_STR 8     /* strings this short are looked up in short_cache */
 #define SHORT_SLOTS 256
+#define REC_PAIRS 32    /* a record with more pairs is read as a dict */
 
 /* Bump allocator chunks: containers are created per trace entry, so they
  * must not cost a malloc each. */
@@ -76,6 +77,11 @@ struct md_pkl {
     uint32_t rec_key0, rec_nmap;
     size_t nrecords; /* dicts the record hook took */
     uint8_t rec_map[MD_PKL_REC_KEYS];
+    /* the key opcode each pair of the last record began with, by position
+     * (a pickler writes every trace entry's keys in one order): its bytes
+     * (pat under mask), length and slot; valid while memo_gen is key_gen */
+    struct rec_key { uint64_t pat, mask; uint8_t len, slot; } rec_keys[REC_PAIRS];
+    uint32_t key_gen;
     /* the list an empty list ending a dict converts to (a trace entry
      * without frames: most of some traces), once the hook has said which */
     pv_obj *empty_list;
@@ -1217,8 +1223,6 @@ static int fused_list(md_pkl *p, md_err *err)
 
 /* ---- records: trace entries read from their bytes ----------------------- */
 
-#define REC_PAIRS 32 /* a dict with more pairs is read as a dict */
-
 /* A record's value at b (16 bytes readable there) into *d, with the memo
  * as it stands with nm slots: the position after it, or NULL where the
  * record path does not read this opcode. */
@@ -1293,6 +1297,37 @@ static const unsigned char *rec_list(md_pkl *p, const unsigned char *b, size_t n
     return p->buf + end;
 }
 
+/* A record's key at b, a memo get of a string, and its slot by the record
+ * map: the position after it, or NULL if it is not such a key. A key whose
+ * memo slot was stored before this record (below dict) is remembered in
+ * *key for the next record's pair at this position. */
+static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, size_t dict,
+                                    size_t nm, struct rec_key *key, unsigned *slot)
+{
+    uint32_t idx;
+    unsigned len;
+    if (b[0] == 'h')
+        idx = b[1], len = 2;
+    else if (b[0] == 'j')
+        idx = le32(b + 1), len = 5;
+    else
+        return NULL;
+    if (idx >= nm || (p->memo[idx] & 7) != MT_STR)
+        return NULL;
+    uint32_t k = (uint32_t)(p->memo[idx] >> 3) - p->rec_key0;
+    *slot = k < p->rec_nmap ? p->rec_map[k] : MD_PKL_REC_SKIP;
+    key->mask = 0;
+    if (idx < dict) {
+        uint64_t w;
+        memcpy(&w, b, sizeof w);
+        key->mask = ~0ULL >> (64 - 8 * len);
+        key->pat = w & key->mask;
+        key->len = (uint8_t)len;
+        key->slot = (uint8_t)*slot;
+    }
+    return b + len;
+}
+
 /* At EMPTY_DICT MEMOIZE MARK (p->pos at EMPTY_DICT, 16 bytes readable):
  * a trace entry read straight from its bytes into the record hook's slots
  * (md_pkl_record_fn), the dict never built. Memo slots it fills count
@@ -1313,19 +1348,24 @@ static int rec_fast(md_pkl *p, md_err *err)
     md_pv vals[REC_PAIRS];
     const md_pv *v[MD_PKL_REC_SLOTS];
     memset(v, 0, sizeof v);
+    if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
+        memset(p->rec_keys, 0, sizeof p->rec_keys);
+        p->key_gen = p->memo_gen;
+    }
     while (b <= lim && b[0] != 'u') {
-        uint32_t idx;
-        if (b[0] == 'h')
-            idx = b[1], b += 2;
-        else if (b[0] == 'j')
-            idx = le32(b + 1), b += 5;
-        else
-            return 0; /* a key that is not a memoized string */
-        if (idx >= nm || (memo[idx] & 7) != MT_STR || np == REC_PAIRS || b > lim)
+        if (np == REC_PAIRS)
             return 0;
-        uint32_t k = (uint32_t)(memo[idx] >> 3) - p->rec_key0;
-        unsigned slot = k < p->rec_nmap ? p->rec_map[k] : MD_PKL_REC_SKIP;
-        if (slot == MD_PKL_REC_LEAVE)
+        struct rec_key *key = &p->rec_keys[np];
+        uint64_t w;
+        unsigned slot;
+        memcpy(&w, b, sizeof w);
+        if (key->mask && (w & key->mask) == key->pat) { /* as in the last record */
+            slot = key->slot;
+            b += key->len;
+        } else if (!(b = rec_key(p, b, dict, nm, key, &slot))) {
+            return 0;
+        }
+        if (slot == MD_PKL_REC_LEAVE || b > lim)
             return 0;
         md_pv *d = &vals[np++];
         if (b[0] == ']') {
@@ -1887,6 +1927,7 @@ int md_pkl_set_record_hook(md_pkl *p, uint32_t key0, const uint8_t *map, size_t 
     p->rec_key0 = key0;
     p->rec_nmap = (uint32_t)nmap;
     memcpy(p->rec_map, map, nmap);
+    memset(p->rec_keys, 0, sizeof p->rec_keys); /* learnt under the old map */
     return MD_OK;
 }
 

@@ -431,7 +431,9 @@ def odd_records():
       7  an unknown key whose value is the entry itself (a memo get of the
          dict being read): read as a dict
       8  frames: memo gets of a frame dict not yet converted: read as a dict
-      9  the same frames list again (its frame dict converted by 8)"""
+      9  the same frames list again (its frame dict converted by 8)
+     10  after the memo slot of the key 'size' is overwritten with 'stream'
+         (BINPUT), the same key bytes as entry 9's 'size': stream 7, no size"""
     w = MemoPickler()
     w.raw(b"}")
     w.memoize()
@@ -494,6 +496,9 @@ def odd_records():
     for addr in (A + 16384, A + 20480):
         entry(base + [("addr", addr), ("size", 512),
                       ("frames", lambda me: w.dump([Memo(frame_slot), Memo(frame_slot)]))])
+    w.get(w.strs["stream"])  # slot of 'size' := 'stream', then off the stack
+    w.raw(b"r" + struct.pack("<I", w.strs["size"]) + b"0")
+    entry(base + [("addr", A + 24576), ("size", 7), ("frames", empty_list)])
     w.raw(b"ee")  # the trace, device_traces
     # bytes after the last entry: the record path reads an entry only with
     # 16 bytes to spare past each opcode

@@ -124,8 +124,8 @@ static void test_odd_records(void **st)
     md_snapshot *s = read_with("synthetic/odd_records.pickle", 1);
     size_t n;
     const md_event *ev = md_snapshot_events(s, 0, &n);
-    assert_int_equal(n, 10);
-    assert_int_equal(s->nrecords, 4); /* entries 2, 3, 6 and 9 */
+    assert_int_equal(n, 11);
+    assert_int_equal(s->nrecords, 5); /* entries 2, 3, 6, 9 and 10 */
     assert_int_equal(ev[0].addr, A);
     assert_int_equal(ev[1].addr, A + 512);  /* device_free, then addr */
     assert_int_equal(ev[2].addr, 8192);     /* addr, then device_free */
@@ -143,6 +143,8 @@ static void test_odd_records(void **st)
         assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, fr[0])->name), "train");
     }
     assert_int_equal(ev[8].stack, ev[9].stack);
+    assert_int_equal(ev[10].stream, 7); /* the key's bytes now name 'stream' */
+    assert_int_equal(ev[10].size, 0);
     md_snapshot_free(s);
 }
 
