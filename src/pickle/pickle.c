@@ -1297,10 +1297,12 @@ static const unsigned char *rec_list(md_pkl *p, const unsigned char *b, size_t n
     return p->buf + end;
 }
 
-/* A record's key at b, a memo get of a string, and its slot by the record
- * map: the position after it, or NULL if it is not such a key. A key whose
- * memo slot was stored before this record (below dict) is remembered in
- * *key for the next record's pair at this position. */
+/* A record's key at b, a memo get of a string, and where its value goes:
+ * its slot by the record map, or MD_PKL_REC_SLOTS for a key whose value is
+ * dropped. The position after it, or NULL if it is not such a key or one
+ * mapped to MD_PKL_REC_LEAVE. A key whose memo slot was stored before this
+ * record (below dict) is remembered in *key for the next record's pair at
+ * this position. */
 static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, size_t dict,
                                     size_t nm, struct rec_key *key, unsigned *slot)
 {
@@ -1316,6 +1318,10 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
         return NULL;
     uint32_t k = (uint32_t)(p->memo[idx] >> 3) - p->rec_key0;
     *slot = k < p->rec_nmap ? p->rec_map[k] : MD_PKL_REC_SKIP;
+    if (*slot == MD_PKL_REC_LEAVE)
+        return NULL;
+    if (*slot == MD_PKL_REC_SKIP)
+        *slot = MD_PKL_REC_SLOTS;
     key->mask = 0;
     if (idx < dict) {
         uint64_t w;
@@ -1336,25 +1342,31 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
  * opcode, or an error. */
 static int rec_fast(md_pkl *p, md_err *err)
 {
-    const unsigned char *buf = p->buf, *b = buf + p->pos + 3, *lim = buf + p->len - 16;
+    const unsigned char *buf = p->buf, *b = buf + p->pos + 3;
     uint64_t *memo = p->memo;
     size_t dict = p->nmemo, nm = dict + 1, np = 0;
     /* bounds the opcodes would meet: the stack (the dict, then its pairs),
      * the MARK, and a memo slot for the dict */
-    if (nm > p->memocap || p->sp + 1 >= p->scap || p->nmarks >= p->lim.max_depth ||
-        p->sp + 2 + 2 * REC_PAIRS > p->lim.max_stack)
+    if (p->len < 64 || nm > p->memocap || p->sp + 1 >= p->scap ||
+        p->nmarks >= p->lim.max_depth || p->sp + 2 + 2 * REC_PAIRS > p->lim.max_stack)
         return 0;
+    /* a pair (a key of at most 5 bytes, a value of at most 10, MEMOIZE)
+     * starting at or before lim is within the 16 bytes readable past the
+     * opcode at buf + len - 16 */
+    const unsigned char *lim = buf + p->len - 16 - 8;
     memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
     md_pv vals[REC_PAIRS];
-    const md_pv *v[MD_PKL_REC_SLOTS];
+    const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
     memset(v, 0, sizeof v);
     if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
         memset(p->rec_keys, 0, sizeof p->rec_keys);
         p->key_gen = p->memo_gen;
     }
-    while (b <= lim && b[0] != 'u') {
-        if (np == REC_PAIRS)
+    for (;;) {
+        if (b > lim || np == REC_PAIRS)
             return 0;
+        if (b[0] == 'u')
+            break;
         struct rec_key *key = &p->rec_keys[np];
         uint64_t w;
         unsigned slot;
@@ -1365,29 +1377,26 @@ static int rec_fast(md_pkl *p, md_err *err)
         } else if (!(b = rec_key(p, b, dict, nm, key, &slot))) {
             return 0;
         }
-        if (slot == MD_PKL_REC_LEAVE || b > lim)
-            return 0;
         md_pv *d = &vals[np++];
+        v[slot] = d;
         if (b[0] == ']') {
             int rc;
             if (!(b = rec_list(p, b, nm, d, &rc, err)))
                 return rc;
             nm++;
-        } else {
-            if (!(b = rec_value(p, b, memo, nm, d)))
-                return 0;
-            if (b[0] == 0x94) { /* within the 16 bytes: a value is at most 10 */
-                if (nm >= p->memocap || !memo_pack(d, &memo[nm]))
-                    return 0;
-                if ((memo[nm] & 7) <= MT_DICT && !d->o->memo)
-                    d->o->memo = (uint32_t)nm + 1;
-                nm++, b++;
-            }
+            continue;
         }
-        if (slot < MD_PKL_REC_SLOTS)
-            v[slot] = d;
+        if (!(b = rec_value(p, b, memo, nm, d)))
+            return 0;
+        if (b[0] == 0x94) {
+            if (nm >= p->memocap || !memo_pack(d, &memo[nm]))
+                return 0;
+            if ((memo[nm] & 7) <= MT_DICT && !d->o->memo)
+                d->o->memo = (uint32_t)nm + 1;
+            nm++, b++;
+        }
     }
-    if (b > lim || np == 0) /* SETITEMS of nothing offers nothing */
+    if (np == 0) /* SETITEMS of nothing offers nothing */
         return 0;
     p->op_off = p->base + (b - buf);
     uint32_t ref;
