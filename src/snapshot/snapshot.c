@@ -139,7 +139,7 @@ static int rehash_stacks(md_snapshot *s)
     return 0;
 }
 
-#define SFRAMES_MIN ((size_t)128 << 10) /* frame ids: 512 KiB, md_big_grow's mapping size */
+#define SFRAMES_MIN (MD_BIG_MIN / sizeof(uint32_t)) /* frame ids md_big_grow maps */
 
 /* Interns a sequence of frame ids; returns the stack id (>= 1), 0 for an
  * empty stack, -1 on allocation failure. */
@@ -395,12 +395,14 @@ static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t of
 /* The record hook's slot for each key: trace entries' own keys as on_item
  * reads them; any other known key means a segment, block or frame, left to
  * on_item (unknown keys, such as 'compile_context', are skipped). */
-static int set_record_hook(loader *L, md_pkl *p)
+_Static_assert(K_COUNT <= MD_PKL_REC_KEYS && K_POOL_ID + 1 <= MD_PKL_REC_SLOTS,
+               "the record map holds every known key and slot");
+static void set_record_hook(loader *L, md_pkl *p)
 {
     uint8_t map[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
         map[k] = k > K_POOL_ID ? MD_PKL_REC_LEAVE : k == K_DEVICE_FREE ? K_ADDR : (uint8_t)k;
-    return md_pkl_set_record_hook(p, L->key[0], map, K_COUNT, K_POOL_ID + 1, on_record, L);
+    (void)md_pkl_set_record_hook(p, L->key[0], map, K_COUNT, K_POOL_ID + 1, on_record, L);
 }
 
 /* ---- the rest of the schema --------------------------------------------- */
@@ -704,11 +706,10 @@ int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
         md_pkl_set_list_hook(p, on_list, &L);
-        if (records && set_record_hook(&L, p))
-            rc = md_err_set(err, MD_E_ARG, -1, "the record hook's key map does not fit");
+        if (records)
+            set_record_hook(&L, p);
         L.p = p;
-        if (rc == MD_OK)
-            rc = md_pkl_run(p, &top, err);
+        rc = md_pkl_run(p, &top, err);
         s->nrecords = md_pkl_records(p);
         if (rc == MD_OK)
             rc = convert_top(&L, &top, err);

@@ -28,6 +28,7 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz);
  * Below that it is an ordinary heap array. md_big_trim gives back the
  * pages past the first `used` elements once the array is complete; an
  * array from md_big_grow is freed with md_big_free (same cap and esz). */
+#define MD_BIG_MIN ((size_t)512 << 10) /* bytes: from here on, a mapping */
 int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz);
 void md_big_trim(void *buf, size_t cap, size_t used, size_t esz);
 void md_big_free(void *buf, size_t cap, size_t esz);
