@@ -306,8 +306,10 @@ static unsigned cached_frame_tags(md_stack_cache *c, const md_snapshot *s, uint3
 
 /* Phase a stack belongs to: the union of its frames' tags (optimizer
  * code, zero_grad, autograd backward, module forward, workspace). Frame
- * tags are cached too: stacks share most frames. */
-static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+ * tags are cached too: stacks share most frames. Kept out of line: inlined,
+ * its register saves were most of md_stack_tags' cost on every cache hit
+ * (a trace's events ask once or twice each). */
+__attribute__((noinline)) static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
@@ -337,9 +339,10 @@ unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
     if (stack == 0 || stack >= c->n)
         return 0;
-    if (!(c->tags[stack] & MD_TAG_KNOWN))
-        c->tags[stack] = (uint32_t)(classify(c, s, stack) | MD_TAG_KNOWN);
-    return c->tags[stack] & ~MD_TAG_KNOWN;
+    uint32_t t = c->tags[stack];
+    if (!(t & MD_TAG_KNOWN))
+        c->tags[stack] = t = (uint32_t)(classify(c, s, stack) | MD_TAG_KNOWN);
+    return t & ~MD_TAG_KNOWN;
 }
 
 /* "torch/optim/adamw.py" -> "AdamW", from the file the optimizer runs in. */

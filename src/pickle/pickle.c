@@ -79,8 +79,10 @@ struct md_pkl {
     uint8_t rec_map[MD_PKL_REC_KEYS];
     /* the key opcode each pair of the last record began with, by position
      * (a pickler writes every trace entry's keys in one order): its bytes
-     * (pat under mask), length and slot; valid while memo_gen is key_gen */
-    struct rec_key { uint64_t pat, mask; uint8_t len, slot; } rec_keys[REC_PAIRS];
+     * (pat under mask), length and slot; valid while memo_gen is key_gen.
+     * None remembered: mask 0, pat 1, which no bytes match (rec_forget);
+     * the last entry stays so, a sentinel past the pairs a record may have */
+    struct rec_key { uint64_t pat, mask; uint8_t len, slot; } rec_keys[REC_PAIRS + 1];
     uint32_t key_gen;
     /* the list an empty list ending a dict converts to (a trace entry
      * without frames: most of some traces), once the hook has said which */
@@ -1221,52 +1223,15 @@ static int fused_list(md_pkl *p, md_err *err)
     return 1;
 }
 
-/* ---- records: trace entries read from their bytes ----------------------- */
+/* GCC merges the handlers' jumps into a shared one unless told not to
+ * (its manual's advice for computed gotos); clang takes no such option. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define THREADED_DISPATCH __attribute__((optimize("no-gcse", "no-crossjumping")))
+#else
+#define THREADED_DISPATCH
+#endif
 
-/* A record's value at b (16 bytes readable there) into *d, with the memo
- * as it stands with nm slots: the position after it, or NULL where the
- * record path does not read this opcode. */
-static inline const unsigned char *rec_value(const md_pkl *p, const unsigned char *b,
-                                             const uint64_t *memo, size_t nm, md_pv *d)
-{
-    switch (b[0]) {
-    case 'K':
-        pv_store(d, PV_INT, 0, b[1]);
-        return b + 2;
-    case 'M':
-        pv_store(d, PV_INT, 0, (uint64_t)(b[1] | b[2] << 8));
-        return b + 3;
-    case 'J':
-        pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)le32(b + 1));
-        return b + 5;
-    case 0x8a:
-        if (b[1] > 9)
-            return NULL;
-        long1_value(b, d);
-        return b + 2 + b[1];
-    case 'h': case 'j': {
-        uint32_t idx = b[0] == 'h' ? b[1] : le32(b + 1);
-        if (idx >= nm || !memo[idx])
-            return NULL;
-        memo_decode(p, memo[idx], d);
-        return b + (b[0] == 'h' ? 2 : 5);
-    }
-    case 0x8c: {
-        int64_t id = short_hit(p, b);
-        if (id < 0)
-            return NULL;
-        pv_store(d, PV_STR, (uint32_t)id, 0);
-        return b + 2 + b[1];
-    }
-    case 'N':
-        pv_store(d, PV_NONE, 0, 0);
-        return b + 1;
-    case 0x88: case 0x89:
-        pv_store(d, PV_BOOL, 0, b[0] == 0x88);
-        return b + 1;
-    }
-    return NULL;
-}
+/* ---- records: trace entries read from their bytes ----------------------- */
 
 /* A record's memoized list at b (`]` MEMOIZE, 16 bytes readable there), one
  * the list hook converts (fuse_body), into *d and memo slot nm: the
@@ -1297,6 +1262,13 @@ static const unsigned char *rec_list(md_pkl *p, const unsigned char *b, size_t n
     return p->buf + end;
 }
 
+/* Forgets every remembered key (a memo slot overwritten, a new map). */
+static void rec_forget(md_pkl *p)
+{
+    for (size_t i = 0; i <= REC_PAIRS; i++)
+        p->rec_keys[i].mask = 0, p->rec_keys[i].pat = 1;
+}
+
 /* A record's key at b, a memo get of a string, and where its value goes:
  * its slot by the record map, or MD_PKL_REC_SLOTS for a key whose value is
  * dropped. The position after it, or NULL if it is not such a key or one
@@ -1322,7 +1294,7 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
         return NULL;
     if (*slot == MD_PKL_REC_SKIP)
         *slot = MD_PKL_REC_SLOTS;
-    key->mask = 0;
+    key->mask = 0, key->pat = 1; /* (rec_forget) */
     if (idx < dict) {
         uint64_t w;
         memcpy(&w, b, sizeof w);
@@ -1340,8 +1312,19 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
  * only once the hook takes it. 1 if taken (its PV_REF pushed, memo and
  * position as the opcodes would leave them), 0 to read it opcode by
  * opcode, or an error. */
-static int rec_fast(md_pkl *p, md_err *err)
+THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
 {
+    /* each value opcode's handler, reached by its own indirect jump */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+#ifdef __clang__
+#pragma GCC diagnostic ignored "-Winitializer-overrides"
+#endif
+    static const void *const val[256] = {
+        [0 ... 255] = &&other, ['K'] = &&binint1, ['M'] = &&binint2, ['J'] = &&binint,
+        [0x8a] = &&long1, ['h'] = &&binget, ['j'] = &&long_binget, [0x8c] = &&short_str,
+        ['N'] = &&none, [0x88] = &&newtrue, [0x89] = &&newfalse, [']'] = &&list};
+#pragma GCC diagnostic pop
     const unsigned char *buf = p->buf, *b = buf + p->pos + 3;
     uint64_t *memo = p->memo;
     size_t dict = p->nmemo, nm = dict + 1, np = 0;
@@ -1355,40 +1338,94 @@ static int rec_fast(md_pkl *p, md_err *err)
      * opcode at buf + len - 16 */
     const unsigned char *lim = buf + p->len - 16 - 8;
     memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
-    md_pv vals[REC_PAIRS];
+    md_pv vals[REC_PAIRS], *d;
     const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
     memset(v, 0, sizeof v);
     if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
-        memset(p->rec_keys, 0, sizeof p->rec_keys);
+        rec_forget(p);
         p->key_gen = p->memo_gen;
     }
     for (;;) {
-        if (b > lim || np == REC_PAIRS)
+        if (b > lim)
             return 0;
-        if (b[0] == 'u')
-            break;
-        struct rec_key *key = &p->rec_keys[np];
-        uint64_t w;
+        const struct rec_key *key = &p->rec_keys[np];
+        uint64_t w, m;
+        uint32_t idx;
         unsigned slot;
         memcpy(&w, b, sizeof w);
-        if (key->mask && (w & key->mask) == key->pat) { /* as in the last record */
+        if ((w & key->mask) == key->pat) { /* as in the last record: not SETITEMS */
             slot = key->slot;
             b += key->len;
-        } else if (!(b = rec_key(p, b, dict, nm, key, &slot))) {
+        } else if (b[0] == 'u') {
+            break;
+        } else if (np == REC_PAIRS || !(b = rec_key(p, b, dict, nm, &p->rec_keys[np], &slot))) {
             return 0;
         }
-        md_pv *d = &vals[np++];
+        d = &vals[np++];
         v[slot] = d;
-        if (b[0] == ']') {
-            int rc;
-            if (!(b = rec_list(p, b, nm, d, &rc, err)))
-                return rc;
-            nm++;
-            continue;
-        }
-        if (!(b = rec_value(p, b, memo, nm, d)))
+        goto *val[b[0]];
+    binint1:
+        pv_store(d, PV_INT, 0, b[1]);
+        b += 2;
+        goto memoize;
+    binint2:
+        pv_store(d, PV_INT, 0, (uint64_t)(b[1] | b[2] << 8));
+        b += 3;
+        goto memoize;
+    binint:
+        pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)le32(b + 1));
+        b += 5;
+        goto memoize;
+    long1:
+        if (b[1] > 9)
             return 0;
-        if (b[0] == 0x94) {
+        long1_value(b, d);
+        b += 2 + b[1];
+        goto memoize;
+    binget:
+        idx = b[1], b += 2;
+        goto get;
+    long_binget:
+        idx = le32(b + 1), b += 5;
+    get:
+        if (idx >= nm || !(m = memo[idx]))
+            return 0;
+        if ((m & 7) == MT_STR) /* most values got are strings */
+            pv_store(d, PV_STR, (uint32_t)(m >> 3), 0);
+        else
+            memo_decode(p, m, d);
+        goto memoize;
+    short_str: {
+        int64_t id = short_hit(p, b);
+        if (id < 0)
+            return 0;
+        pv_store(d, PV_STR, (uint32_t)id, 0);
+        b += 2 + b[1];
+        goto memoize;
+    }
+    none:
+        pv_store(d, PV_NONE, 0, 0);
+        b += 1;
+        goto memoize;
+    newtrue:
+        pv_store(d, PV_BOOL, 0, 1);
+        b += 1;
+        goto memoize;
+    newfalse:
+        pv_store(d, PV_BOOL, 0, 0);
+        b += 1;
+        goto memoize;
+    list: {
+        int rc;
+        if (!(b = rec_list(p, b, nm, d, &rc, err)))
+            return rc;
+        nm++;
+        continue;
+    }
+    other:
+        return 0;
+    memoize:
+        if (b[0] == 0x94) { /* within the 16 bytes: a value is at most 10 */
             if (nm >= p->memocap || !memo_pack(d, &memo[nm]))
                 return 0;
             if ((memo[nm] & 7) <= MT_DICT && !d->o->memo)
@@ -1625,13 +1662,6 @@ static inline void set_scalar(md_pv *d, uint8_t t, int64_t i)
     pv_store(d, t, 0, (uint64_t)i);
 }
 
-/* GCC merges the handlers' jumps into a shared one unless told not to
- * (its manual's advice for computed gotos); clang takes no such option. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define THREADED_DISPATCH __attribute__((optimize("no-gcse", "no-crossjumping")))
-#else
-#define THREADED_DISPATCH
-#endif
 
 /* The fast path: the opcodes that make up nearly all of a snapshot
  * (memo gets and puts, small ints, LONG1, MARK, constants), run on local
@@ -1900,6 +1930,7 @@ int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
     }
     for (size_t k = 0; k < SHORT_SLOTS; k++)
         p->short_cache[k].n = UINT32_MAX; /* empty */
+    rec_forget(p); /* zeroed entries would match anything */
     p->seen_last = SIZE_MAX;
     p->in = in;
     p->strs = strs;
@@ -1936,7 +1967,7 @@ int md_pkl_set_record_hook(md_pkl *p, uint32_t key0, const uint8_t *map, size_t 
     p->rec_key0 = key0;
     p->rec_nmap = (uint32_t)nmap;
     memcpy(p->rec_map, map, nmap);
-    memset(p->rec_keys, 0, sizeof p->rec_keys); /* learnt under the old map */
+    rec_forget(p); /* learnt under the old map */
     return MD_OK;
 }
 
