@@ -19,6 +19,7 @@
  * overflow) shows up as frees without allocs and as live blocks in the
  * final segment state that no alloc explains; both are placed in the
  * initial state so totals match torch's counters. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../snapshot/snapshot_int.h"
@@ -98,6 +99,12 @@ struct md_replay {
     md_cache_state final_cache;
     rcheck checks[NCHECKS];
     int nchecks;
+    /* a state whose arrays a probe may replay in (the main pass's final
+     * one, then the last probe's): already the size the trace needs and
+     * its pages touched, where a fresh one grew by copies into new pages
+     * (a fifth of big_gamma's page faults). Taken and given back
+     * atomically: probes of one replay may run on several threads. */
+    struct spare { _Atomic(rstate *) st; } *spare;
 };
 
 /* ---- torch's size rules --------------------------------------------------- */
@@ -285,6 +292,52 @@ static int state_copy(rstate *dst, const rstate *src)
     memcpy(dst->b, src->b, src->nb * sizeof *src->b);
     memcpy(dst->g, src->g, src->ng * sizeof *src->g);
     return 0;
+}
+
+/* dst (holding arrays of its own) = a copy of src, in dst's arrays where
+ * they are big enough; else as state_copy. -1 on allocation failure (dst
+ * then freed). */
+static int state_copy_into(rstate *dst, const rstate *src)
+{
+    rstate keep = *dst;
+    if (keep.bcap < src->nb || keep.gcap < src->ng || keep.by_addr.cap < src->by_addr.cap ||
+        keep.seg_by_addr.cap < src->seg_by_addr.cap) {
+        state_free(dst);
+        return state_copy(dst, src);
+    }
+    *dst = *src;
+    dst->free_at = NULL;
+    dst->b = keep.b, dst->bcap = keep.bcap, dst->g = keep.g, dst->gcap = keep.gcap;
+    dst->by_addr = keep.by_addr, dst->seg_by_addr = keep.seg_by_addr;
+    memcpy(dst->b, src->b, src->nb * sizeof *src->b);
+    memcpy(dst->g, src->g, src->ng * sizeof *src->g);
+    md_map_assign(&dst->by_addr, &src->by_addr);
+    md_map_assign(&dst->seg_by_addr, &src->seg_by_addr);
+    return 0;
+}
+
+/* The spare state's arrays, taken for a probe (0), or none there (-1). */
+static int take_spare(const md_replay *r, rstate *st)
+{
+    rstate *sp = r->spare ? atomic_exchange(&r->spare->st, NULL) : NULL;
+    if (!sp)
+        return -1;
+    *st = *sp;
+    free(sp);
+    return 0;
+}
+
+/* A probe's state, kept as the spare if there is none, else freed. */
+static void give_spare(const md_replay *r, rstate *st)
+{
+    rstate *sp = r->spare ? malloc(sizeof *sp) : NULL, *none = NULL;
+    if (sp) {
+        *sp = *st;
+        if (atomic_compare_exchange_strong(&r->spare->st, &none, sp))
+            return;
+        free(sp);
+    }
+    state_free(st);
 }
 
 static void drop_checks(md_replay *r)
@@ -712,7 +765,10 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
     md_big_trim(r->free_at, r->freecap, n1, sizeof *r->free_at);
     if (snapshot_state(&st, &r->final_live, &r->nfinal, &r->final_cache))
         goto nomem;
-    state_free(&st);
+    st.free_at = NULL; /* r's, not the state's */
+    if ((r->spare = malloc(sizeof *r->spare)) != NULL)
+        atomic_init(&r->spare->st, NULL);
+    give_spare(r, &st);
     *out = r;
     return MD_OK;
 nomem:
@@ -731,6 +787,12 @@ void md_replay_free(md_replay *r)
     free(r->preseg);
     free(r->final_live);
     drop_checks(r);
+    if (r->spare) {
+        rstate st;
+        if (!take_spare(r, &st))
+            state_free(&st);
+        free(r->spare);
+    }
     free(r);
 }
 
@@ -781,6 +843,12 @@ static int snapshot_state(const rstate *st, md_live **live, size_t *nlive, md_ca
     md_live *v = NULL;
     if (cs)
         memset(cs, 0, sizeof *cs);
+    if (live) { /* sized once: grown by doubling, each copy went to fresh pages */
+        for (size_t i = 0; i < st->nb; i++)
+            cap += st->b[i].state == B_ALLOC;
+        if (cap && !(v = malloc(cap * sizeof *v)))
+            return -1;
+    }
     for (size_t i = 0; i < st->nb; i++) {
         const rblock *b = &st->b[i];
         if (cs && b->seg != NIL) {
@@ -791,13 +859,8 @@ static int snapshot_state(const rstate *st, md_live **live, size_t *nlive, md_ca
                 cs->pending_free += b->size;
             }
         }
-        if (!live || b->state != B_ALLOC)
-            continue;
-        if (md_grow((void **)&v, &cap, k + 1, sizeof *v)) {
-            free(v);
-            return -1;
-        }
-        v[k++] = (md_live){b->addr, b->size, b->requested, b->alloc_index, b->stack, MD_CAT_OTHER};
+        if (live && b->state == B_ALLOC) /* k < cap: counted above */
+            v[k++] = (md_live){b->addr, b->size, b->requested, b->alloc_index, b->stack, MD_CAT_OTHER};
     }
     if (cs)
         for (size_t i = 0; i < st->ng; i++)
@@ -840,15 +903,20 @@ static int probe_seek(const md_replay *r, rstate *st, int *have, long *i, long t
     while (c >= 0 && r->checks[c].index > target)
         c--;
     if (c >= 0 && (!*have || r->checks[c].index > *i)) { /* jump ahead */
-        if (*have)
-            state_free(st);
-        *have = !state_copy(st, &r->checks[c].st);
+        if (!*have && take_spare(r, st) == 0)
+            *have = 1;
+        *have = !(*have ? state_copy_into(st, &r->checks[c].st)
+                        : state_copy(st, &r->checks[c].st));
         if (!*have)
             return -1;
         *i = r->checks[c].index;
     } else if (!*have) {
         *have = 1;
-        if (state_init(st, r->s) || seed_state(r, st))
+        if (take_spare(r, st) == 0)
+            state_reset(st);
+        else if (state_init(st, r->s))
+            return -1;
+        if (seed_state(r, st))
             return -1;
     }
     while (*i < target && *i + 1 < (long)r->n) {
@@ -887,7 +955,7 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
                 state_free(&st);
             return probe_nomem(live, k, err);
         }
-    state_free(&st);
+    give_spare(r, &st);
     return MD_OK;
 }
 
@@ -936,6 +1004,6 @@ int md_replay_segments_at(const md_replay *r, long index, md_replay_seg **segs, 
     if (!rc)
         rc = segments_of(&st, segs, nsegs, blocks, nblocks);
     if (have)
-        state_free(&st);
+        give_spare(r, &st);
     return rc ? md_err_set(err, MD_E_NOMEM, -1, "out of memory") : MD_OK;
 }

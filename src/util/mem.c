@@ -263,6 +263,26 @@ int md_map_copy(md_map *dst, const md_map *src)
     return 0;
 }
 
+void md_map_assign(md_map *dst, const md_map *src)
+{
+    if (dst->cap == src->cap) {
+        memcpy(dst->slot, src->slot, src->cap * sizeof *dst->slot);
+        dst->n = src->n;
+        return;
+    }
+    md_map_clear(dst); /* bigger: each entry where it goes at this size */
+    for (size_t i = 0; i < src->cap; i++) {
+        uint64_t k = src->slot[i].key;
+        if (k == MAP_EMPTY)
+            continue;
+        size_t j = md_map_slot(k, dst->cap);
+        while (dst->slot[j].key != MAP_EMPTY)
+            j = (j + 1) & (dst->cap - 1);
+        dst->slot[j] = src->slot[i];
+        dst->n++;
+    }
+}
+
 static int map_resize(md_map *m, size_t cap)
 {
     md_map_entry *ns = calloc(cap, sizeof *ns);

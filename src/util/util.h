@@ -92,6 +92,9 @@ void md_map_free(md_map *m);
 void md_map_clear(md_map *m);
 /* dst = a copy of src (dst uninitialised); -1 on allocation failure. */
 int md_map_copy(md_map *dst, const md_map *src);
+/* dst (a map whose capacity is at least src's) = src's entries, in dst's
+ * table: a copy that allocates nothing. */
+void md_map_assign(md_map *dst, const md_map *src);
 int md_map_put(md_map *m, uint64_t key, uint64_t val);
 int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
 /* Puts key only if absent: 1 added, 0 present (value kept), -1 no memory. */

@@ -508,8 +508,35 @@ static void test_probe_from_kept_states(void **st)
         md_point pt = md_replay_at(r, idx[k]);
         assert_int_equal(sum, pt.allocated);
         assert_int_equal(sum + cs[k].free_total + cs[k].pending_free, pt.reserved);
-        free(live[k]);
     }
+    /* one at a time, latest first, a segment walk in between: each probe
+     * replays in the state the one before left (the replay's spare), from
+     * a later point than its own, and must find what the batch found */
+    for (int k = 23; k >= 0; k--) {
+        md_live *one;
+        size_t n1, nsegs, nblocks;
+        md_cache_state c1;
+        md_replay_seg *segs;
+        md_replay_block *blocks;
+        assert_int_equal(md_replay_probe(r, &idx[k], 1, &one, &n1, &c1, &e), MD_OK);
+        assert_int_equal(n1, nlive[k]);
+        for (size_t i = 0; i < n1; i++) {
+            assert_int_equal(one[i].addr, live[k][i].addr);
+            assert_int_equal(one[i].block_size, live[k][i].block_size);
+            assert_int_equal(one[i].alloc_index, live[k][i].alloc_index);
+            assert_int_equal(one[i].stack, live[k][i].stack);
+        }
+        assert_int_equal(c1.free_total, cs[k].free_total);
+        assert_int_equal(c1.largest_free, cs[k].largest_free);
+        assert_int_equal(c1.segments, cs[k].segments);
+        free(one);
+        assert_int_equal(md_replay_segments_at(r, idx[(k * 7) % 24], &segs, &nsegs, &blocks,
+                                               &nblocks, &e), MD_OK);
+        free(segs);
+        free(blocks);
+    }
+    for (int k = 0; k < 24; k++)
+        free(live[k]);
     md_replay_free(r);
     md_snapshot_free(s);
 }
