@@ -1327,7 +1327,7 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
 #pragma GCC diagnostic pop
     const unsigned char *buf = p->buf, *b = buf + p->pos + 3;
     uint64_t *memo = p->memo;
-    size_t dict = p->nmemo, nm = dict + 1, np = 0;
+    size_t dict = p->nmemo, nm = dict + 1;
     /* bounds the opcodes would meet: the stack (the dict, then its pairs),
      * the MARK, and a memo slot for the dict */
     if (p->len < 64 || nm > p->memocap || p->sp + 1 >= p->scap ||
@@ -1338,7 +1338,8 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
      * opcode at buf + len - 16 */
     const unsigned char *lim = buf + p->len - 16 - 8;
     memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
-    md_pv vals[REC_PAIRS], *d;
+    md_pv vals[REC_PAIRS], *d = vals; /* the next pair's value: d - vals pairs read */
+    const struct rec_key *key = p->rec_keys; /* the next pair's remembered key */
     const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
     memset(v, 0, sizeof v);
     if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
@@ -1348,7 +1349,6 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
     for (;;) {
         if (b > lim)
             return 0;
-        const struct rec_key *key = &p->rec_keys[np];
         uint64_t w, m;
         uint32_t idx;
         unsigned slot;
@@ -1358,11 +1358,12 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
             b += key->len;
         } else if (b[0] == 'u') {
             break;
-        } else if (np == REC_PAIRS || !(b = rec_key(p, b, dict, nm, &p->rec_keys[np], &slot))) {
+        } else if (d == vals + REC_PAIRS ||
+                   !(b = rec_key(p, b, dict, nm, &p->rec_keys[d - vals], &slot))) {
             return 0;
         }
-        d = &vals[np++];
         v[slot] = d;
+        key++;
         goto *val[b[0]];
     binint1:
         pv_store(d, PV_INT, 0, b[1]);
@@ -1419,7 +1420,7 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
         int rc;
         if (!(b = rec_list(p, b, nm, d, &rc, err)))
             return rc;
-        nm++;
+        nm++, d++;
         continue;
     }
     other:
@@ -1432,8 +1433,9 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
                 d->o->memo = (uint32_t)nm + 1;
             nm++, b++;
         }
+        d++;
     }
-    if (np == 0) /* SETITEMS of nothing offers nothing */
+    if (d == vals) /* SETITEMS of nothing offers nothing */
         return 0;
     p->op_off = p->base + (b - buf);
     uint32_t ref;
