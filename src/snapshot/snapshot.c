@@ -353,9 +353,14 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
      * by field and reloaded whole, which stalls the store buffer. */
     md_event *e = &s->events[s->nevents];
     entry_fields(L, e, v);
-    int rc = stack_id(L, v[K_FRAMES], &e->stack, off, err);
-    if (rc)
-        return rc;
+    const md_pv *fr = v[K_FRAMES];
+    if (fr && fr->t == PV_LIST && fr->o->cache) { /* a stack already (most entries) */
+        e->stack = fr->o->cache - 1;
+    } else {
+        int rc = stack_id(L, fr, &e->stack, off, err);
+        if (rc)
+            return rc;
+    }
     if (e->time_us >= 0)
         s->features |= MD_HAS_TIME;
     if (e->stack)
