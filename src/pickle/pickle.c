@@ -1311,7 +1311,9 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
  * (md_pkl_record_fn), the dict never built. Memo slots it fills count
  * only once the hook takes it. 1 if taken (its PV_REF pushed, memo and
  * position as the opcodes would leave them), 0 to read it opcode by
- * opcode, or an error. */
+ * opcode, or an error. It never grows the stack or the memo, nor moves the
+ * window: the opcode loop reloads only its position, stack top and memo
+ * count after it. */
 THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
 {
     /* each value opcode's handler, reached by its own indirect jump */
@@ -1798,8 +1800,8 @@ empty_dict: { /* a trace entry read whole (rec_fast), else a dict from the
         int rc = rec_fast(p, err);
         if (rc < 0)
             return rc;
-        if (rc) {
-            LOAD();
+        if (rc) { /* it moved on and pushed; the window, stack and memo stay put */
+            b = buf + p->pos, top = stack + p->sp, nmemo = p->nmemo;
             NEXT();
         }
     }
