@@ -710,14 +710,18 @@ static void run_pass(md_replay *r, rstate *st, int first)
     r->peak_index = -1;
     drop_checks(r); /* an earlier pass's are not this one's */
     size_t every = r->n >= CHECK_MIN_EVENTS ? r->n / (NCHECKS + 1) : 0;
+    size_t check_at = every ? every - 1 : SIZE_MAX; /* a compare an event, not a division */
     for (size_t i = 0; i < r->n; i++) {
         apply(st, &r->ev[i], (long)i);
         if (first && st->anomalies)
             break;
         r->pts[i] = (md_point){st->allocated, st->reserved, st->requested};
-        if (every && (i + 1) % every == 0 && r->nchecks < NCHECKS &&
-            !state_copy(&r->checks[r->nchecks].st, st)) /* none on failure: only slower */
-            r->checks[r->nchecks++].index = (long)i;
+        if (i == check_at) {
+            check_at += every;
+            if (r->nchecks < NCHECKS &&
+                !state_copy(&r->checks[r->nchecks].st, st)) /* none on failure: only slower */
+                r->checks[r->nchecks++].index = (long)i;
+        }
         if (st->allocated > r->peak_alloc) {
             r->peak_alloc = st->allocated;
             r->peak_index = (long)i;
