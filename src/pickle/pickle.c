@@ -371,6 +371,17 @@ static inline size_t short_slot(uint64_t w, size_t n)
     return (size_t)(((w ^ n) * 0x9e3779b97f4a7c15ULL) >> 56) & (SHORT_SLOTS - 1);
 }
 
+/* The bits of a word loaded from memory that hold its first n bytes
+ * (0 <= n <= 8), whichever the byte order. */
+static inline uint64_t first_bytes(unsigned n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return n ? ~0ULL << (64 - 8 * n) : 0;
+#else
+    return n == 8 ? ~0ULL : (1ULL << (n * 8)) - 1;
+#endif
+}
+
 static inline uint64_t short_word(const unsigned char *s, size_t n)
 {
     uint64_t w = 0;
@@ -387,7 +398,7 @@ static inline int64_t short_hit(const md_pkl *p, const unsigned char *b)
         return -1;
     uint64_t w = 0; /* one 8-byte load, masked */
     memcpy(&w, b + 2, 8);
-    w = n == 8 ? w : w & ((1ULL << (n * 8)) - 1);
+    w &= first_bytes((unsigned)n); /* as short_word leaves them */
     size_t k = short_slot(w, n);
     if (p->short_cache[k].n != n || p->short_cache[k].w != w)
         return -1;
@@ -1298,7 +1309,7 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
     if (idx < dict) {
         uint64_t w;
         memcpy(&w, b, sizeof w);
-        key->mask = ~0ULL >> (64 - 8 * len);
+        key->mask = first_bytes(len);
         key->pat = w & key->mask;
         key->len = (uint8_t)len;
         key->slot = (uint8_t)*slot;
