@@ -1,7 +1,8 @@
 #!/bin/sh
 # Reader benchmark: memdiag summary (read + replay + analysis + report)
 # against pickle.load alone (read only; Debian's python3, see PYTHON below) on the
-# same files, in one run on one machine. Prints time ratio, MB/s and peak RSS / file size.
+# same files, in one run on one machine. Prints time ratio, MB/s, peak RSS / file size,
+# and MB/s on one CPU without memdiag's helper threads (1cpu_MB/s).
 #   bench/run.sh [SIZES...]      default: 10000 100000 1000000 5000000
 # Files are generated into bench/out/ (ignored by git) and kept for reruns.
 set -eu
@@ -34,14 +35,19 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 echo "baseline: $PYTHON ($("$PYTHON" -c 'import sys; print(sys.version.split()[0])'))"
 rss_kb() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1; }
+# one CPU and no helper threads (no read-ahead, no prefault): the reading
+# speed a single core gives, best of 3
+pin=""; command -v taskset >/dev/null 2>&1 && pin="taskset -c 0"
+one_cpu() { MEMDIAG_THREADS=1 MEMDIAG_PREFAULT=0 python3 bench/wall.py 3 $pin "$M" summary "$1"; }
 # speedup: the median over rounds of pickle.load's time / memdiag's in the
 # same round (bench/pair.py), with the lowest and highest round beside it
-printf '%-30s %8s %10s %10s %8s %11s %7s %9s\n' file MB memdiag_s pickle_s speedup range MB/s rss/file
+printf '%-30s %8s %10s %10s %8s %11s %7s %9s %9s\n' file MB memdiag_s pickle_s speedup range MB/s rss/file 1cpu_MB/s
 for f in bench/out/*.pickle; do
     sz=$(stat -c %s "$f")
     rounds=5; [ "$sz" -gt 100000000 ] && rounds=1
     set -- $(python3 bench/pair.py $rounds "$f" "$M" "$PYTHON") || exit 1
     r=$(rss_kb "$M" summary "$f")
-    awk -v f="$(basename "$f")" -v sz="$sz" -v m="$1" -v p="$2" -v x="$3" -v lo="$4" -v hi="$5" -v r="$r" \
-        'BEGIN{printf "%-30s %8.1f %10.4f %10.4f %7.1fx %5.1f-%-5.1f %7.0f %9.2f\n", f, sz/1e6, m, p, x, lo, hi, sz/1e6/m, r*1024/sz}'
+    o=$(one_cpu "$f")
+    awk -v f="$(basename "$f")" -v sz="$sz" -v m="$1" -v p="$2" -v x="$3" -v lo="$4" -v hi="$5" -v r="$r" -v o="$o" \
+        'BEGIN{printf "%-30s %8.1f %10.4f %10.4f %7.1fx %5.1f-%-5.1f %7.0f %9.2f %9.0f\n", f, sz/1e6, m, p, x, lo, hi, sz/1e6/m, r*1024/sz, sz/1e6/o}'
 done
