@@ -55,18 +55,6 @@ static void samples(md_sample_rank *r, size_t n)
         free(f);
 }
 
-struct bytes {
-    const uint8_t *d;
-    size_t n;
-};
-
-static int open_mem(void *ctx, md_input **in)
-{
-    md_err e;
-    const struct bytes *b = ctx;
-    return md_input_mem(b->d, b->n, in, &e);
-}
-
 /* The record path against the general path on these bytes: a difference
  * is a bug, reported as a crash. */
 static void records_alike(const uint8_t *data, size_t size)

@@ -616,6 +616,18 @@ __attribute__((always_inline)) static inline int memo_pack(const md_pv *v, uint6
     return 0;
 }
 
+/* Memo slot idx (*m) := v in its inline form, noting the slot on a
+ * container that has none yet; 0 when v needs the side table. */
+__attribute__((always_inline)) static inline int memo_slot(uint64_t *m, size_t idx,
+                                                          const md_pv *v)
+{
+    if (!memo_pack(v, m))
+        return 0;
+    if ((*m & 7) <= MT_DICT && !v->o->memo)
+        v->o->memo = (uint32_t)idx + 1;
+    return 1;
+}
+
 static inline int memo_encode(md_pkl *p, const md_pv *v, uint64_t *out, md_err *err)
 {
     if (memo_pack(v, out))
@@ -1259,25 +1271,27 @@ static const unsigned char *rec_list(md_pkl *p, const unsigned char *b, size_t n
     if (!o || b[2] != 'u') {
         p->pos = (size_t)(b + 1 - p->buf); /* as the opcode loop would stand */
         p->op_off = p->base + (b - p->buf);
-        if ((*rc = fuse_body(p, end, &o, &end, err)) != 1) {
-            *rc = *rc < 0 ? *rc : 0;
+        int got = fuse_body(p, end, &o, &end, err);
+        if (got != 1) {
+            *rc = got; /* 0: not such a list, or an error */
             return NULL;
         }
-        *rc = 0;
     }
     pv_store(d, PV_LIST, 0, (uint64_t)(uintptr_t)o);
-    if (!memo_pack(d, &p->memo[nm]))
-        return NULL;
-    if (!o->memo)
-        o->memo = (uint32_t)nm + 1;
-    return p->buf + end;
+    return memo_slot(&p->memo[nm], nm, d) ? p->buf + end : NULL;
+}
+
+/* A remembered key no bytes match. */
+static inline void key_forget(struct rec_key *key)
+{
+    key->mask = 0, key->pat = 1;
 }
 
 /* Forgets every remembered key (a memo slot overwritten, a new map). */
 static void rec_forget(md_pkl *p)
 {
     for (size_t i = 0; i <= REC_PAIRS; i++)
-        p->rec_keys[i].mask = 0, p->rec_keys[i].pat = 1;
+        key_forget(&p->rec_keys[i]);
 }
 
 /* A record's key at b, a memo get of a string, and where its value goes:
@@ -1305,7 +1319,7 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
         return NULL;
     if (*slot == MD_PKL_REC_SKIP)
         *slot = MD_PKL_REC_SLOTS;
-    key->mask = 0, key->pat = 1; /* (rec_forget) */
+    key_forget(key);
     if (idx < dict) {
         uint64_t w;
         memcpy(&w, b, sizeof w);
@@ -1440,10 +1454,8 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
         return 0;
     memoize:
         if (b[0] == 0x94) { /* within the 16 bytes: a value is at most 10 */
-            if (nm >= p->memocap || !memo_pack(d, &memo[nm]))
+            if (nm >= p->memocap || !memo_slot(&memo[nm], nm, d))
                 return 0;
-            if ((memo[nm] & 7) <= MT_DICT && !d->o->memo)
-                d->o->memo = (uint32_t)nm + 1;
             nm++, b++;
         }
         d++;
@@ -1750,11 +1762,8 @@ long_binget: {
 memoize: {
     if (top == stack || nmemo >= memocap)
         goto out;
-    const md_pv *v = top - 1;
-    if (!memo_pack(v, &memo[nmemo]))
+    if (!memo_slot(&memo[nmemo], nmemo, top - 1))
         goto out; /* the side table: the general path */
-    if ((memo[nmemo] & 7) <= MT_DICT && !v->o->memo)
-        v->o->memo = (uint32_t)nmemo + 1;
     nmemo++;
     b += 1;
     NEXT();

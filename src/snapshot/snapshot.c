@@ -221,8 +221,8 @@ static int no_records(const md_pv *list, const char *what, int64_t off, md_err *
     return MD_OK;
 }
 
-/* Frames list -> stack id (cached on the shared list). */
-static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_err *err)
+/* Frames list -> stack id, converting a list not seen before (stack_id). */
+static int stack_convert(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_err *err)
 {
     *out = 0;
     if (!v || v->t == PV_NONE)
@@ -254,6 +254,18 @@ static int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_er
         md_pkl_release(L->p, v->o);
     *out = (uint32_t)sid;
     return MD_OK;
+}
+
+/* Frames list -> stack id (cached on the shared list: most trace entries
+ * take it from there, without the call). */
+static inline int stack_id(loader *L, const md_pv *v, uint32_t *out, int64_t off,
+                           md_err *err)
+{
+    if (v && v->t == PV_LIST && v->o->cache) {
+        *out = v->o->cache - 1;
+        return MD_OK;
+    }
+    return stack_convert(L, v, out, off, err);
 }
 
 /* The list hook: a list of converted dicts is a frames list (frame_id is
@@ -353,14 +365,9 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
      * by field and reloaded whole, which stalls the store buffer. */
     md_event *e = &s->events[s->nevents];
     entry_fields(L, e, v);
-    const md_pv *fr = v[K_FRAMES];
-    if (fr && fr->t == PV_LIST && fr->o->cache) { /* a stack already (most entries) */
-        e->stack = fr->o->cache - 1;
-    } else {
-        int rc = stack_id(L, fr, &e->stack, off, err);
-        if (rc)
-            return rc;
-    }
+    int rc = stack_id(L, v[K_FRAMES], &e->stack, off, err);
+    if (rc)
+        return rc;
     if (e->time_us >= 0)
         s->features |= MD_HAS_TIME;
     if (e->stack)

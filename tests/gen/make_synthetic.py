@@ -312,6 +312,21 @@ class MemoPickler:
     def raw(self, b):
         self.out += b
 
+    def open_dict(self):
+        """EMPTY_DICT MEMOIZE MARK: a dict whose pairs follow (SETITEMS ends
+        it); returns its memo slot."""
+        self.out += b"}"
+        i = self.memoize()
+        self.out += b"("
+        return i
+
+    def open_list(self):
+        """EMPTY_LIST MEMOIZE MARK: a list whose items follow (APPENDS)."""
+        self.out += b"]"
+        i = self.memoize()
+        self.out += b"("
+        return i
+
     def dump(self, v):
         """v: a str, int, a Memo (a get of that index), a list or a dict."""
         if isinstance(v, Memo):
@@ -333,9 +348,7 @@ class MemoPickler:
                     self.dump(x)
                 self.out += b"e"
         elif isinstance(v, dict):
-            self.out += b"}"
-            i = self.memoize()
-            self.out += b"("
+            i = self.open_dict()
             for k, x in v.items():
                 self.dump(k)
                 self.dump(x)
@@ -358,26 +371,19 @@ def memo_overwrite():
     (f0, f1). Python's pickler never reuses a memo slot; the reader must
     still not take entry 4's list for entry 2's."""
     w = MemoPickler()
-    w.raw(b"}")
-    w.memoize()
-    w.raw(b"(")
+    w.open_dict()
     w.dump("segments")
     w.dump([])
     w.dump("device_traces")
-    w.raw(b"]")
-    w.memoize()
-    w.raw(b"(]")
-    w.memoize()
-    w.raw(b"(")
+    w.open_list()
+    w.open_list()
 
     def frame(name, line):
         return {"name": name, "filename": "/home/u/m.py", "line": line}
 
     def entry(addr, frames):
         e = {"action": "alloc", "addr": addr, "size": 512, "stream": 0, "frames": frames}
-        w.raw(b"}")
-        w.memoize()
-        w.raw(b"(")
+        w.open_dict()
         for k, x in e.items():
             w.dump(k)
             if k == "frames":
@@ -389,9 +395,7 @@ def memo_overwrite():
     slots = {}
 
     def frames1():  # frame dicts defined inline: f0 at slot a, f1 at slot b
-        w.raw(b"]")
-        w.memoize()
-        w.raw(b"(")
+        w.open_list()
         slots["a"] = w.dump(frame("f0", 1))
         slots["b"] = w.dump(frame("f1", 2))
         w.raw(b"e")
@@ -400,9 +404,7 @@ def memo_overwrite():
         w.dump([Memo(slots["a"]), Memo(slots["b"])])
 
     def frames3():
-        w.raw(b"]")
-        w.memoize()
-        w.raw(b"(")
+        w.open_list()
         slots["c"] = w.dump(frame("f2", 3))
         w.raw(b"e")
 
@@ -435,13 +437,9 @@ def odd_records():
      10  after the memo slot of the key 'size' is overwritten with 'stream'
          (BINPUT), the same key bytes as entry 9's 'size': stream 7, no size"""
     w = MemoPickler()
-    w.raw(b"}")
-    w.memoize()
-    w.raw(b"(")
+    w.open_dict()
     w.dump("segments")
-    w.raw(b"]")
-    w.memoize()
-    w.raw(b"(")
+    w.open_list()
     seg = {"device": 0, "address": A, "total_size": 2 << 20, "allocated_size": 0,
            "active_size": 0, "requested_size": 0, "stream": 0, "segment_type": "large",
            "blocks": [{"address": A, "size": 2 << 20, "requested_size": 0,
@@ -450,16 +448,11 @@ def odd_records():
     frame_slot = w.dump({"name": "train", "filename": "/home/u/train.py", "line": 7})
     w.raw(b"0e")  # the frame dict off the stack again: a memo slot only
     w.dump("device_traces")
-    w.raw(b"]")
-    w.memoize()
-    w.raw(b"(]")
-    w.memoize()
-    w.raw(b"(")
+    w.open_list()
+    w.open_list()
 
-    def entry(pairs, raw_after=None):
-        w.raw(b"}")
-        me = w.memoize()
-        w.raw(b"(")
+    def entry(pairs):
+        me = w.open_dict()
         for k, x in pairs:
             if callable(k):
                 k()

@@ -77,6 +77,26 @@ static inline const char *snapshot_difference(const md_snapshot *a, const md_sna
     return NULL;
 }
 
+/* Openers for records_difference: bytes in memory (read in place), and a
+ * file (read through the reader's window). */
+struct bytes {
+    const unsigned char *d;
+    size_t n;
+};
+
+static inline int open_mem(void *ctx, md_input **in)
+{
+    md_err e;
+    const struct bytes *b = ctx;
+    return md_input_mem(b->d, b->n, in, &e);
+}
+
+static inline int open_file(void *ctx, md_input **in)
+{
+    md_err e;
+    return md_input_open(ctx, 0, in, &e);
+}
+
 /* NULL if reading in with and without the record path gives the same
  * result: the same snapshot, or the same error in the same words. open
  * makes a fresh md_input of the same bytes for each read. */

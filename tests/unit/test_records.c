@@ -11,24 +11,6 @@
 #include "testutil.h"
 #include "snapsame.h"
 
-struct bytes {
-    const unsigned char *d;
-    size_t n;
-};
-
-static int open_mem(void *ctx, md_input **in)
-{
-    md_err e;
-    const struct bytes *b = ctx;
-    return md_input_mem(b->d, b->n, in, &e);
-}
-
-static int open_file(void *ctx, md_input **in)
-{
-    md_err e;
-    return md_input_open(ctx, 0, in, &e);
-}
-
 static int is_snapshot_name(const char *dir, const char *name)
 {
     return strstr(name, ".pickle") || strstr(dir, "synthetic") || strstr(dir, "fuzz-regress") ||
