@@ -148,7 +148,20 @@ typedef struct md_load_opts {
      * free, a cost where every CPU already reads a file (0 then). Pipes
      * and plain files under 2 MiB are read on the caller's thread anyway. */
     int read_ahead;
+    /* Told, on the reading thread, of the trace entries read so far: every
+     * few thousand (MD_EVENTS_MORE) and when the pickle has been read
+     * (MD_EVENTS_END). events[0, n) are complete, in file order (every
+     * device's, one after another), and stay where they are until
+     * md_snapshot_free or a call with events NULL, which must not return
+     * while anything still reads them: MD_EVENTS_PAUSE, the array is about
+     * to move (a MORE with its new place follows, unless the read had
+     * ended), or MD_EVENTS_GONE, it is about to be freed (nothing follows).
+     * expect: the count the file's size suggests (0: unknown, as for a
+     * compressed file). NULL: not told. */
+    void (*on_events)(void *ctx, const md_event *events, size_t n, size_t expect, int state);
+    void *events_ctx;
 } md_load_opts;
+enum { MD_EVENTS_MORE, MD_EVENTS_END, MD_EVENTS_PAUSE, MD_EVENTS_GONE };
 int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapshot **out,
                           md_err *err);
 /* Same from memory; name is used in error messages. */

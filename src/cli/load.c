@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../model/model.h"
 #include "../util/util.h"
 #include "load.h"
 #include "prefault.h"
@@ -26,13 +27,14 @@ typedef struct pool {
     atomic_size_t next;   /* the next job to start */
     atomic_size_t failed; /* the lowest failed job's index, n if none */
     md_load_opts opts;
+    int follow; /* a CPU for each file's replay while it is read */
 } pool;
 
 /* A rank for each device that holds data: a trace where any device has
  * one, else segments. A file is one process: its devices share its rank,
  * taken from the file name ("rank3") when it has one, else the number of
  * its first device. */
-static int build_ranks(cli_snap_job *j)
+static int build_ranks(cli_snap_job *j, md_pass *first)
 {
     const md_snapshot *s = j->snap;
     int named = md_rank_from_name(j->path), traces = 0, maxdev = md_snapshot_ndevices(s) - 1;
@@ -47,12 +49,19 @@ static int build_ranks(cli_snap_job *j)
         if (!cli_device_has_data(s, d, traces))
             continue;
         int rank = named >= 0 ? named : j->nranks ? j->ranks[0].rank : d;
-        if (md_grow((void **)&j->ranks, &cap, j->nranks + 1, sizeof *j->ranks))
+        if (md_grow((void **)&j->ranks, &cap, j->nranks + 1, sizeof *j->ranks)) {
+            md_pass_free(first);
             return md_err_set(&j->err, MD_E_NOMEM, -1, "out of memory");
-        if (md_rank_build(&j->ranks[j->nranks], s, d, rank, &j->err))
+        }
+        /* the pass made while reading covers the first device with events,
+         * if any (md_replay_run_with checks) */
+        md_pass *pass = first;
+        first = NULL;
+        if (md_rank_build_with(&j->ranks[j->nranks], s, d, rank, pass, &j->err))
             return -1;
         j->nranks++;
     }
+    md_pass_free(first); /* no device with data took it */
     size_t own = 0; /* the process's own device: where most of its work is */
     for (size_t i = 1; i < j->nranks; i++)
         if (j->ranks[i].nevents > j->ranks[own].nevents)
@@ -66,16 +75,23 @@ static int build_ranks(cli_snap_job *j)
     return 0;
 }
 
-static void run_job(cli_snap_job *j, const md_load_opts *opts)
+/* follow: replay the trace on another thread as it is read (model/follow.c) */
+static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow)
 {
+    md_load_opts o = *opts;
+    md_follow *f = follow ? md_follow_start() : NULL;
+    if (f)
+        o.on_events = md_follow_events, o.events_ctx = f;
     memset(&j->err, 0, sizeof j->err);
-    if (md_snapshot_load_with(j->path, opts, &j->snap, &j->err)) {
+    if (md_snapshot_load_with(j->path, &o, &j->snap, &j->err)) {
+        md_follow_free(f);
         j->snap = NULL;
         j->failed = 1;
         return;
     }
     md_err_file(&j->err, j->path); /* the file's name in build_ranks' errors */
-    j->failed = build_ranks(j) != 0;
+    j->failed = build_ranks(j, md_follow_finish(f)) != 0;
+    md_follow_free(f);
 }
 
 /* Lowers *failed to i (an atomic minimum). */
@@ -94,7 +110,7 @@ static void *worker(void *arg)
         /* a job after a failed one would not be reported: not started */
         if (i >= P->n || i > atomic_load(&P->failed))
             return NULL;
-        run_job(&P->jobs[i], &P->opts);
+        run_job(&P->jobs[i], &P->opts, P->follow);
         if (P->jobs[i].failed)
             note_failed(&P->failed, i);
     }
@@ -118,7 +134,11 @@ void cli_load_snapshots(cli_snap_job *jobs, size_t n)
     /* each file's read-ahead thread needs a CPU of its own to gain: with
      * every CPU reading a file it only adds a copy (two 56 MB files on two
      * CPUs: 88 -> 96 ms) */
-    pool P = {jobs, n, 0, n, {.read_ahead = 2 * nw <= cpus}};
+    /* and so does the replay that follows each file's read
+     * (MEMDIAG_FOLLOW=0: after it, on the reading thread) */
+    const char *fo_env = getenv("MEMDIAG_FOLLOW");
+    pool P = {jobs, n, 0, n, {.read_ahead = 2 * nw <= cpus},
+              2 * nw <= cpus && !(fo_env && !strcmp(fo_env, "0"))};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* with a CPU to spare, page faults are taken there (prefault.c);

@@ -9,4 +9,40 @@ uint64_t md_round_size(const md_settings *cfg, uint64_t size);
 const md_event *md_replay_events(const md_replay *r);
 int md_replay_device(const md_replay *r);
 
+/* A first pass over a trace made while the trace is read (model/follow.c
+ * feeds it on a thread of its own): events[from, to) applied in order, the
+ * rules torch's defaults (a snapshot's settings come after its trace).
+ * It stops at the first anomaly, as md_replay_run's first pass does.
+ * md_pass_feed: 0 fed, 1 stopped at an anomaly (further feeds are
+ * refused), -1 refused (out of memory, not the next events). events may
+ * have moved since the last feed (the same ones, elsewhere). expect: the
+ * trace's expected length, for spacing the kept states (0: unknown). */
+typedef struct md_pass md_pass;
+md_pass *md_pass_new(void);
+int md_pass_feed(md_pass *p, const md_event *events, size_t from, size_t to, size_t expect);
+void md_pass_free(md_pass *p);
+/* Whether p stands for the first pass over the device's events of s: the
+ * device's are the first of the array (p was fed from its start, moved or
+ * not), p saw all of them (or stopped within them), and s's settings give
+ * the rules p assumed; whether it stopped at an anomaly. */
+int md_pass_fits(const md_pass *p, const md_snapshot *s, int device);
+int md_pass_stopped(const md_pass *p);
+/* md_replay_run, taking over `first` (NULL: none; freed either way) where
+ * it covers the device's events under the snapshot's settings, else
+ * making its own first pass: the same replay either way. */
+int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_replay **out,
+                       md_err *err);
+
+/* A thread making that first pass while a snapshot is read (follow.c):
+ * md_follow_events is the md_load_opts.on_events to read with (ctx: the
+ * follow). After the read, md_follow_finish waits for the pass and gives
+ * it (NULL: none to give: the read failed, was never told of, or moved
+ * its events); md_follow_free stops the thread and frees what is left,
+ * before the snapshot read is freed. md_follow_start: NULL on failure. */
+typedef struct md_follow md_follow;
+md_follow *md_follow_start(void);
+void md_follow_events(void *ctx, const md_event *events, size_t n, size_t expect, int state);
+md_pass *md_follow_finish(md_follow *f);
+void md_follow_free(md_follow *f);
+
 #endif

@@ -99,6 +99,9 @@ struct md_replay {
     md_cache_state final_cache;
     rcheck checks[NCHECKS];
     int nchecks;
+    size_t every, check_at; /* the checks' spacing, the next one's event */
+    int roll; /* the trace's length unknown: checks at doubling indices,
+                 the latest NCHECKS kept */
     /* a state whose arrays a probe may replay in (the main pass's final
      * one, then the last probe's): already the size the trace needs and
      * its pages touched, where a fresh one grew by copies into new pages
@@ -233,11 +236,11 @@ static void merge_free(rstate *st, uint32_t i)
     }
 }
 
-static int state_init(rstate *st, const md_snapshot *s)
+static int state_init(rstate *st, const md_snapshot *s, const md_settings *cfg)
 {
     memset(st, 0, sizeof *st);
     st->s = s;
-    st->cfg = &s->settings;
+    st->cfg = cfg;
     st->freelist = NIL;
     st->freed_idx = -2;
     if (md_map_init(&st->by_addr, 1024) || md_map_init(&st->seg_by_addr, 64))
@@ -338,6 +341,13 @@ static void give_spare(const md_replay *r, rstate *st)
         free(sp);
     }
     state_free(st);
+}
+
+static void drop_oldest_check(md_replay *r)
+{
+    state_free(&r->checks[0].st);
+    memmove(&r->checks[0], &r->checks[1], (size_t)(r->nchecks - 1) * sizeof r->checks[0]);
+    r->nchecks--;
 }
 
 static void drop_checks(md_replay *r)
@@ -629,30 +639,85 @@ static void absorb_remainders(rstate *st)
     }
 }
 
-/* Lays the reconstructed segments and live blocks into a fresh state. */
+/* The segments of st (all alive, as seed_state lays them) by address, for
+ * a binary search: NULL where two overlap (then the first containing an
+ * address, by index, is searched for one by one) or on allocation failure. */
+static uint32_t *segs_by_addr(const rstate *st)
+{
+    uint32_t *o = malloc((st->ng ? st->ng : 1) * sizeof *o);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < st->ng; i++)
+        o[i] = (uint32_t)i;
+    /* insertion into place: reconstruct lays them mostly in address order */
+    for (size_t i = 1; i < st->ng; i++) {
+        uint32_t x = o[i];
+        size_t j = i;
+        for (; j > 0 && st->g[o[j - 1]].addr > st->g[x].addr; j--)
+            o[j] = o[j - 1];
+        o[j] = x;
+    }
+    for (size_t i = 1; i < st->ng; i++)
+        if (st->g[o[i - 1]].addr + st->g[o[i - 1]].size > st->g[o[i]].addr) {
+            free(o);
+            return NULL;
+        }
+    return o;
+}
+
+/* The segment holding addr, NIL if none. */
+static uint32_t seg_holding(const rstate *st, const uint32_t *by_addr, uint64_t addr)
+{
+    if (!by_addr) {
+        for (size_t gi = 0; gi < st->ng; gi++)
+            if (addr >= st->g[gi].addr && addr < st->g[gi].addr + st->g[gi].size)
+                return (uint32_t)gi;
+        return NIL;
+    }
+    size_t lo = 0, hi = st->ng; /* the last segment starting at or below addr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->g[by_addr[mid]].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NIL;
+    const rseg *g = &st->g[by_addr[lo - 1]];
+    return addr < g->addr + g->size ? by_addr[lo - 1] : NIL;
+}
+
+/* Lays the reconstructed segments and live blocks into a fresh state. The
+ * live blocks come in address order, so each one's free block is sought
+ * from the last one laid in the same segment on, and its segment by a
+ * binary search: a snapshot whose trace explains little of its final state
+ * (thousands of segments and blocks) took a scan of every segment and of
+ * its blocks from the first, per block. */
 static int seed_state(const md_replay *r, rstate *st)
 {
     for (size_t i = 0; i < r->npreseg; i++)
         if (add_segment(st, r->preseg[i].addr, r->preseg[i].size, r->preseg[i].expandable) == NIL)
             return -1;
+    uint32_t *order = st->ng > 8 ? segs_by_addr(st) : NULL;
+    uint32_t cur_seg = NIL, cur = NIL; /* the last block laid, and its segment */
     for (size_t i = 0; i < r->npre; i++) {
         const md_live *l = &r->pre[i];
         md_event e = {l->addr, l->requested, -1, 0, l->stack, MD_ACT_ALLOC, 0};
         uint64_t bi;
         /* carve the block out of the free block that contains it */
-        for (size_t gi = 0; gi < st->ng; gi++) {
-            rseg *g = &st->g[gi];
-            if (l->addr < g->addr || l->addr >= g->addr + g->size)
-                continue;
-            for (uint32_t k = g->first; k != NIL; k = st->b[k].next) {
+        uint32_t gi = seg_holding(st, order, l->addr);
+        if (gi != NIL) {
+            uint32_t k = gi == cur_seg && cur != NIL && st->b[cur].addr < l->addr ? cur
+                                                                                : st->g[gi].first;
+            for (; k != NIL; k = st->b[k].next) {
                 rblock *b = &st->b[k];
                 if (b->state != B_FREE || l->addr <= b->addr || l->addr >= b->addr + b->size)
                     continue;
-                add_free_block(st, (uint32_t)gi, l->addr, b->addr + b->size - l->addr, k, b->next);
+                add_free_block(st, gi, l->addr, b->addr + b->size - l->addr, k, b->next);
                 st->b[k].size = l->addr - st->b[k].addr;
                 break;
             }
-            break;
         }
         if (md_map_get(&st->by_addr, l->addr, &bi) && st->b[bi].state == B_FREE &&
             st->b[bi].size > l->block_size && st->b[bi].seg != NIL) {
@@ -664,9 +729,14 @@ static int seed_state(const md_replay *r, rstate *st)
         size_t before = st->anomalies;
         ev_alloc(st, &e, -1);
         st->anomalies = before; /* reconstruction gaps are expected, not anomalies */
-        if (md_map_get(&st->by_addr, l->addr, &bi))
+        cur_seg = NIL;
+        if (md_map_get(&st->by_addr, l->addr, &bi)) {
             st->b[bi].alloc_index = -1;
+            if (st->b[bi].seg == gi && gi != NIL)
+                cur_seg = gi, cur = (uint32_t)bi;
+        }
     }
+    free(order);
     absorb_remainders(st);
     return 0;
 }
@@ -695,29 +765,37 @@ static int matches_final_state(const md_replay *r, const rstate *st)
     return 1;
 }
 
-/* One pass over the trace from st, recording the timeline and keeping
- * NCHECKS copies of the state for probes. first: a pass from an empty state,
- * which stops at the first anomaly (a free of nothing, an alloc inside a
- * live block): the trace then began after allocations that must be
- * reconstructed, and another pass follows anyway. */
-static void run_pass(md_replay *r, rstate *st, int first)
+/* A pass's start: the timeline's first point, no peak yet, no checks. */
+static void pass_start(md_replay *r, const rstate *st)
 {
-    st->free_at = r->free_at;
-    memset(r->free_at, 0xff, (r->n ? r->n : 1) * sizeof *r->free_at); /* all -1 */
     r->initial = (md_point){st->allocated, st->reserved, st->requested};
     r->peak_alloc = st->allocated;
     r->peak_reserved = st->reserved;
     r->peak_index = -1;
     drop_checks(r); /* an earlier pass's are not this one's */
-    size_t every = r->n >= CHECK_MIN_EVENTS ? r->n / (NCHECKS + 1) : 0;
-    size_t check_at = every ? every - 1 : SIZE_MAX; /* a compare an event, not a division */
-    for (size_t i = 0; i < r->n; i++) {
-        apply(st, &r->ev[i], (long)i);
-        if (first && st->anomalies)
-            break;
+}
+
+/* Events [from, to) of a pass, recording the timeline and keeping NCHECKS
+ * copies of the state for probes, every r->every events (r->check_at: the
+ * next). first: a pass from an empty state, which stops at the first
+ * anomaly (a free of nothing, an alloc inside a live block): the trace
+ * then began after allocations that must be reconstructed, and another
+ * pass follows anyway. The event it stopped at, else to. */
+static size_t pass_events(md_replay *r, rstate *st, const md_event *ev, size_t from, size_t to,
+                       int first)
+{
+    size_t check_at = r->check_at; /* a compare an event, not a division */
+    for (size_t i = from; i < to; i++) {
+        apply(st, &ev[i], (long)i);
+        if (first && st->anomalies) {
+            r->anomalies = st->anomalies;
+            return i;
+        }
         r->pts[i] = (md_point){st->allocated, st->reserved, st->requested};
         if (i == check_at) {
-            check_at += every;
+            check_at = r->roll ? 2 * check_at + 1 : check_at + r->every;
+            if (r->roll && r->nchecks == NCHECKS)
+                drop_oldest_check(r);
             if (r->nchecks < NCHECKS &&
                 !state_copy(&r->checks[r->nchecks].st, st)) /* none on failure: only slower */
                 r->checks[r->nchecks++].index = (long)i;
@@ -729,23 +807,174 @@ static void run_pass(md_replay *r, rstate *st, int first)
         if (st->reserved > r->peak_reserved)
             r->peak_reserved = st->reserved;
     }
+    r->check_at = check_at;
     r->anomalies = st->anomalies;
+    return to;
+}
+
+/* The checks' spacing for a trace of n events (0: none). */
+static size_t check_every(size_t n)
+{
+    return n >= CHECK_MIN_EVENTS ? n / (NCHECKS + 1) : 0;
+}
+
+/* One pass over the whole trace from st (pass_events). */
+static void run_pass(md_replay *r, rstate *st, int first)
+{
+    st->free_at = r->free_at;
+    memset(r->free_at, 0xff, (r->n ? r->n : 1) * sizeof *r->free_at); /* all -1 */
+    pass_start(r, st);
+    r->roll = 0;
+    r->every = check_every(r->n);
+    r->check_at = r->every ? r->every - 1 : SIZE_MAX;
+    pass_events(r, st, r->ev, 0, r->n, first);
+}
+
+/* ---- a first pass fed as the trace is read ----------------------------------- */
+
+/* The snapshot's allocator settings come after its trace, so a pass made
+ * while the trace is read assumes torch's defaults; it is used only where
+ * the file's settings turn out to give the same rules. */
+struct md_pass {
+    md_replay *r; /* the timeline so far (r->s, ev and n unset) */
+    rstate st;
+    md_settings cfg;     /* the rules assumed: torch's defaults */
+    size_t done;         /* events fed */
+    size_t stop;         /* the anomaly it stopped at, SIZE_MAX: none */
+    int failed;          /* out of memory */
+};
+
+md_pass *md_pass_new(void)
+{
+    md_pass *p = calloc(1, sizeof *p);
+    if (!p || !(p->r = calloc(1, sizeof *p->r))) {
+        free(p);
+        return NULL;
+    }
+    p->cfg.max_split_size = -1; /* as a snapshot without settings reads */
+    if (state_init(&p->st, NULL, &p->cfg)) {
+        md_pass_free(p);
+        return NULL;
+    }
+    pass_start(p->r, &p->st);
+    p->r->check_at = SIZE_MAX;
+    p->stop = SIZE_MAX;
+    return p;
+}
+
+/* Same rules: every setting the replay reads. */
+static int same_rules(const md_settings *a, const md_settings *b)
+{
+    return a->expandable_segments == b->expandable_segments &&
+           a->max_split_size == b->max_split_size &&
+           !memcmp(a->roundup_divisions, b->roundup_divisions, sizeof a->roundup_divisions);
+}
+
+int md_pass_feed(md_pass *p, const md_event *ev, size_t from, size_t to, size_t expect)
+{
+    md_replay *r = p->r;
+    if (p->failed || p->stop != SIZE_MAX || from != p->done)
+        return -1;
+    if (to <= from)
+        return 0;
+    /* room for the expected count at once, as a whole trace's pass gets:
+     * grown a batch at a time, the arrays took thrice the page faults */
+    size_t want = to > r->ptscap && expect > to ? expect + expect / 8 : to;
+    if (to >= INT32_MAX || md_big_grow((void **)&r->pts, &r->ptscap, want, sizeof *r->pts) ||
+        md_big_grow((void **)&r->free_at, &r->freecap, want, sizeof *r->free_at)) {
+        p->failed = 1;
+        return -1;
+    }
+    p->st.free_at = r->free_at;
+    memset(r->free_at + from, 0xff, (to - from) * sizeof *r->free_at); /* all -1 */
+    /* checks spaced by the expected length, or where it is unknown (a
+     * compressed file) at doubling indices: where they fall only decides
+     * how far a probe replays */
+    if (!expect && !r->roll) {
+        r->roll = 1;
+        r->check_at = CHECK_MIN_EVENTS / (NCHECKS + 1) - 1;
+        if (r->check_at < from)
+            r->check_at = from;
+    } else if (expect && !r->roll) {
+        size_t every = check_every(expect > to ? expect : to);
+        if (every != r->every && r->nchecks < NCHECKS) {
+            size_t at = (size_t)(r->nchecks + 1) * every - 1;
+            r->every = every;
+            r->check_at = !every ? SIZE_MAX : at > from ? at : from;
+        }
+    }
+    p->done = to;
+    size_t at = pass_events(r, &p->st, ev, from, to, 1);
+    if (at < to) {
+        p->stop = at;
+        return 1;
+    }
+    return 0;
+}
+
+void md_pass_free(md_pass *p)
+{
+    if (!p)
+        return;
+    state_free(&p->st);
+    md_replay_free(p->r);
+    free(p);
+}
+
+int md_pass_fits(const md_pass *p, const md_snapshot *s, int device)
+{
+    size_t n;
+    /* fed from the start of the events array, wherever it is now */
+    const md_event *ev = md_snapshot_events(s, device, &n);
+    return !p->failed && ev == s->events && (p->stop != SIZE_MAX ? p->stop < n : p->done == n) &&
+           same_rules(&p->cfg, &s->settings);
+}
+
+int md_pass_stopped(const md_pass *p)
+{
+    return p->stop != SIZE_MAX;
+}
+
+/* The state and timeline of pass p (freed), as a first pass over s would
+ * leave them: its rules now s's settings. */
+static md_replay *pass_adopt(md_pass *p, const md_snapshot *s, rstate *st)
+{
+    md_replay *r = p->r;
+    *st = p->st;
+    free(p);
+    st->s = s, st->cfg = &s->settings;
+    for (int c = 0; c < r->nchecks; c++)
+        r->checks[c].st.s = s, r->checks[c].st.cfg = &s->settings;
+    return r;
 }
 
 static int snapshot_state(const rstate *st, md_live **live, size_t *nlive, md_cache_state *cs);
 
 int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err)
 {
-    md_replay *r = calloc(1, sizeof *r);
+    return md_replay_run_with(s, device, NULL, out, err);
+}
+
+int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_replay **out,
+                       md_err *err)
+{
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, device, &n);
+    if (first && !md_pass_fits(first, s, device)) {
+        md_pass_free(first);
+        first = NULL;
+    }
     rstate st;
     memset(&st, 0, sizeof st);
+    md_replay *r = first ? pass_adopt(first, s, &st) : calloc(1, sizeof *r);
     if (!r)
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     r->s = s;
     r->device = device;
-    r->ev = md_snapshot_events(s, device, &r->n);
+    r->ev = ev;
+    r->n = n;
     if (r->n >= INT32_MAX) {
-        size_t n = r->n;
+        state_free(&st);
         md_replay_free(r);
         return md_err_set(err, MD_E_LIMIT, -1, "device %d has %zu trace entries (limit 2^31)",
                           device, n);
@@ -753,12 +982,14 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
     size_t n1 = r->n ? r->n : 1;
     if (md_big_grow((void **)&r->pts, &r->ptscap, n1, sizeof *r->pts) ||
         md_big_grow((void **)&r->free_at, &r->freecap, n1, sizeof *r->free_at) ||
-        state_init(&st, s))
+        (!first && state_init(&st, s, &s->settings)))
         goto nomem;
     /* Usually recording started before the first allocation: one pass from
-     * an empty state, checked against the final state. Only if they
-     * disagree is the pre-recording state reconstructed and replayed. */
-    run_pass(r, &st, 1);
+     * an empty state (or the one made while the trace was read), checked
+     * against the final state. Only if they disagree is the pre-recording
+     * state reconstructed and replayed. */
+    if (!first)
+        run_pass(r, &st, 1);
     if (st.anomalies || !matches_final_state(r, &st)) {
         state_reset(&st);
         if (reconstruct(r) || seed_state(r, &st))
@@ -918,7 +1149,7 @@ static int probe_seek(const md_replay *r, rstate *st, int *have, long *i, long t
         *have = 1;
         if (take_spare(r, st) == 0)
             state_reset(st);
-        else if (state_init(st, r->s))
+        else if (state_init(st, r->s, &r->s->settings))
             return -1;
         if (seed_state(r, st))
             return -1;

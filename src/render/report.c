@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
+#include "../model/model.h"
 
 int md_rank_from_name(const char *path)
 {
@@ -115,6 +116,12 @@ const char *md_rank_peak_where(const md_rank *rk, char *dst, size_t n)
 
 int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err)
 {
+    return md_rank_build_with(rk, s, device, rank, NULL, err);
+}
+
+int md_rank_build_with(md_rank *rk, const md_snapshot *s, int device, int rank, md_pass *first,
+                       md_err *err)
+{
     memset(rk, 0, sizeof *rk);
     rk->path = md_snapshot_path(s);
     rk->s = s;
@@ -122,7 +129,7 @@ int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_er
     rk->rank = rank;
     md_snapshot_events(s, device, &rk->nevents);
     rk->history = md_snapshot_has_history(s, device);
-    int rc = md_replay_run(s, device, &rk->r, err);
+    int rc = md_replay_run_with(s, device, first, &rk->r, err);
     if (!rc)
         rc = md_analyze(s, rk->r, &rk->a, err);
     if (!rc)

@@ -42,6 +42,11 @@ typedef struct md_rank {
 
 /* Builds the facts for one device of a snapshot. */
 int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err);
+/* Same, taking over a replay pass made while the snapshot was read (NULL:
+ * none; see md_replay_run_with). */
+typedef struct md_pass md_pass;
+int md_rank_build_with(md_rank *rk, const md_snapshot *s, int device, int rank, md_pass *first,
+                       md_err *err);
 void md_rank_free(md_rank *rk);
 /* A rank of the job: its process's own device, not a helper's. */
 int md_rank_is_rank(const md_rank *rk);

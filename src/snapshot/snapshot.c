@@ -44,7 +44,15 @@ typedef struct loader {
     uint32_t key[K_COUNT];
     uint32_t act_sid[NACTIONS]; /* string id of each action name */
     int cpp_seen;
+    /* md_load_opts.on_events: told again when nevents reaches note_at
+     * (SIZE_MAX: not told) */
+    void (*on_events)(void *ctx, const md_event *events, size_t n, size_t expect, int state);
+    void *events_ctx;
+    size_t note_at;
+    double bytes; /* the input's size, for the expected count */
 } loader;
+
+#define NOTE_EVERY 2048 /* events between two calls of on_events */
 
 const char *md_action_name(md_action a)
 {
@@ -284,6 +292,41 @@ static int on_list(void *ctx, uint32_t *caches, size_t n, uint32_t *cache, int64
     return 1;
 }
 
+/* ---- telling md_load_opts.on_events --------------------------------------- */
+
+/* The events read so far, and how many the bytes read (to off) suggest. */
+static void note_events(loader *L, int64_t off)
+{
+    const md_snapshot *s = L->s;
+    size_t expect = off > 0 && L->bytes > 0 ? (size_t)((double)s->nevents * (L->bytes / (double)off)) : 0;
+    L->on_events(L->events_ctx, s->events, s->nevents, expect, MD_EVENTS_MORE);
+    L->note_at = s->nevents + NOTE_EVERY;
+}
+
+/* The events array grown by one (it may move: whoever reads it pauses
+ * meanwhile, and is told where it went). -1 out of memory. */
+static int grow_events(loader *L, int64_t off)
+{
+    md_snapshot *s = L->s;
+    if (L->on_events)
+        L->on_events(L->events_ctx, NULL, 0, 0, MD_EVENTS_PAUSE);
+    if (md_big_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
+        return -1;
+    if (L->on_events)
+        note_events(L, off);
+    return 0;
+}
+
+/* Before the events array moves after the read, or is freed: whoever
+ * reads it stops for good. */
+static void events_gone(loader *L, int state)
+{
+    if (L->on_events)
+        L->on_events(L->events_ctx, NULL, 0, 0, state);
+    L->on_events = NULL;
+    L->note_at = SIZE_MAX;
+}
+
 /* ---- trace entries (called from inside the pickle reader) --------------- */
 
 /* Action names are interned consecutively (loader_init): one subtraction. */
@@ -358,8 +401,7 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
         return 0;
     if (s->nevents >= SEG_REF - 1)
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 trace entries");
-    if (s->nevents == s->evcap &&
-        md_big_grow((void **)&s->events, &s->evcap, s->nevents + 1, sizeof *s->events))
+    if (s->nevents == s->evcap && grow_events(L, off))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
     /* Filled in place: a local copied into the array would be stored field
      * by field and reloaded whole, which stalls the store buffer. */
@@ -373,6 +415,8 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
     if (e->stack)
         s->features |= MD_HAS_FRAMES;
     *ref = (uint32_t)s->nevents++;
+    if (s->nevents >= L->note_at)
+        note_events(L, off);
     return 1;
 }
 
@@ -554,6 +598,7 @@ static int add_device(loader *L, int d, const md_pv *list, md_err *err)
     }
     if (!contiguous) {
         size_t base = s->nevents;
+        events_gone(L, MD_EVENTS_PAUSE); /* after the read's end: no more follows */
         if (md_big_grow((void **)&s->events, &s->evcap, base + n, sizeof *s->events))
             return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
         for (uint32_t i = 0; i < n; i++)
@@ -673,6 +718,7 @@ static int loader_init(loader *L, md_snapshot *s)
 {
     memset(L, 0, sizeof *L);
     L->s = s;
+    L->note_at = SIZE_MAX;
     for (int k = 0; k < K_COUNT; k++) {
         int64_t id = md_strtab_intern(&s->strs, key_names[k], strlen(key_names[k]));
         if (id < 0)
@@ -697,8 +743,34 @@ static int loader_init(loader *L, md_snapshot *s)
     return 0;
 }
 
+/* Has on_events told of the trace as it is read, in an events array
+ * reserved for as many as the input could hold (so it need not move while
+ * another thread reads it), huge pages only where the usual count fits. */
+static void follow_events(loader *L, const md_load_opts *opts, size_t bytes, size_t usual)
+{
+    md_snapshot *s = L->s;
+    if (!opts || !opts->on_events)
+        return;
+    /* a trace entry takes at least 11 bytes of pickle: room for one per 8
+     * (a compressed file's size is unknown: its array grows, pausing the
+     * reader of it each time it moves) */
+    if (bytes)
+        (void)md_big_reserve((void **)&s->events, &s->evcap, bytes / 8 + 1, usual,
+                             sizeof *s->events);
+    L->on_events = opts->on_events;
+    L->events_ctx = opts->events_ctx;
+    L->bytes = (double)bytes;
+    L->note_at = NOTE_EVERY;
+}
+
 int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **out,
                      md_err *err)
+{
+    return md_snapshot_read_with(in, name, records, NULL, out, err);
+}
+
+int md_snapshot_read_with(md_input *in, const char *name, int records, const md_load_opts *opts,
+                          md_snapshot **out, md_err *err)
 {
     md_snapshot *s = calloc(1, sizeof *s);
     md_pkl *p = NULL;
@@ -713,7 +785,9 @@ int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **
      * size / 60 entries starts out in its own mapping (md_big_grow) rather
      * than in the heap to be copied there later. Only a hint: too many costs
      * address space and, until md_big_trim, part of a huge page. */
-    md_big_grow((void **)&s->events, &s->evcap, md_input_size(in) / 60, sizeof *s->events);
+    size_t usual = md_input_size(in) / 60;
+    follow_events(&L, opts, md_input_size(in), usual);
+    md_big_grow((void **)&s->events, &s->evcap, usual, sizeof *s->events);
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
@@ -723,6 +797,8 @@ int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **
         L.p = p;
         rc = md_pkl_run(p, &top, err);
         s->nrecords = md_pkl_records(p);
+        if (rc == MD_OK && L.on_events)
+            L.on_events(L.events_ctx, s->events, s->nevents, s->nevents, MD_EVENTS_END);
         if (rc == MD_OK)
             rc = convert_top(&L, &top, err);
     }
@@ -736,6 +812,7 @@ int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **
     md_big_trim(s->events, s->evcap, s->nevents, sizeof *s->events);
     md_big_trim(s->sframes, s->sfcap, s->nsframes, sizeof *s->sframes);
     if (rc) {
+        events_gone(&L, MD_EVENTS_GONE);
         md_snapshot_free(s);
         return rc;
     }
@@ -757,7 +834,7 @@ int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapsho
     int rc = md_input_open(path, opts && opts->read_ahead, &in, err);
     if (rc)
         return rc;
-    rc = md_snapshot_read(in, path, 1, out, err);
+    rc = md_snapshot_read_with(in, path, 1, opts, out, err);
     md_input_close(in);
     return rc;
 }

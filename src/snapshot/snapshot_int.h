@@ -44,5 +44,8 @@ struct md_snapshot {
  * the tests and the fuzzer hold the fast one to. */
 int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **out,
                      md_err *err);
+/* Same, told of the trace as it is read where opts->on_events is set. */
+int md_snapshot_read_with(md_input *in, const char *name, int records, const md_load_opts *opts,
+                          md_snapshot **out, md_err *err);
 
 #endif

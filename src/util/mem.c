@@ -105,6 +105,21 @@ int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz)
     return 0;
 }
 
+int md_big_reserve(void **buf, size_t *cap, size_t room, size_t hint, size_t esz)
+{
+    if (*cap || room > SIZE_MAX / 2 / esz)
+        return -1;
+    if (room * esz < BIG_MIN)
+        return md_big_grow(buf, cap, room, esz);
+    size_t n = big_bytes(room, esz);
+    void *p = big_map(n, (hint < room ? hint : room) * esz);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = n / esz;
+    return 0;
+}
+
 void md_big_trim(void *buf, size_t cap, size_t used, size_t esz)
 {
     if (!buf || !big_mapped(cap, esz))

@@ -30,6 +30,11 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz);
  * array from md_big_grow is freed with md_big_free (same cap and esz). */
 #define MD_BIG_MIN ((size_t)512 << 10) /* bytes: from here on, a mapping */
 int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz);
+/* An empty big array (*cap 0) made with room for `room` elements at once,
+ * so it need not move until it outgrows them: address space, not memory;
+ * huge pages asked for only where the first `hint` elements fill them.
+ * -1 where it cannot (then nothing changed). */
+int md_big_reserve(void **buf, size_t *cap, size_t room, size_t hint, size_t esz);
 void md_big_trim(void *buf, size_t cap, size_t used, size_t esz);
 void md_big_free(void *buf, size_t cap, size_t esz);
 
