@@ -71,7 +71,7 @@ $(BUILD)/libmemdiag_capture.so: $(SRC_CAP:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LINK)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libmemdiag.a | deps
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libmemdiag.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(filter-out -flto%,$(CFLAGS)) -fno-lto -Iinclude -Isrc $(CUDA_FLAGS) -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
 

@@ -4,9 +4,11 @@
  * seed JSON reports (samples, indicators, findings, validation), model
  * configs and calibration files (parameter count, the step's peak), and
  * what the pages and exports make of a snapshot (flame graph, HTML report,
- * CSV, trace JSON, torch snapshot). Must never crash, hang or leak; and
- * the reader's record path must read every input as its general path does
- * (the same snapshot or the same error), in place and through the window. */
+ * CSV, trace JSON, torch snapshot). Must never crash, hang or leak; the
+ * reader's record path must read every input as its general path does
+ * (the same snapshot or the same error), in place and through the window;
+ * and a replay pass fed while the input is read must give the replay made
+ * after it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "render/export.h"
 #include "render/flame.h"
 #include "../tests/unit/snapsame.h"
+#include "../tests/unit/replaysame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,6 +70,34 @@ static void records_alike(const uint8_t *data, size_t size)
     }
 }
 
+/* The replay's first pass fed while these bytes are read (in uneven
+ * batches, on this thread) against the replay after the read: a
+ * difference is a bug, reported as a crash. */
+static void follow_alike(const uint8_t *data, size_t size)
+{
+    struct bytes b = {data, size};
+    md_input *in = NULL;
+    md_snapshot *s = NULL;
+    md_err e;
+    feeder f = {md_pass_new(), 0, (uint32_t)size, 0, 0, 0, NULL, 0};
+    md_load_opts opts = {.on_events = feed_events, .events_ctx = &f};
+    if (!f.pass || open_mem(&b, &in)) {
+        md_pass_free(f.pass);
+        return;
+    }
+    int rc = md_snapshot_read_with(in, "fuzz", 1, &opts, &s, &e);
+    md_input_close(in);
+    int d = rc ? -1 : first_device(s);
+    const char *why = f.bad ? "told out of order" : d < 0 ? NULL : pass_difference(s, d, f.pass);
+    if (d < 0)
+        md_pass_free(f.pass);
+    md_snapshot_free(s);
+    if (why) {
+        fprintf(stderr, "the replay made while reading differs: %s\n", why);
+        abort();
+    }
+}
+
 /* A raw pickle in memory is parsed in place; the same bytes gzipped go
  * through the reader's window (lists and strings cut by its end, the
  * window sliding and growing): both readers see every input. */
@@ -88,6 +119,7 @@ static void load_windowed(const uint8_t *data, size_t size)
         if (md_snapshot_load_mem(gz, cap - z.avail_out, "fuzz.gz", &s, &e) == MD_OK)
             md_snapshot_free(s);
         records_alike(gz, cap - z.avail_out);
+        follow_alike(gz, cap - z.avail_out);
     }
     deflateEnd(&z);
     free(gz);
@@ -130,6 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size && data[0] == 0x80) {
         load_windowed(data, size);
         records_alike(data, size);
+        follow_alike(data, size);
     }
     md_snapshot *s = NULL;
     md_err e;
