@@ -870,6 +870,29 @@ static int same_rules(const md_settings *a, const md_settings *b)
            !memcmp(a->roundup_divisions, b->roundup_divisions, sizeof a->roundup_divisions);
 }
 
+/* Where a pass fed events [from, to) of a trace of about `expect` takes its
+ * checks: spaced by the expected length, or where it is unknown (a
+ * compressed file) at doubling indices. Where they fall only decides how
+ * far a probe replays. */
+static void space_checks(md_replay *r, size_t from, size_t to, size_t expect)
+{
+    if (r->roll)
+        return;
+    if (!expect) {
+        r->roll = 1;
+        r->check_at = CHECK_MIN_EVENTS / (NCHECKS + 1) - 1;
+        if (r->check_at < from)
+            r->check_at = from;
+        return;
+    }
+    size_t every = check_every(expect > to ? expect : to);
+    if (every != r->every && r->nchecks < NCHECKS) {
+        size_t at = (size_t)(r->nchecks + 1) * every - 1;
+        r->every = every;
+        r->check_at = !every ? SIZE_MAX : at > from ? at : from;
+    }
+}
+
 int md_pass_feed(md_pass *p, const md_event *ev, size_t from, size_t to, size_t expect)
 {
     md_replay *r = p->r;
@@ -887,22 +910,7 @@ int md_pass_feed(md_pass *p, const md_event *ev, size_t from, size_t to, size_t 
     }
     p->st.free_at = r->free_at;
     memset(r->free_at + from, 0xff, (to - from) * sizeof *r->free_at); /* all -1 */
-    /* checks spaced by the expected length, or where it is unknown (a
-     * compressed file) at doubling indices: where they fall only decides
-     * how far a probe replays */
-    if (!expect && !r->roll) {
-        r->roll = 1;
-        r->check_at = CHECK_MIN_EVENTS / (NCHECKS + 1) - 1;
-        if (r->check_at < from)
-            r->check_at = from;
-    } else if (expect && !r->roll) {
-        size_t every = check_every(expect > to ? expect : to);
-        if (every != r->every && r->nchecks < NCHECKS) {
-            size_t at = (size_t)(r->nchecks + 1) * every - 1;
-            r->every = every;
-            r->check_at = !every ? SIZE_MAX : at > from ? at : from;
-        }
-    }
+    space_checks(r, from, to, expect);
     p->done = to;
     size_t at = pass_events(r, &p->st, ev, from, to, 1);
     if (at < to) {

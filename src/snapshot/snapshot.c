@@ -298,7 +298,8 @@ static int on_list(void *ctx, uint32_t *caches, size_t n, uint32_t *cache, int64
 static void note_events(loader *L, int64_t off)
 {
     const md_snapshot *s = L->s;
-    size_t expect = off > 0 && L->bytes > 0 ? (size_t)((double)s->nevents * (L->bytes / (double)off)) : 0;
+    double per_byte = off > 0 ? (double)s->nevents / (double)off : 0;
+    size_t expect = (size_t)(per_byte * L->bytes); /* 0 where the size is unknown */
     L->on_events(L->events_ctx, s->events, s->nevents, expect, MD_EVENTS_MORE);
     L->note_at = s->nevents + NOTE_EVERY;
 }

@@ -117,7 +117,9 @@ static inline const char *pass_difference(const md_snapshot *s, int d, md_pass *
     memset(&e, 0, sizeof e);
     int rc = md_replay_run_with(s, d, pass, &with, &e);
     int rc2 = md_replay_run(s, d, &without, &e);
-    const char *why = rc != rc2 ? "one replay failed" : rc ? NULL : replay_difference(with, without);
+    const char *why = rc != rc2 ? "one replay failed" : NULL;
+    if (!rc && !rc2)
+        why = replay_difference(with, without);
     md_replay_free(with);
     md_replay_free(without);
     return why;
