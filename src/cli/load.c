@@ -4,7 +4,10 @@
  * then take about as long as the largest one instead of all of them in a
  * row. The library keeps no global state, so jobs share nothing; results
  * are taken in file order, so output and the error reported (the first
- * failing file's) are what a sequential read would give. */
+ * failing file's) are what a sequential read would give. Where a CPU is
+ * left over for a file, its trace is replayed there as it is read (files
+ * of 16 MB and more, model/follow.c), and the ranks of its devices (one
+ * process on several GPUs) are built two at a time. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -31,40 +34,109 @@ typedef struct pool {
     atomic_size_t failed; /* the lowest failed job's index, n if none */
     md_load_opts opts;
     int follow; /* FOLLOW_*: replay files while they are read, on a CPU of their own */
+    int rank_threads; /* threads building one file's ranks (its devices) */
 } pool;
 
-/* A rank for each device that holds data: a trace where any device has
- * one, else segments. A file is one process: its devices share its rank,
- * taken from the file name ("rank3") when it has one, else the number of
- * its first device. */
-static int build_ranks(cli_snap_job *j, md_pass *first)
+/* The devices of a snapshot whose ranks are built at once: each thread
+ * takes the next device; each rank's error stays with it. */
+typedef struct rank_builds {
+    const md_snapshot *s;
+    md_rank *ranks;
+    const int *dev, *rank;
+    md_err *errs;
+    int *failed;
+    size_t n;
+    atomic_size_t next;
+    md_pass *first; /* for devices[0], the pass made while reading */
+    const md_err *err0; /* each rank's error starts as this */
+} rank_builds;
+
+static void *build_some(void *arg)
 {
-    const md_snapshot *s = j->snap;
-    int named = md_rank_from_name(j->path), traces = 0, maxdev = md_snapshot_ndevices(s) - 1;
-    size_t ns, cap = 0;
-    const md_segment *g = md_snapshot_segments(s, &ns);
+    rank_builds *B = arg;
+    for (size_t k; (k = atomic_fetch_add(&B->next, 1)) < B->n;) {
+        md_pass *pass = k == 0 ? B->first : NULL;
+        B->errs[k] = *B->err0; /* the file's name, for the message */
+        B->failed[k] = md_rank_build_with(&B->ranks[k], B->s, B->dev[k], B->rank[k], pass,
+                                          &B->errs[k]) != 0;
+    }
+    return NULL;
+}
+
+/* Builds the ranks of B's devices, on a second thread too where one is
+ * allowed (a snapshot of several devices: one process on several GPUs).
+ * Where some fail, the first one's error goes to *err and every rank is
+ * freed: the result is what building them one after another in order
+ * would report. */
+static int build_all(rank_builds *B, int threads, md_err *err)
+{
+    pthread_t tid;
+    int helper = threads > 1 && B->n > 1 && !pthread_create(&tid, NULL, build_some, B);
+    build_some(B);
+    if (helper)
+        pthread_join(tid, NULL);
+    for (size_t k = 0; k < B->n; k++)
+        if (B->failed[k]) {
+            *err = B->errs[k];
+            for (size_t i = 0; i < B->n; i++)
+                if (!B->failed[i])
+                    md_rank_free(&B->ranks[i]);
+            return -1;
+        }
+    return 0;
+}
+
+/* The devices that hold data: a trace where any device has one, else
+ * segments; into dev[] (room for maxdev + 1), their count. */
+static size_t devices_with_data(const md_snapshot *s, int maxdev, int *dev)
+{
+    int traces = 0;
+    size_t n = 0;
     for (int d = 0; d <= maxdev; d++)
         traces |= cli_device_has_data(s, d, 1);
+    for (int d = 0; d <= maxdev; d++)
+        if (cli_device_has_data(s, d, traces))
+            dev[n++] = d;
+    return n;
+}
+
+/* A rank for each device that holds data. A file is one process: its
+ * devices share its rank, taken from the file name ("rank3") when it has
+ * one, else the number of its first device. threads: how many may build
+ * them at once. */
+static int build_ranks(cli_snap_job *j, md_pass *first, int threads)
+{
+    const md_snapshot *s = j->snap;
+    int named = md_rank_from_name(j->path), maxdev = md_snapshot_ndevices(s) - 1;
+    size_t ns;
+    const md_segment *g = md_snapshot_segments(s, &ns);
     for (size_t i = 0; i < ns; i++)
         if (g[i].device > maxdev && g[i].device < 4096)
             maxdev = g[i].device;
-    for (int d = 0; d <= maxdev; d++) {
-        if (!cli_device_has_data(s, d, traces))
-            continue;
-        int rank = named >= 0 ? named : j->nranks ? j->ranks[0].rank : d;
-        if (md_grow((void **)&j->ranks, &cap, j->nranks + 1, sizeof *j->ranks)) {
-            md_pass_free(first);
-            return md_err_set(&j->err, MD_E_NOMEM, -1, "out of memory");
-        }
-        /* the pass made while reading covers the first device with events,
-         * if any (md_replay_run_with checks) */
-        md_pass *pass = first;
-        first = NULL;
-        if (md_rank_build_with(&j->ranks[j->nranks], s, d, rank, pass, &j->err))
-            return -1;
-        j->nranks++;
+    size_t m = (size_t)maxdev + 1;
+    int *dev = malloc(m * sizeof *dev), *rank = malloc(m * sizeof *rank);
+    int *failed = calloc(m, sizeof *failed);
+    md_err *errs = calloc(m, sizeof *errs);
+    j->ranks = calloc(m, sizeof *j->ranks);
+    int rc = 0;
+    if (!dev || !rank || !failed || !errs || !j->ranks) {
+        md_pass_free(first);
+        rc = md_err_set(&j->err, MD_E_NOMEM, -1, "out of memory");
+        goto out;
     }
-    md_pass_free(first); /* no device with data took it */
+    size_t n = devices_with_data(s, maxdev, dev);
+    for (size_t k = 0; k < n; k++)
+        rank[k] = named >= 0 ? named : dev[0];
+    /* the pass made while reading covers the first device with events, if
+     * any (md_replay_run_with checks) */
+    rank_builds B = {s, j->ranks, dev, rank, errs, failed, n, 0, first, &j->err};
+    if (n && build_all(&B, threads, &j->err)) {
+        rc = -1;
+        goto out;
+    }
+    if (!n)
+        md_pass_free(first); /* no device with data took it */
+    j->nranks = n;
     size_t own = 0; /* the process's own device: where most of its work is */
     for (size_t i = 1; i < j->nranks; i++)
         if (j->ranks[i].nevents > j->ranks[own].nevents)
@@ -72,10 +144,15 @@ static int build_ranks(cli_snap_job *j, md_pass *first)
     for (size_t i = 0; i < j->nranks; i++)
         j->ranks[i].further = i != own;
     if (!j->nranks)
-        return md_err_set(&j->err, MD_E_FORMAT, -1,
-                          "the snapshot holds no segments and no allocator history (record "
-                          "with torch.cuda.memory._record_memory_history() before the work)");
-    return 0;
+        rc = md_err_set(&j->err, MD_E_FORMAT, -1,
+                        "the snapshot holds no segments and no allocator history (record "
+                        "with torch.cuda.memory._record_memory_history() before the work)");
+out:
+    free(dev);
+    free(rank);
+    free(failed);
+    free(errs);
+    return rc;
 }
 
 /* Whether the file is big enough to replay as it is read: the replay's
@@ -90,7 +167,7 @@ static int worth_following(const char *path)
 
 /* follow (FOLLOW_*): replay the trace on another thread as it is read
  * (model/follow.c) */
-static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow)
+static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int threads)
 {
     md_load_opts o = *opts;
     int want = follow == FOLLOW_ALL || (follow == FOLLOW_BY_SIZE && worth_following(j->path));
@@ -105,7 +182,7 @@ static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow)
         return;
     }
     md_err_file(&j->err, j->path); /* the file's name in build_ranks' errors */
-    j->failed = build_ranks(j, md_follow_finish(f)) != 0;
+    j->failed = build_ranks(j, md_follow_finish(f), threads) != 0;
     md_follow_free(f);
 }
 
@@ -125,7 +202,7 @@ static void *worker(void *arg)
         /* a job after a failed one would not be reported: not started */
         if (i >= P->n || i > atomic_load(&P->failed))
             return NULL;
-        run_job(&P->jobs[i], &P->opts, P->follow);
+        run_job(&P->jobs[i], &P->opts, P->follow, P->rank_threads);
         if (P->jobs[i].failed)
             note_failed(&P->failed, i);
     }
@@ -154,7 +231,8 @@ void cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * after its read on the reading thread) */
     const char *fo_env = getenv("MEMDIAG_FOLLOW");
     int follow = !fo_env || !*fo_env ? FOLLOW_BY_SIZE : strcmp(fo_env, "0") ? FOLLOW_ALL : 0;
-    pool P = {jobs, n, 0, n, {.read_ahead = 2 * nw <= cpus}, 2 * nw <= cpus ? follow : 0};
+    pool P = {jobs, n, 0, n, {.read_ahead = 2 * nw <= cpus}, 2 * nw <= cpus ? follow : 0,
+              2 * nw <= cpus ? 2 : 1};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* with a CPU to spare, page faults are taken there (prefault.c);
