@@ -44,6 +44,7 @@ typedef struct loader {
     uint32_t key[K_COUNT];
     uint32_t act_sid[NACTIONS]; /* string id of each action name */
     int cpp_seen;
+    int block_stacks; /* a block has a stack */
     /* md_load_opts.on_events: told again when nevents reaches note_at
      * (SIZE_MAX: not told) */
     void (*on_events)(void *ctx, const md_event *events, size_t n, size_t expect, int state);
@@ -498,6 +499,7 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
     int rc = stack_id(L, fr, &blk.stack, -1, err);
     if (rc)
         return rc;
+    L->block_stacks |= blk.stack != 0;
     if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->blocks[s->nblocks++] = blk;
@@ -807,6 +809,10 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
     md_pkl_free(p);
     if (L.cpp_seen)
         s->features |= MD_HAS_CPP_FRAMES;
+    /* no trace at all (a recording stopped and cleared, or never kept):
+     * the blocks' own stacks are the snapshot's stacks */
+    if (!s->nevents && L.block_stacks)
+        s->features |= MD_HAS_FRAMES;
     free(s->fslots);
     free(s->sslots);
     s->fslots = s->sslots = NULL;
