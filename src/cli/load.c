@@ -42,7 +42,8 @@ typedef struct pool {
 typedef struct rank_builds {
     const md_snapshot *s;
     md_rank *ranks;
-    const int *dev, *rank;
+    const int *dev;
+    int rank; /* every device's: one process */
     md_err *errs;
     int *failed;
     size_t n;
@@ -57,7 +58,7 @@ static void *build_some(void *arg)
     for (size_t k; (k = atomic_fetch_add(&B->next, 1)) < B->n;) {
         md_pass *pass = k == 0 ? B->first : NULL;
         B->errs[k] = *B->err0; /* the file's name, for the message */
-        B->failed[k] = md_rank_build_with(&B->ranks[k], B->s, B->dev[k], B->rank[k], pass,
+        B->failed[k] = md_rank_build_with(&B->ranks[k], B->s, B->dev[k], B->rank, pass,
                                           &B->errs[k]) != 0;
     }
     return NULL;
@@ -113,23 +114,21 @@ static int build_ranks(cli_snap_job *j, md_pass *first, int threads)
     for (size_t i = 0; i < ns; i++)
         if (g[i].device > maxdev && g[i].device < 4096)
             maxdev = g[i].device;
-    size_t m = (size_t)maxdev + 1;
-    int *dev = malloc(m * sizeof *dev), *rank = malloc(m * sizeof *rank);
-    int *failed = calloc(m, sizeof *failed);
+    size_t m = (size_t)maxdev + 1 > 0 ? (size_t)maxdev + 1 : 1;
+    int *dev = malloc(m * sizeof *dev), *failed = calloc(m, sizeof *failed);
     md_err *errs = calloc(m, sizeof *errs);
     j->ranks = calloc(m, sizeof *j->ranks);
     int rc = 0;
-    if (!dev || !rank || !failed || !errs || !j->ranks) {
+    if (!dev || !failed || !errs || !j->ranks) {
         md_pass_free(first);
         rc = md_err_set(&j->err, MD_E_NOMEM, -1, "out of memory");
         goto out;
     }
     size_t n = devices_with_data(s, maxdev, dev);
-    for (size_t k = 0; k < n; k++)
-        rank[k] = named >= 0 ? named : dev[0];
     /* the pass made while reading covers the first device with events, if
      * any (md_replay_run_with checks) */
-    rank_builds B = {s, j->ranks, dev, rank, errs, failed, n, 0, first, &j->err};
+    rank_builds B = {s, j->ranks, dev, named >= 0 ? named : n ? dev[0] : 0, errs, failed, n, 0,
+                     first, &j->err};
     if (n && build_all(&B, threads, &j->err)) {
         rc = -1;
         goto out;
@@ -149,7 +148,6 @@ static int build_ranks(cli_snap_job *j, md_pass *first, int threads)
                         "with torch.cuda.memory._record_memory_history() before the work)");
 out:
     free(dev);
-    free(rank);
     free(failed);
     free(errs);
     return rc;

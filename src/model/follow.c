@@ -40,7 +40,7 @@ static void idle_wait(unsigned *idle)
 #endif
         return;
     }
-    struct timespec ts = {0, 20000}; /* a few batches of the reader's a ms */
+    struct timespec ts = {0, 20000}; /* the reader hands over a batch every 100-200 us */
     nanosleep(&ts, NULL);
 }
 
