@@ -28,9 +28,10 @@ static const char *stacks_kind(const md_snapshot *s)
  * said first, since no peak, step or lifetime can follow from it. */
 static void no_history(FILE *o, const md_rank *rk)
 {
-    if (md_snapshot_features(rk->s) & MD_HAS_FRAMES)
+    if (md_snapshot_features(rk->s) & MD_HAS_FRAMES) /* enabled="state" keeps one event */
         fprintf(o, "  trace       none: the blocks live when the snapshot was taken, each with its "
-                   "stack (%s; recorded with enabled=\"state\")\n", stacks_kind(rk->s));
+                   "stack (%s%s)\n", stacks_kind(rk->s),
+                rk->nevents ? "; recorded with enabled=\"state\"" : "");
     else
         fprintf(o, "  trace       none, and no stacks: the blocks live when the snapshot was taken "
                    "(no history was recorded)\n");
