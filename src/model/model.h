@@ -37,8 +37,9 @@ int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_repl
  * md_follow_events is the md_load_opts.on_events to read with (ctx: the
  * follow). After the read, md_follow_finish waits for the pass and gives
  * it (NULL: none to give: the read failed, was never told of, or moved
- * its events); md_follow_free stops the thread and frees what is left,
- * before the snapshot read is freed. md_follow_start: NULL on failure. */
+ * its events after its end); md_follow_free stops the thread and frees
+ * what is left, before the snapshot read is freed. md_follow_start: NULL
+ * on failure. */
 typedef struct md_follow md_follow;
 md_follow *md_follow_start(void);
 void md_follow_events(void *ctx, const md_event *events, size_t n, size_t expect, int state);
