@@ -16,9 +16,10 @@ static void help(int diagnose)
            "  --json    machine-readable output (schema 1, docs/json-schema.md)\n"
            "  --brief   a few lines per rank (what memdiag run prints)\n\n"
            "Several files are read at once, one per CPU, and where a CPU is left over a\n"
-           "file is read and decompressed ahead on another, and a file of 16 MB or more\n"
-           "replayed there as it is read; MEMDIAG_THREADS=N caps the CPUs used (1: one\n"
-           "file after another, nothing read ahead, each replayed after its read).\n");
+           "file is read and decompressed ahead on another, and an uncompressed file of\n"
+           "16 MB or more replayed there as it is read; MEMDIAG_THREADS=N caps the CPUs\n"
+           "used (1: one file after another, nothing read ahead, each replayed after its\n"
+           "read).\n");
 }
 
 int cmd_summary(int argc, char **argv, int diagnose)
