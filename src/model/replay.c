@@ -639,26 +639,33 @@ static void absorb_remainders(rstate *st)
     }
 }
 
+/* A segment's start and index, for a search by address. */
+typedef struct seg_key {
+    uint64_t addr;
+    uint32_t gi;
+} seg_key;
+
+static int cmp_seg_key(const void *a, const void *b)
+{
+    const seg_key *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->gi < y->gi ? -1 : x->gi > y->gi;
+}
+
 /* The segments of st (all alive, as seed_state lays them) by address, for
  * a binary search: NULL where two overlap (then the first containing an
  * address, by index, is searched for one by one) or on allocation failure. */
-static uint32_t *segs_by_addr(const rstate *st)
+static seg_key *segs_by_addr(const rstate *st)
 {
-    uint32_t *o = malloc((st->ng ? st->ng : 1) * sizeof *o);
+    seg_key *o = malloc((st->ng ? st->ng : 1) * sizeof *o);
     if (!o)
         return NULL;
     for (size_t i = 0; i < st->ng; i++)
-        o[i] = (uint32_t)i;
-    /* insertion into place: reconstruct lays them mostly in address order */
-    for (size_t i = 1; i < st->ng; i++) {
-        uint32_t x = o[i];
-        size_t j = i;
-        for (; j > 0 && st->g[o[j - 1]].addr > st->g[x].addr; j--)
-            o[j] = o[j - 1];
-        o[j] = x;
-    }
+        o[i] = (seg_key){st->g[i].addr, (uint32_t)i};
+    qsort(o, st->ng, sizeof *o, cmp_seg_key);
     for (size_t i = 1; i < st->ng; i++)
-        if (st->g[o[i - 1]].addr + st->g[o[i - 1]].size > st->g[o[i]].addr) {
+        if (o[i - 1].addr + st->g[o[i - 1].gi].size > o[i].addr) {
             free(o);
             return NULL;
         }
@@ -666,7 +673,7 @@ static uint32_t *segs_by_addr(const rstate *st)
 }
 
 /* The segment holding addr, NIL if none. */
-static uint32_t seg_holding(const rstate *st, const uint32_t *by_addr, uint64_t addr)
+static uint32_t seg_holding(const rstate *st, const seg_key *by_addr, uint64_t addr)
 {
     if (!by_addr) {
         for (size_t gi = 0; gi < st->ng; gi++)
@@ -677,15 +684,15 @@ static uint32_t seg_holding(const rstate *st, const uint32_t *by_addr, uint64_t 
     size_t lo = 0, hi = st->ng; /* the last segment starting at or below addr */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (st->g[by_addr[mid]].addr <= addr)
+        if (by_addr[mid].addr <= addr)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (!lo)
         return NIL;
-    const rseg *g = &st->g[by_addr[lo - 1]];
-    return addr < g->addr + g->size ? by_addr[lo - 1] : NIL;
+    const seg_key *k = &by_addr[lo - 1];
+    return addr < k->addr + st->g[k->gi].size ? k->gi : NIL;
 }
 
 /* Lays the reconstructed segments and live blocks into a fresh state. The
@@ -699,7 +706,7 @@ static int seed_state(const md_replay *r, rstate *st)
     for (size_t i = 0; i < r->npreseg; i++)
         if (add_segment(st, r->preseg[i].addr, r->preseg[i].size, r->preseg[i].expandable) == NIL)
             return -1;
-    uint32_t *order = st->ng > 8 ? segs_by_addr(st) : NULL;
+    seg_key *order = st->ng > 8 ? segs_by_addr(st) : NULL;
     uint32_t cur_seg = NIL, cur = NIL; /* the last block laid, and its segment */
     for (size_t i = 0; i < r->npre; i++) {
         const md_live *l = &r->pre[i];

@@ -6,8 +6,6 @@
  * the snapshot's settings or device layout rule out is not taken; a read
  * that fails, or moves its events, stops the thread. Counts of passes
  * taken keep the tests from passing by never taking one. */
-#include <dirent.h>
-#include <sys/stat.h>
 #include "testutil.h"
 #include "replaysame.h"
 
@@ -35,71 +33,60 @@ static void check_alike(const char *path, md_snapshot *s, md_pass *pass, tally *
     assert_null(why);
 }
 
-static int is_snapshot_name(const char *dir, const char *name)
-{
-    return strstr(name, ".pickle") || strstr(dir, "synthetic") || strstr(dir, "fuzz-regress") ||
-           strstr(dir, "adversarial");
-}
+typedef struct walk {
+    int threaded; /* the pass fed by the follow thread, else on the reading one */
+    tally t;
+} walk;
 
-/* Every snapshot under dir, read with a pass fed on the reading thread
- * (threaded 0) or by the follow thread (1). */
-static void alike_under(const char *dir, int threaded, tally *t)
+/* One snapshot read with a pass made while reading, and held to the
+ * replay after it. */
+static void read_following(const char *path, void *ctx)
 {
-    DIR *dd = opendir(dir);
-    assert_non_null(dd);
-    struct dirent *de;
-    while ((de = readdir(dd)) != NULL) {
-        char path[1024];
-        struct stat st;
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        assert_int_equal(stat(path, &st), 0);
-        if (S_ISDIR(st.st_mode)) {
-            alike_under(path, threaded, t);
-            continue;
-        }
-        if (!is_snapshot_name(dir, de->d_name))
-            continue;
-        md_load_opts opts = {.read_ahead = threaded};
-        feeder fd = {md_pass_new(), 0, 7, 0, 0, 0, NULL, 0};
-        md_follow *fo = threaded ? md_follow_start() : NULL;
-        assert_non_null(threaded ? (void *)fo : (void *)fd.pass);
-        opts.on_events = threaded ? md_follow_events : feed_events;
-        opts.events_ctx = threaded ? (void *)fo : (void *)&fd;
-        md_snapshot *s = NULL;
-        md_err e;
-        memset(&e, 0, sizeof e);
-        int rc = md_snapshot_load_with(path, &opts, &s, &e);
-        md_pass *pass = threaded ? md_follow_finish(fo) : fd.pass;
-        if (threaded)
-            md_pass_free(fd.pass);
-        assert_false(fd.bad);
-        if (rc) { /* a hostile file: refused, the thread stopped */
-            assert_null(s);
-            md_pass_free(pass);
-            md_follow_free(fo);
-            continue;
-        }
-        t->moved += fd.pauses > 0;
-        check_alike(path, s, pass, t);
-        md_follow_free(fo);
+    walk *w = ctx;
+    int threaded = w->threaded;
+    md_load_opts opts = {.read_ahead = threaded};
+    feeder fd = {md_pass_new(), 0, 7, 0, 0, 0, NULL, 0};
+    md_follow *fo = threaded ? md_follow_start() : NULL;
+    assert_non_null(threaded ? (void *)fo : (void *)fd.pass);
+    opts.on_events = threaded ? md_follow_events : feed_events;
+    opts.events_ctx = threaded ? (void *)fo : (void *)&fd;
+    md_snapshot *s = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    int rc = md_snapshot_load_with(path, &opts, &s, &e);
+    md_pass *pass = threaded ? md_follow_finish(fo) : fd.pass;
+    if (threaded)
+        md_pass_free(fd.pass);
+    assert_false(fd.bad);
+    if (rc) { /* a hostile file: refused, the thread stopped */
+        assert_null(s);
+        md_pass_free(pass);
+    } else {
+        w->t.moved += fd.pauses > 0;
+        check_alike(path, s, pass, &w->t);
         md_snapshot_free(s);
     }
-    closedir(dd);
+    md_follow_free(fo);
+}
+
+/* Every snapshot under tests/data read so; what became of the passes. */
+static tally every_file(int threaded, const char *how)
+{
+    char root[1024];
+    walk w = {threaded, {0, 0, 0, 0, 0}};
+    each_snapshot(data_path("", root, sizeof root), read_following, &w);
+    print_message("%s: %zu files, %zu passes taken, %zu stopped at an anomaly, %zu refused; "
+                  "%zu had their events moved while read\n", how, w.t.files, w.t.taken,
+                  w.t.stopped, w.t.refused, w.t.moved);
+    assert_true(w.t.files >= 250);
+    assert_true(w.t.taken >= 100); /* most real traces need no reconstruction */
+    return w.t;
 }
 
 static void test_every_file_fed_on_the_reading_thread(void **st)
 {
     (void)st;
-    char root[1024];
-    tally t = {0, 0, 0, 0, 0};
-    alike_under(data_path("", root, sizeof root), 0, &t);
-    print_message("fed on the reading thread: %zu files, %zu passes taken, %zu stopped at "
-                  "an anomaly, %zu refused; %zu had their events moved while read\n", t.files,
-                  t.taken, t.stopped, t.refused, t.moved);
-    assert_true(t.files >= 250);
-    assert_true(t.taken >= 100); /* most real traces need no reconstruction */
+    tally t = every_file(0, "fed on the reading thread");
     assert_true(t.stopped >= 5);
     assert_true(t.refused >= 1); /* settings other than torch's defaults */
     assert_true(t.moved >= 100); /* compressed files: their array grows as read */
@@ -108,13 +95,7 @@ static void test_every_file_fed_on_the_reading_thread(void **st)
 static void test_every_file_followed_by_the_thread(void **st)
 {
     (void)st;
-    char root[1024];
-    tally t = {0, 0, 0, 0, 0};
-    alike_under(data_path("", root, sizeof root), 1, &t);
-    print_message("followed by the thread: %zu files, %zu passes taken, %zu stopped, "
-                  "%zu refused\n", t.files, t.taken, t.stopped, t.refused);
-    assert_true(t.files >= 250);
-    assert_true(t.taken >= 100);
+    every_file(1, "followed by the thread");
 }
 
 /* A file never read (no such path): the thread was never told anything and

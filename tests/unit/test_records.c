@@ -6,64 +6,36 @@
  * synthetic/odd_records.pickle with the values pickle.load gives them; and
  * the path taken on real traces, so these tests cannot pass by its never
  * running. */
-#include <dirent.h>
-#include <sys/stat.h>
 #include "testutil.h"
 #include "snapsame.h"
 
-static int is_snapshot_name(const char *dir, const char *name)
+/* Both paths alike on one snapshot file. */
+static void alike(const char *path, void *ctx)
 {
-    return strstr(name, ".pickle") || strstr(dir, "synthetic") || strstr(dir, "fuzz-regress") ||
-           strstr(dir, "adversarial");
-}
-
-/* Compares both paths on every snapshot file under dir; counts them. */
-static void alike_under(const char *dir, size_t *files)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[1024];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        assert_int_equal(stat(path, &st), 0);
-        if (S_ISDIR(st.st_mode)) {
-            alike_under(path, files);
-            continue;
-        }
-        if (!is_snapshot_name(dir, de->d_name))
-            continue;
-        const char *why = records_difference(open_file, path); /* through the window */
+    (void)ctx;
+    const char *why = records_difference(open_file, (void *)path); /* through the window */
+    if (why)
+        print_error("%s, read through the window: %s\n", path, why);
+    assert_null(why);
+    if (!strstr(path, ".gz") && !strstr(path, ".xz") && !strstr(path, ".zst")) {
+        struct bytes b; /* raw bytes: also in place */
+        size_t n;
+        unsigned char *data = slurp(path, &n);
+        assert_non_null(data);
+        b.d = data, b.n = n;
+        why = records_difference(open_mem, &b);
         if (why)
-            print_error("%s, read through the window: %s\n", path, why);
+            print_error("%s, read in place: %s\n", path, why);
         assert_null(why);
-        if (!strstr(de->d_name, ".gz") && !strstr(de->d_name, ".xz") &&
-            !strstr(de->d_name, ".zst")) { /* raw bytes: also in place */
-            struct bytes b;
-            size_t n;
-            unsigned char *data = slurp(path, &n);
-            assert_non_null(data);
-            b.d = data, b.n = n;
-            why = records_difference(open_mem, &b);
-            if (why)
-                print_error("%s, read in place: %s\n", path, why);
-            assert_null(why);
-            free(data);
-        }
-        ++*files;
+        free(data);
     }
-    closedir(d);
 }
 
 static void test_every_file_alike(void **st)
 {
     (void)st;
     char root[1024];
-    size_t files = 0;
-    alike_under(data_path("", root, sizeof root), &files);
+    size_t files = each_snapshot(data_path("", root, sizeof root), alike, NULL);
     assert_true(files >= 300); /* tests/data holds 343 pickles and the hostile files */
 }
 

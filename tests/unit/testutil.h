@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include "memdiag.h"
 
 static inline const char *data_path(const char *rel, char *buf, size_t n)
@@ -92,6 +94,36 @@ static inline md_err load_bad(const void *data, size_t n)
     assert_int_equal(rc, e.code);
     assert_true(e.msg[0] != 0);
     return e;
+}
+
+/* Calls fn on every snapshot file under dir (its subdirectories too): the
+ * *.pickle* files, and everything in the synthetic, fuzz-regress and
+ * adversarial directories (their hostile inputs); returns how many. */
+static inline size_t each_snapshot(const char *dir, void (*fn)(const char *path, void *ctx),
+                                   void *ctx)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    size_t n = 0;
+    while ((de = readdir(d)) != NULL) {
+        char path[1024];
+        struct stat st;
+        if (de->d_name[0] == '.')
+            continue;
+        int len = snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        assert_true(len > 0 && (size_t)len < sizeof path);
+        assert_int_equal(stat(path, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            n += each_snapshot(path, fn, ctx);
+        } else if (strstr(de->d_name, ".pickle") || strstr(dir, "synthetic") ||
+                   strstr(dir, "fuzz-regress") || strstr(dir, "adversarial")) {
+            fn(path, ctx);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
 }
 
 #endif
