@@ -34,7 +34,12 @@ if [ -z "${PYTHON:-}" ]; then
     else PYTHON=$(python3 -c 'import sys; print(sys.executable)'); fi
 fi
 echo "baseline: $PYTHON ($("$PYTHON" -c 'import sys; print(sys.version.split()[0])'))"
-rss_kb() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1; }
+# peak RSS in KB (GNU time: a fork of a process as small as it is; a
+# python parent would count its own pages, the child's before its exec)
+rss_kb() {
+    if [ -x /usr/bin/time ]; then /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1
+    else echo nan; fi
+}
 # one CPU and no helper threads (no read-ahead, no prefault): the reading
 # speed a single core gives, best of 3
 pin=""; command -v taskset >/dev/null 2>&1 && pin="taskset -c 0"

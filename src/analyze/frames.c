@@ -116,11 +116,6 @@ static int name_is(const md_snapshot *s, const md_frame *f, const char *name)
     return !strcmp(md_strtab_get(&s->strs, f->name), name);
 }
 
-static int name_has(const md_snapshot *s, const md_frame *f, const char *part)
-{
-    return strstr(md_strtab_get(&s->strs, f->name), part) != NULL;
-}
-
 /* Frame facts classify needs beyond the tags: a Python frame, and
  * autograd.Function.apply, which is a custom function's forward when user
  * code calls it and its backward when the autograd engine does (then it is
@@ -198,15 +193,38 @@ static unsigned cpp_frame_tags(const char *nm)
                : 0;
 }
 
+/* What a C++ frame's name says of the phase: the autograd engine,
+ * cuBLAS/cuDNN workspace, gradient accumulation and DDP's buckets. Each
+ * group's words are looked for only where a part they share is there. */
+static unsigned cpp_phase_tags(const char *nm)
+{
+    unsigned tags = 0;
+    int accum = strstr(nm, "AccumulateGrad") != NULL;
+    if (accum || (strstr(nm, "autograd::") &&
+                  (strstr(nm, "autograd::Engine") || strstr(nm, "autograd::engine"))))
+        tags |= MD_TAG_BACKWARD;
+    if (strstr(nm, "orkspace") &&
+        (strstr(nm, "setWorkspaceForHandle") || strstr(nm, "getCUDABlasLtWorkspace") ||
+         strstr(nm, "cublasLtWorkspace") || strstr(nm, "cudnn")))
+        tags |= MD_TAG_WORKSPACE;
+    if (accum || (strstr(nm, "Reducer::") && (strstr(nm, "Reducer::initialize_buckets") ||
+                                              strstr(nm, "Reducer::rebuild_buckets"))))
+        tags |= MD_TAG_GRAD_ACCUM;
+    return tags;
+}
+
 static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
 {
     const char *nm = md_strtab_get(&s->strs, f->name);
     unsigned tags = 0;
     if (mentions_attention(nm) || mentions_attention(md_strtab_get(&s->strs, f->filename)))
         tags |= MD_TAG_ATTENTION;
-    if (!strcmp(nm, "linear") || strstr(nm, "matmul") || !strcmp(nm, "mm") ||
-        strstr(nm, "addmm") || strstr(nm, "bmm") || strstr(nm, "attention") ||
-        strstr(nm, "in_projection"))
+    /* "attention" only where "ttention" is, addmm and bmm only where "mm" is:
+     * a C++ frame's name is a signature of ~230 characters, and each strstr
+     * goes over all of it */
+    if (!strcmp(nm, "linear") || strstr(nm, "matmul") ||
+        (strstr(nm, "mm") && (!strcmp(nm, "mm") || strstr(nm, "addmm") || strstr(nm, "bmm"))) ||
+        ((tags & MD_TAG_ATTENTION) && strstr(nm, "attention")) || strstr(nm, "in_projection"))
         tags |= MD_TAG_MATMUL;
     tags |= loss_name(nm) ? MD_TAG_LOSS : 0;
     /* scaled_dot_product_attention, transformers' sdpa_attention_forward,
@@ -281,16 +299,7 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_MODEL_INIT | MD_TAG_SHARDED;
         return tags;
     }
-    if (name_has(s, f, "autograd::Engine") || name_has(s, f, "autograd::engine") ||
-        name_has(s, f, "AccumulateGrad"))
-        tags |= MD_TAG_BACKWARD;
-    if (name_has(s, f, "setWorkspaceForHandle") || name_has(s, f, "getCUDABlasLtWorkspace") ||
-        name_has(s, f, "cublasLtWorkspace") ||
-        (name_has(s, f, "cudnn") && name_has(s, f, "orkspace")))
-        tags |= MD_TAG_WORKSPACE;
-    if (name_has(s, f, "AccumulateGrad") || name_has(s, f, "Reducer::initialize_buckets") ||
-        name_has(s, f, "Reducer::rebuild_buckets"))
-        tags |= MD_TAG_GRAD_ACCUM;
+    return tags | cpp_phase_tags(nm);
     return tags;
 }
 

@@ -26,6 +26,8 @@
  * the best medians; it is also at most what more memory is resident */
 #define PREFAULT_LEAD ((size_t)1 << 20)
 #define FOLLOW_MIN_BYTES ((off_t)16 << 20) /* see worth_following */
+#define PREFAULT_MIN_BYTES ((off_t)4 << 20) /* see prefault_pays */
+#define PREFAULT_DEAR_US 3.0
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2 }; /* pool.follow, 0: none */
 
 typedef struct pool {
@@ -154,6 +156,20 @@ out:
     return rc;
 }
 
+/* A plain pickle's size (it begins with PROTO), else -1: compressed, or
+ * not a file that can be read. */
+static off_t plain_size(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return -1;
+    FILE *f = fopen(path, "rb");
+    int first = f ? fgetc(f) : EOF;
+    if (f)
+        fclose(f);
+    return first == 0x80 ? st.st_size : -1;
+}
+
 /* Whether the file is worth replaying as it is read: big enough, since
  * the replay's arrays then live beside the reader's instead of after them
  * (+5 MB, 2.6x the file, on the 6 MB synthetic snapshot; +0.2x of the
@@ -163,14 +179,28 @@ out:
  * 56 MB snapshot: median 125 -> 141 ms when followed). */
 static int worth_following(const char *path)
 {
-    struct stat st;
-    if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size < FOLLOW_MIN_BYTES)
-        return 0;
-    FILE *f = fopen(path, "rb");
-    int first = f ? fgetc(f) : EOF;
-    if (f)
-        fclose(f);
-    return first == 0x80;
+    return plain_size(path) >= FOLLOW_MIN_BYTES;
+}
+
+/* Whether faulting the heap in on the spare CPU pays (prefault.c): where a
+ * fault is dear (shadow page tables, 11-15 us) always; where it is cheap
+ * (0.9-2 us) only for plain files of 4 MB or more that no follower takes
+ * that CPU from. On a 1 us host: big_gamma (6.4 MB) -5 %; 0.9-1.8 MB files
+ * +8 % (the thread's start and its 1 MB lead cost more than a few hundred
+ * faults, and the lead is 1 MB more resident); a followed 45 MB file +13 %;
+ * compressed files 0 to +5 %. */
+static int prefault_pays(const cli_snap_job *jobs, size_t n, int follow)
+{
+    off_t plain = 0;
+    int followed = follow == FOLLOW_ALL;
+    for (size_t i = 0; i < n && plain >= 0; i++) {
+        off_t b = plain_size(jobs[i].path);
+        plain = b < 0 ? -1 : plain + b;
+        followed |= follow == FOLLOW_BY_SIZE && b >= FOLLOW_MIN_BYTES;
+    }
+    if (plain >= PREFAULT_MIN_BYTES && !followed)
+        return 1;
+    return cli_fault_cost_us() >= PREFAULT_DEAR_US;
 }
 
 /* follow (FOLLOW_*): replay the trace on another thread as it is read
@@ -243,11 +273,13 @@ void cli_load_snapshots(cli_snap_job *jobs, size_t n)
               2 * nw <= cpus ? 2 : 1};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
-    /* with a CPU to spare, page faults are taken there (prefault.c);
-     * MEMDIAG_PREFAULT=0 leaves them where they fall (a benchmark's baseline) */
+    /* with a CPU to spare, page faults are taken there where that pays
+     * (prefault.c, prefault_pays); MEMDIAG_PREFAULT=0 leaves them where they
+     * fall (a benchmark's baseline), =1 takes them there whenever it can */
     cli_prefault pf = {.running = 0};
     const char *pf_env = getenv("MEMDIAG_PREFAULT");
-    if (nw < cpus && !(pf_env && !strcmp(pf_env, "0")))
+    if (nw < cpus && (pf_env && *pf_env ? strcmp(pf_env, "0") != 0
+                                        : prefault_pays(jobs, n, P.follow)))
         cli_prefault_start(&pf, PREFAULT_LEAD);
     /* the calling thread is a worker too; without threads it does it all */
     while (started + 1 < nw && !pthread_create(&tid[started], NULL, worker, &P))

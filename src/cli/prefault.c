@@ -52,6 +52,36 @@ static void *prefault_loop(void *arg)
     return NULL;
 }
 
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+#define PROBE_PAGES 9
+
+double cli_fault_cost_us(void)
+{
+    volatile char *m = mmap(NULL, PROBE_PAGES * PAGE, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 0;
+    double t[PROBE_PAGES];
+    for (size_t i = 0; i < PROBE_PAGES; i++) {
+        double t0 = now_us();
+        m[i * PAGE] = 1;
+        t[i] = now_us() - t0;
+    }
+    munmap((void *)m, PROBE_PAGES * PAGE);
+    for (size_t i = 1; i < PROBE_PAGES; i++) /* insertion sort: nine values */
+        for (size_t k = i; k > 0 && t[k] < t[k - 1]; k--) {
+            double x = t[k];
+            t[k] = t[k - 1], t[k - 1] = x;
+        }
+    return t[PROBE_PAGES / 2];
+}
+
 void cli_prefault_start(cli_prefault *pf, size_t lead)
 {
     atomic_init(&pf->stop, 0);

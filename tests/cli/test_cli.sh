@@ -246,7 +246,7 @@ for c in ahead-cut.pickle ahead-cut.pickle.gz; do
 done
 # A thread faults in the heap's next pages where a CPU is left over: only
 # reads of malloc's memory, so the output is byte for byte the same without it.
-check "pages faulted in ahead change nothing (MEMDIAG_PREFAULT=0)" sh -c "for f in $T/ahead.pickle $S/snap-gamma-medium-rank0.pickle; do MEMDIAG_THREADS=4 $M diagnose --json \$f >$T/pf1 && MEMDIAG_THREADS=4 MEMDIAG_PREFAULT=0 $M diagnose --json \$f >$T/pf0 && cmp $T/pf1 $T/pf0 && MEMDIAG_THREADS=4 $M summary \$f >$T/pf1 && MEMDIAG_PREFAULT=0 $M summary \$f >$T/pf0 && cmp $T/pf1 $T/pf0 || exit 1; done"
+check "pages faulted in ahead change nothing (MEMDIAG_PREFAULT=1 against 0 and unset)" sh -c "for f in $T/ahead.pickle $S/snap-gamma-medium-rank0.pickle; do MEMDIAG_THREADS=4 MEMDIAG_PREFAULT=1 $M diagnose --json \$f >$T/pf1 && MEMDIAG_THREADS=4 MEMDIAG_PREFAULT=0 $M diagnose --json \$f >$T/pf0 && cmp $T/pf1 $T/pf0 && MEMDIAG_THREADS=4 MEMDIAG_PREFAULT=1 $M summary \$f >$T/pf1 && MEMDIAG_PREFAULT=0 $M summary \$f >$T/pf0 && cmp $T/pf1 $T/pf0 && $M summary \$f >$T/pf0 && cmp $T/pf1 $T/pf0 || exit 1; done"
 # The replay's first pass runs on a spare CPU while the file is read
 # (model/follow.c; files of 16 MB and more, any with MEMDIAG_FOLLOW=1): the
 # output is byte for byte that of the pass after the read, for traces it
