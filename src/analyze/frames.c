@@ -300,7 +300,6 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         return tags;
     }
     return tags | cpp_phase_tags(nm);
-    return tags;
 }
 
 /* A frame's tags through the cache. */

@@ -27,7 +27,7 @@
 #define PREFAULT_LEAD ((size_t)1 << 20)
 #define FOLLOW_MIN_BYTES ((off_t)16 << 20) /* see worth_following */
 #define PREFAULT_MIN_BYTES ((off_t)4 << 20) /* see prefault_pays */
-#define PREFAULT_DEAR_US 3.0
+#define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2 }; /* pool.follow, 0: none */
 
 typedef struct pool {

@@ -21,7 +21,7 @@ void cli_prefault_start(cli_prefault *pf, size_t lead);
 /* Stops the thread (the heap keeps growing with the lead). */
 void cli_prefault_stop(cli_prefault *pf);
 /* What a first write to a fresh page costs here, in microseconds: the
- * median of a few, on a mapping of its own (0.9-2 us on most virtual
+ * median of a few, on a mapping of its own (0.6-2 us on most virtual
  * machines, 11-15 us on those with shadow page tables). */
 double cli_fault_cost_us(void);
 

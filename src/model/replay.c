@@ -333,9 +333,8 @@ static int take_spare(const md_replay *r, rstate *st)
 /* A probe's state, kept as the spare if there is none, else freed; also
  * freed where it holds more blocks than the trace has events (a snapshot
  * whose trace explains little of its state): a probe then lays that state
- * again from the final one, which costs less than the replay a spare saves,
- * while holding it took more memory than the file (16 MB, 251k blocks and
- * no trace: 27 MB). */
+ * again from the final one, and holding it raised the peak (a 16 MB
+ * snapshot of 251k blocks and no trace: 73 -> 64 MB without it). */
 static void give_spare(const md_replay *r, rstate *st)
 {
     rstate *sp = r->spare && st->nb <= r->n ? malloc(sizeof *sp) : NULL, *none = NULL;
