@@ -38,6 +38,7 @@ typedef struct pool {
     md_load_opts opts;
     int follow; /* FOLLOW_*: replay files while they are read, on a CPU of their own */
     int rank_threads; /* threads building one file's ranks (its devices) */
+    const off_t *plain; /* each job's plain_size, NULL: none known */
 } pool;
 
 /* The devices of a snapshot whose ranks are built at once: each thread
@@ -170,33 +171,32 @@ static off_t plain_size(const char *path)
     return first == 0x80 ? st.st_size : -1;
 }
 
-/* Whether the file is worth replaying as it is read: big enough, since
+/* Whether a file of plain_size `plain` is worth replaying as it is read: big enough, since
  * the replay's arrays then live beside the reader's instead of after them
  * (+5 MB, 2.6x the file, on the 6 MB synthetic snapshot; +0.2x of the
  * file's size from 56 MB up), so a small file stays within twice its size
  * by waiting; and a plain pickle (it begins with PROTO), since a
  * compressed file's spare CPU is already decompressing it (a gzipped
  * 56 MB snapshot: median 125 -> 141 ms when followed). */
-static int worth_following(const char *path)
+static int worth_following(off_t plain)
 {
-    return plain_size(path) >= FOLLOW_MIN_BYTES;
+    return plain >= FOLLOW_MIN_BYTES;
 }
 
 /* Whether faulting the heap in on the spare CPU pays (prefault.c): where a
  * fault is dear (shadow page tables, 11-15 us) always; where it is cheap
- * (0.9-2 us) only for plain files of 4 MB or more that no follower takes
+ * (0.6-2 us) only for plain files of 4 MB or more that no follower takes
  * that CPU from. On a 1 us host: big_gamma (6.4 MB) -5 %; 0.9-1.8 MB files
  * +8 % (the thread's start and its 1 MB lead cost more than a few hundred
  * faults, and the lead is 1 MB more resident); a followed 45 MB file +13 %;
  * compressed files 0 to +5 %. */
-static int prefault_pays(const cli_snap_job *jobs, size_t n, int follow)
+static int prefault_pays(const off_t *sizes, size_t n, int follow)
 {
-    off_t plain = 0;
+    off_t plain = sizes ? 0 : -1;
     int followed = follow == FOLLOW_ALL;
     for (size_t i = 0; i < n && plain >= 0; i++) {
-        off_t b = plain_size(jobs[i].path);
-        plain = b < 0 ? -1 : plain + b;
-        followed |= follow == FOLLOW_BY_SIZE && b >= FOLLOW_MIN_BYTES;
+        plain = sizes[i] < 0 ? -1 : plain + sizes[i];
+        followed |= follow == FOLLOW_BY_SIZE && worth_following(sizes[i]);
     }
     if (plain >= PREFAULT_MIN_BYTES && !followed)
         return 1;
@@ -204,11 +204,12 @@ static int prefault_pays(const cli_snap_job *jobs, size_t n, int follow)
 }
 
 /* follow (FOLLOW_*): replay the trace on another thread as it is read
- * (model/follow.c) */
-static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int threads)
+ * (model/follow.c); plain: the file's plain_size */
+static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, off_t plain,
+                    int threads)
 {
     md_load_opts o = *opts;
-    int want = follow == FOLLOW_ALL || (follow == FOLLOW_BY_SIZE && worth_following(j->path));
+    int want = follow == FOLLOW_ALL || (follow == FOLLOW_BY_SIZE && worth_following(plain));
     md_follow *f = want ? md_follow_start() : NULL;
     if (f)
         o.on_events = md_follow_events, o.events_ctx = f;
@@ -240,7 +241,7 @@ static void *worker(void *arg)
         /* a job after a failed one would not be reported: not started */
         if (i >= P->n || i > atomic_load(&P->failed))
             return NULL;
-        run_job(&P->jobs[i], &P->opts, P->follow, P->rank_threads);
+        run_job(&P->jobs[i], &P->opts, P->follow, P->plain ? P->plain[i] : -1, P->rank_threads);
         if (P->jobs[i].failed)
             note_failed(&P->failed, i);
     }
@@ -269,8 +270,12 @@ void cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * none, every replay after its read on the reading thread) */
     const char *fo_env = getenv("MEMDIAG_FOLLOW");
     int follow = !fo_env || !*fo_env ? FOLLOW_BY_SIZE : strcmp(fo_env, "0") ? FOLLOW_ALL : 0;
+    /* each file's size if plain, looked at once (following, prefaulting) */
+    off_t *plain = malloc((n ? n : 1) * sizeof *plain);
+    for (size_t i = 0; plain && i < n; i++)
+        plain[i] = plain_size(jobs[i].path);
     pool P = {jobs, n, 0, n, {.read_ahead = 2 * nw <= cpus}, 2 * nw <= cpus ? follow : 0,
-              2 * nw <= cpus ? 2 : 1};
+              2 * nw <= cpus ? 2 : 1, plain};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* with a CPU to spare, page faults are taken there where that pays
@@ -279,7 +284,7 @@ void cli_load_snapshots(cli_snap_job *jobs, size_t n)
     cli_prefault pf = {.running = 0};
     const char *pf_env = getenv("MEMDIAG_PREFAULT");
     if (nw < cpus && (pf_env && *pf_env ? strcmp(pf_env, "0") != 0
-                                        : prefault_pays(jobs, n, P.follow)))
+                                        : prefault_pays(plain, n, P.follow)))
         cli_prefault_start(&pf, PREFAULT_LEAD);
     /* the calling thread is a worker too; without threads it does it all */
     while (started + 1 < nw && !pthread_create(&tid[started], NULL, worker, &P))
@@ -288,6 +293,7 @@ void cli_load_snapshots(cli_snap_job *jobs, size_t n)
     for (size_t k = 0; k < started; k++)
         pthread_join(tid[k], NULL);
     cli_prefault_stop(&pf);
+    free(plain);
 }
 
 void cli_snap_job_free(cli_snap_job *j)
