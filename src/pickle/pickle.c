@@ -2007,6 +2007,7 @@ void md_pkl_release(md_pkl *p, pv_obj *o)
     items_release(p, o->items, o->cap);
     o->items = NULL;
     o->n = o->cap = 0;
+    o->run_n = o->run_first = 0; /* a list's records go with it */
     o->taken = PVO_RELEASED;
 }
 

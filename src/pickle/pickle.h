@@ -104,7 +104,7 @@ typedef int (*md_pkl_list_fn)(void *ctx, uint32_t *caches, size_t n, uint32_t *c
 typedef int (*md_pkl_record_fn)(void *ctx, const md_pv *const *v, uint32_t *ref,
                                 int64_t offset, md_err *err);
 #define MD_PKL_REC_KEYS 32   /* keys the map covers, at most */
-#define MD_PKL_REC_SLOTS 8   /* value slots, at most */
+#define MD_PKL_REC_SLOTS 12  /* value slots, at most */
 #define MD_PKL_REC_SKIP 0xfe  /* map: a key whose value is read and dropped */
 #define MD_PKL_REC_LEAVE 0xff /* map: a key no record has: read the dict as a dict */
 

@@ -22,8 +22,15 @@ enum {
     K_TOTAL_SIZE, K_ALLOCATED_SIZE, K_ACTIVE_SIZE, K_SEGMENT_TYPE, K_IS_EXPANDABLE,
     K_SEGMENT_POOL_ID, K_COUNT
 };
-/* A taken segment's reference; lower values are trace entries. */
+/* Record slots (the record hook's values): a trace entry's keys K_ACTION
+ * to K_POOL_ID in their own order, then a block's own three. */
+enum { SL_ADDRESS = K_POOL_ID + 1, SL_REQUESTED_SIZE, SL_STATE, SL_COUNT };
+
+/* A taken dict's reference (the reader's PV_REF): a trace entry's index,
+ * BLK_REF | a block's index, or SEG_REF | a segment's index. */
+#define BLK_REF 0x40000000u
 #define SEG_REF 0x80000000u
+#define REF_TAG 0xc0000000u
 
 static const char *const key_names[K_COUNT] = {
     "action", "addr", "size", "stream", "time_us", "frames", "device_free",
@@ -43,6 +50,11 @@ typedef struct loader {
     md_pkl *p; /* to release converted frames and tracebacks */
     uint32_t key[K_COUNT];
     uint32_t act_sid[NACTIONS]; /* string id of each action name */
+    uint32_t state_sid[3];      /* a block's active states' string ids */
+    /* a block read as a record whose segment was taken (its dict, in the
+     * general path, released: read again, it is an empty block) */
+    uint8_t *blk_gone;
+    size_t gonecap;
     int cpp_seen;
     int block_stacks; /* a block has a stack */
     /* md_load_opts.on_events: told again when nevents reaches note_at
@@ -364,6 +376,21 @@ static void entry_fields(const loader *L, md_event *e, const md_pv *const v[K_PO
  * left alone. */
 static int add_segment(loader *L, const md_pv *v, md_err *err);
 
+/* Marks blocks [first, first + n), read as records, as their taken
+ * segment's: read again, a block dict would be released (empty). -1 out
+ * of memory. */
+static int blocks_gone(loader *L, size_t first, size_t n)
+{
+    if (first + n > L->gonecap) {
+        size_t old = L->gonecap, want = L->s->blkcap > first + n ? L->s->blkcap : first + n;
+        if (md_grow((void **)&L->blk_gone, &L->gonecap, want, 1))
+            return -1;
+        memset(L->blk_gone + old, 0, L->gonecap - old);
+    }
+    memset(L->blk_gone + first, 1, n);
+    return 0;
+}
+
 /* A segment dict, with its blocks, converted as soon as it is complete:
  * the reader then frees its blocks' dicts for the next segment's (a
  * snapshot's segments come before its traces, so otherwise every block
@@ -371,21 +398,28 @@ static int add_segment(loader *L, const md_pv *v, md_err *err);
 static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     md_snapshot *s = L->s;
-    if (s->nsegs >= SEG_REF - 1)
-        return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 segments");
+    if (s->nsegs >= BLK_REF - 1)
+        return md_err_set(err, MD_E_LIMIT, off, "more than 2^30 segments");
     const md_pv *f[K_COUNT];
     known_fields(L, item, f);
     const md_pv *blocks = f[K_BLOCKS];
     if (!blocks || !f[K_ADDRESS] || !f[K_TOTAL_SIZE] || blocks->t != PV_LIST ||
-        blocks->o->run_n)
+        (blocks->o->run_n && (blocks->o->run_first & REF_TAG) != BLK_REF))
         return 0; /* not a segment as torch writes one: the final walk will say */
     int rc = add_segment(L, item, err);
     if (rc)
         return rc;
     if (L->p) {
-        for (uint32_t i = 0; i < blocks->o->n; i++)
-            if (blocks->o->items[i].t == PV_DICT)
-                md_pkl_release(L->p, blocks->o->items[i].o);
+        const pv_obj *o = blocks->o;
+        for (uint32_t i = 0; i < o->n && !rc; i++)
+            if (o->items[i].t == PV_DICT)
+                md_pkl_release(L->p, o->items[i].o);
+            else if (o->items[i].t == PV_REF && (o->items[i].u & REF_TAG) == BLK_REF)
+                rc = blocks_gone(L, (uint32_t)o->items[i].u & ~REF_TAG, 1);
+        if (!rc && o->run_n)
+            rc = blocks_gone(L, o->run_first & ~REF_TAG, o->run_n);
+        if (rc)
+            return md_err_set(err, MD_E_NOMEM, off, "out of memory");
         md_pkl_release(L->p, blocks->o);
     }
     *ref = SEG_REF | (uint32_t)(s->nsegs - 1);
@@ -401,8 +435,8 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
     md_snapshot *s = L->s;
     if (!v[K_ACTION] || v[K_ACTION]->t != PV_STR || (!v[K_ADDR] && !v[K_SIZE]))
         return 0;
-    if (s->nevents >= SEG_REF - 1)
-        return md_err_set(err, MD_E_LIMIT, off, "more than 2^31 trace entries");
+    if (s->nevents >= BLK_REF - 1)
+        return md_err_set(err, MD_E_LIMIT, off, "more than 2^30 trace entries");
     if (s->nevents == s->evcap && grow_events(L, off))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
     /* Filled in place: a local copied into the array would be stored field
@@ -419,6 +453,48 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
     *ref = (uint32_t)s->nevents++;
     if (s->nevents >= L->note_at)
         note_events(L, off);
+    return 1;
+}
+
+/* A block's 'state' value as md_block_state. */
+static uint8_t block_state(const loader *L, const md_pv *st)
+{
+    if (!st || st->t != PV_STR)
+        return MD_BLOCK_INACTIVE;
+    if (st->s == L->state_sid[0])
+        return MD_BLOCK_ACTIVE_ALLOCATED;
+    if (st->s == L->state_sid[1] || st->s == L->state_sid[2])
+        return MD_BLOCK_ACTIVE_PENDING_FREE;
+    return MD_BLOCK_INACTIVE;
+}
+
+/* A block dict the reader read straight from its bytes (v: by record
+ * slot), with the values add_block would give it: 1 with *ref its
+ * reference, laid in s->blocks as read (add_segment then finds its
+ * segment's blocks already there), or 0 where the general path must
+ * decide (an address that is not an int: torch 2.0's blocks, laid out by
+ * a cursor; a frames list not already a stack, whose errors that path
+ * words), nothing changed. */
+static int take_block(loader *L, const md_pv *const *v, uint32_t *ref, int64_t off,
+                      md_err *err)
+{
+    md_snapshot *s = L->s;
+    const md_pv *fr = v[K_FRAMES];
+    md_block blk = {0, 0, 0, 0, 0};
+    if (!md_pv_u64(v[SL_ADDRESS], &blk.address) ||
+        (fr && fr->t != PV_NONE && ((fr->t != PV_LIST && fr->t != PV_TUPLE) || !fr->o->cache)))
+        return 0;
+    if (s->nblocks >= BLK_REF - 1)
+        return md_err_set(err, MD_E_LIMIT, off, "more than 2^30 blocks");
+    md_pv_u64(v[K_SIZE], &blk.size);
+    md_pv_u64(v[SL_REQUESTED_SIZE], &blk.requested_size);
+    blk.state = block_state(L, v[SL_STATE]);
+    blk.stack = fr && fr->t != PV_NONE ? fr->o->cache - 1 : 0;
+    L->block_stacks |= blk.stack != 0;
+    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    s->blocks[s->nblocks] = blk;
+    *ref = BLK_REF | (uint32_t)s->nblocks++;
     return 1;
 }
 
@@ -447,20 +523,26 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
 static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t off,
                      md_err *err)
 {
+    if (!v[K_ACTION] && v[SL_ADDRESS])
+        return take_block(ctx, v, ref, off, err);
     return take_entry(ctx, v, ref, off, err);
 }
 
 /* The record hook's slot for each key: trace entries' own keys as on_item
- * reads them; any other known key means a segment, block or frame, left to
- * on_item (unknown keys, such as 'compile_context', are skipped). */
-_Static_assert(K_COUNT <= MD_PKL_REC_KEYS && K_POOL_ID + 1 <= MD_PKL_REC_SLOTS,
+ * reads them, and a block's; any other known key means a segment, a
+ * torch 2.0 block (its 'history') or a frame, left to on_item (unknown
+ * keys, such as 'compile_context', are skipped). */
+_Static_assert(K_COUNT <= MD_PKL_REC_KEYS && SL_COUNT <= MD_PKL_REC_SLOTS,
                "the record map holds every known key and slot");
 static void set_record_hook(loader *L, md_pkl *p)
 {
     uint8_t map[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
         map[k] = k > K_POOL_ID ? MD_PKL_REC_LEAVE : k == K_DEVICE_FREE ? K_ADDR : (uint8_t)k;
-    (void)md_pkl_set_record_hook(p, L->key[0], map, K_COUNT, K_POOL_ID + 1, on_record, L);
+    map[K_ADDRESS] = SL_ADDRESS;
+    map[K_REQUESTED_SIZE] = SL_REQUESTED_SIZE;
+    map[K_STATE] = SL_STATE;
+    (void)md_pkl_set_record_hook(p, L->key[0], map, K_COUNT, SL_COUNT, on_record, L);
 }
 
 /* ---- the rest of the schema --------------------------------------------- */
@@ -469,7 +551,6 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
                      md_err *err)
 {
     md_snapshot *s = L->s;
-    const md_strtab *t = &s->strs;
     md_block blk = {0, 0, 0, 0, 0};
     if (b->t != PV_DICT)
         return md_err_set(err, MD_E_SCHEMA, -1, "segments[].blocks[] is not a dict");
@@ -480,12 +561,7 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
     if (!md_pv_u64(f[K_ADDRESS], &blk.address))
         blk.address = *cursor; /* torch 2.0: blocks are laid out in order */
     *cursor = blk.address + blk.size;
-    const md_pv *st = f[K_STATE];
-    if (md_pv_is_str(t, st, "active_allocated"))
-        blk.state = MD_BLOCK_ACTIVE_ALLOCATED;
-    else if (md_pv_is_str(t, st, "active_pending_free") ||
-             md_pv_is_str(t, st, "active_awaiting_free"))
-        blk.state = MD_BLOCK_ACTIVE_PENDING_FREE;
+    blk.state = block_state(L, f[K_STATE]);
     const md_pv *fr = f[K_FRAMES];
     const md_pv *hist = f[K_HISTORY];
     if (hist && (hist->t == PV_LIST) && hist->o->n > 0) {
@@ -505,6 +581,99 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
     s->blocks[s->nblocks++] = blk;
     seg->nblocks++;
     return MD_OK;
+}
+
+/* Block k, read as a record, laid again as the next of g's blocks: an
+ * empty one at the cursor where its segment was taken (a released dict,
+ * add_block, reads as one). */
+static int copy_block(loader *L, size_t k, md_segment *g, uint64_t *cursor, md_err *err)
+{
+    md_snapshot *s = L->s;
+    md_block blk = {*cursor, 0, 0, 0, MD_BLOCK_INACTIVE};
+    if (k >= s->nblocks)
+        return md_err_set(err, MD_E_SCHEMA, -1, "segments[].blocks[] is not a dict");
+    if (k >= L->gonecap || !L->blk_gone[k])
+        blk = s->blocks[k];
+    *cursor = blk.address + blk.size;
+    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+        return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    s->blocks[s->nblocks++] = blk;
+    g->nblocks++;
+    return MD_OK;
+}
+
+/* Whether any of blocks [first, first + n) is a taken segment's. */
+static int any_gone(const loader *L, size_t first, size_t n)
+{
+    for (size_t k = first; k < first + n && k < L->gonecap; k++)
+        if (L->blk_gone[k])
+            return 1;
+    return 0;
+}
+
+/* A segment's 'blocks'. Blocks read as records are laid in s->blocks as
+ * read, so a list of them alone (a run of references: torch's) is where
+ * its blocks already are; any other list is laid after the blocks so far,
+ * record blocks copied, dicts converted (lay_blocks then drops what the
+ * copies left behind). */
+static int segment_blocks(loader *L, const md_pv *blocks, md_segment *g, md_err *err)
+{
+    md_snapshot *s = L->s;
+    if (blocks->t != PV_LIST && blocks->t != PV_TUPLE)
+        return MD_OK;
+    const pv_obj *o = blocks->o;
+    uint32_t run = o->run_n, first = o->run_first & ~REF_TAG;
+    if (run && (o->run_first & REF_TAG) != BLK_REF)
+        return md_err_set(err, MD_E_SCHEMA, -1, "'blocks' holds trace entries");
+    if (blocks->t != PV_LIST)
+        return MD_OK;
+    if (run && !o->n && (size_t)first + run <= s->nblocks && !any_gone(L, first, run)) {
+        g->first_block = first;
+        g->nblocks = run;
+        return MD_OK;
+    }
+    uint64_t cursor = g->address;
+    int rc = MD_OK;
+    for (uint32_t i = 0; i < run && !rc; i++)
+        rc = copy_block(L, (size_t)first + i, g, &cursor, err);
+    for (uint32_t i = 0; i < o->n && !rc; i++) {
+        const md_pv *it = &o->items[i];
+        if (it->t == PV_REF && (it->u & REF_TAG) == BLK_REF)
+            rc = copy_block(L, (uint32_t)it->u & ~REF_TAG, g, &cursor, err);
+        else
+            rc = add_block(L, it, g, &cursor, err);
+    }
+    return rc;
+}
+
+/* Each segment's blocks back to back in segment order, as the general
+ * path lays them: blocks read as records stay where they were read, so a
+ * segment laid by copies, a run two segments share or blocks outside any
+ * segment leave s->blocks otherwise. -1 out of memory. */
+static int lay_blocks(md_snapshot *s)
+{
+    size_t n = 0;
+    int laid = 1;
+    for (size_t i = 0; i < s->nsegs; i++) {
+        laid &= s->segs[i].first_block == n;
+        n += s->segs[i].nblocks;
+    }
+    if (laid && n == s->nblocks)
+        return 0;
+    md_block *b = malloc((n ? n : 1) * sizeof *b);
+    if (!b)
+        return -1;
+    for (size_t i = 0, k = 0; i < s->nsegs; i++) {
+        md_segment *g = &s->segs[i];
+        if (g->nblocks)
+            memcpy(b + k, s->blocks + g->first_block, g->nblocks * sizeof *b);
+        g->first_block = k;
+        k += g->nblocks;
+    }
+    free(s->blocks);
+    s->blocks = b;
+    s->nblocks = s->blkcap = n;
+    return 0;
 }
 
 static int add_segment(loader *L, const md_pv *v, md_err *err)
@@ -540,18 +709,22 @@ static int add_segment(loader *L, const md_pv *v, md_err *err)
         return rc;
     g.first_block = s->nblocks;
     const md_pv *blocks = f[K_BLOCKS];
-    uint64_t cursor = g.address;
-    if (blocks && no_records(blocks, "'blocks'", -1, err))
-        return MD_E_SCHEMA;
-    if (blocks && blocks->t == PV_LIST)
-        for (uint32_t i = 0; i < blocks->o->n && !rc; i++)
-            rc = add_block(L, &blocks->o->items[i], &g, &cursor, err);
-    if (rc)
+    if (blocks && (rc = segment_blocks(L, blocks, &g, err)))
         return rc;
     if (md_grow((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->segs[s->nsegs++] = g;
     return MD_OK;
+}
+
+/* A reference in 'segments' that is not a segment's: as the general path
+ * words it, where a block is a dict that lacks 'total_size'. */
+static int not_segments(const loader *L, uint32_t ref, md_err *err)
+{
+    if ((ref & REF_TAG) == BLK_REF)
+        return md_err_set(err, MD_E_SCHEMA, -1, "segments[%zu] lacks 'address' or 'total_size'",
+                          L->s->nsegs);
+    return md_err_set(err, MD_E_SCHEMA, -1, "'segments' holds trace entries");
 }
 
 /* The segments list: the segments converted while reading (references:
@@ -563,12 +736,12 @@ static int add_segments(loader *L, const md_pv *list, md_err *err)
     if (list->t != PV_LIST)
         return md_err_set(err, MD_E_SCHEMA, -1, "'segments' is not a list");
     const pv_obj *o = list->o;
-    if (o->run_n && !(o->run_first & SEG_REF))
-        return md_err_set(err, MD_E_SCHEMA, -1, "'segments' holds trace entries");
+    if (o->run_n && (o->run_first & REF_TAG) != SEG_REF)
+        return not_segments(L, o->run_first, err);
     for (uint32_t i = 0; i < o->n; i++) {
         const md_pv *v = &o->items[i];
-        if (v->t == PV_REF && !(v->u & SEG_REF))
-            return md_err_set(err, MD_E_SCHEMA, -1, "'segments' holds trace entries");
+        if (v->t == PV_REF && (v->u & REF_TAG) != SEG_REF)
+            return not_segments(L, (uint32_t)v->u, err);
         int rc = v->t == PV_REF ? MD_OK : add_segment(L, v, err);
         if (rc)
             return rc;
@@ -588,10 +761,12 @@ static int add_device(loader *L, int d, const md_pv *list, md_err *err)
     uint32_t run = o->run_n, n = run + o->n;
     md_range r = {run ? o->run_first : s->nevents, n};
     int contiguous = 1;
-    if (run && (o->run_first & SEG_REF))
+    if (run && (o->run_first & REF_TAG) == SEG_REF)
         return md_err_set(err, MD_E_SCHEMA, -1, "device_traces[%d] holds segments", d);
+    if (run && (o->run_first & REF_TAG))
+        return md_err_set(err, MD_E_SCHEMA, -1, "device_traces[%d][0] is not a trace entry", d);
     for (uint32_t i = 0; i < o->n; i++) {
-        if (o->items[i].t != PV_REF || (o->items[i].u & SEG_REF))
+        if (o->items[i].t != PV_REF || (o->items[i].u & REF_TAG))
             return md_err_set(err, MD_E_SCHEMA, -1,
                               "device_traces[%d][%u] is not a trace entry", d, run + i);
         if (i == 0 && !run)
@@ -738,6 +913,14 @@ static int loader_init(loader *L, md_snapshot *s)
         if (L->act_sid[a] != L->act_sid[1] + (uint32_t)(a - 1))
             return -1; /* action_of relies on consecutive ids */
     }
+    static const char *const states[3] = {"active_allocated", "active_pending_free",
+                                          "active_awaiting_free"};
+    for (int k = 0; k < 3; k++) {
+        int64_t id = md_strtab_intern(&s->strs, states[k], strlen(states[k]));
+        if (id < 0)
+            return -1;
+        L->state_sid[k] = (uint32_t)id;
+    }
     /* stack id 0 is the empty stack */
     if (md_grow((void **)&s->stacks, &s->stcap, 1, sizeof *s->stacks))
         return -1;
@@ -804,7 +987,10 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
             L.on_events(L.events_ctx, s->events, s->nevents, s->nevents, MD_EVENTS_END);
         if (rc == MD_OK)
             rc = convert_top(&L, &top, err);
+        if (rc == MD_OK && lay_blocks(s))
+            rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
+    free(L.blk_gone);
     L.p = NULL;
     md_pkl_free(p);
     if (L.cpp_seen)

@@ -175,6 +175,19 @@ def segments_as_traces():
     return {"segments": segs, "device_traces": [segs]}
 
 
+def blocks_as_traces():
+    """Copies of the segments' blocks as a device trace (read as block
+    records): refused as trace entries."""
+    segs = overflow()["segments"]
+    return {"segments": segs, "device_traces": [[dict(b) for b in segs[0]["blocks"]]]}
+
+
+def blocks_as_segments():
+    """A copy of a block in the segment list: refused as a segment."""
+    segs = overflow()["segments"]
+    return {"segments": segs + [dict(segs[0]["blocks"][0])], "device_traces": [[]]}
+
+
 def overflow():
     """Ring buffer kept only the tail: the trace starts with the free of a
     2000-byte block (block 2048) allocated before recording; the final
@@ -798,6 +811,99 @@ def hostile_names():
     return d
 
 
+def odd_blocks():
+    """Segments whose blocks stray from torch's, for the reader's record
+    path for blocks (blocks read straight from their bytes; test_records.c
+    checks what each segment gets, and that the general path agrees):
+      S0  b0 (keys written afresh: a dict), b1 (frames written inline: a
+          dict); b2, b5, b6 and the stray one are records
+      S1  b2, b3 (address a string: a dict, laid at the cursor), b4 (its
+          state a string written afresh: a dict)
+      S2  a memo get of b0 (its segment taken: released, an empty block at
+          the cursor), b5 (b4's state, got: a record)
+      S3  b6, a memo get of b6 (two copies)
+      S4  a torch 2.0 block (history, no address: a dict at the cursor)
+      S5  S3's blocks list again (taken with S3: no blocks)
+      S6  a memo get of b2 alone (a run of records, all released: empty)
+    and a block-like dict outside any segment (in 'extra', skipped)."""
+    w = MemoPickler()
+    w.open_dict()
+    w.dump("segments")
+    w.open_list()
+    slots = {}
+
+    def block(name, addr, size, state="active_allocated", frames=None):
+        me = w.open_dict()
+        for k, x in (("address", addr), ("size", size), ("requested_size", size - 8),
+                     ("state", state)):
+            w.dump(k)
+            w.dump(x)
+        w.dump("frames")
+        if frames is None:
+            w.raw(b"]")
+            w.memoize()
+        else:
+            w.dump(frames)
+        w.raw(b"u")
+        slots[name] = me
+
+    def segment(k, blocks):
+        """blocks: a callable writing the list, or a list of callables
+        writing its items."""
+        w.open_dict()
+        for key, x in (("device", 0), ("address", A + k * (4 << 20)), ("total_size", 4 << 20),
+                       ("allocated_size", 0), ("active_size", 0), ("requested_size", 0),
+                       ("stream", 0), ("segment_type", "large")):
+            w.dump(key)
+            w.dump(x)
+        w.dump("blocks")
+        if callable(blocks):
+            blocks()
+        else:
+            slots["list%d" % k] = w.open_list()
+            for b in blocks:
+                b()
+            w.raw(b"e")
+        w.raw(b"u")
+
+    frame = {"name": "train", "filename": "/home/u/train.py", "line": 7}
+    S = [A + k * (4 << 20) for k in range(7)]
+    segment(0, [lambda: block("b0", S[0], 1 << 20),
+                lambda: block("b1", S[0] + (1 << 20), 2 << 20, frames=[frame])])
+    segment(1, [lambda: block("b2", S[1], 512),
+                lambda: block("b3", "large", 1024, state="inactive"),
+                lambda: block("b4", S[1] + 4096, 2048, state="active_pending_free")])
+    segment(2, [lambda: w.get(slots["b0"]),
+                lambda: block("b5", S[2] + 8192, 4096, state="active_pending_free")])
+    segment(3, [lambda: block("b6", S[3], 3 << 20), lambda: w.get(slots["b6"])])
+
+    def v2_0_block():
+        w.open_dict()
+        for k, x in (("size", 6144), ("state", "active_allocated")):
+            w.dump(k)
+            w.dump(x)
+        w.dump("history")
+        w.dump([{"addr": S[4], "real_size": 6000, "frames": []}])
+        w.raw(b"u")
+    segment(4, [v2_0_block])
+    segment(5, lambda: w.get(slots["list3"]))
+    segment(6, [lambda: w.get(slots["b2"])])
+    w.raw(b"e")  # the segments list
+    w.dump("device_traces")
+    w.dump([[]])
+    w.dump("extra")
+    w.open_list()
+    block("stray", A, 512)
+    w.raw(b"e")
+    # room in the memo the reader sizes by the file (a record is read
+    # only where the memo need not grow), and bytes past the last record
+    w.dump("note")
+    w.raw(b"X" + struct.pack("<I", 4000) + b"x" * 4000)
+    w.memoize()
+    w.raw(b"u.")
+    return bytes(w.out)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -817,6 +923,8 @@ def main():
         "small_leaks.pickle": (small_leaks(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
+        "blocks_as_traces.refused": (blocks_as_traces(), 4),
+        "blocks_as_segments.refused": (blocks_as_segments(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
         "proto2.pickle": (v2_3(), 2), "proto3.pickle": (v2_3(), 3), "proto5.pickle": (v2_3(), 5),
     }
@@ -829,6 +937,8 @@ def main():
         f.write(memo_overwrite())
     with open(os.path.join(out, "odd_records.pickle"), "wb") as f:
         f.write(odd_records())
+    with open(os.path.join(out, "odd_blocks.pickle"), "wb") as f:
+        f.write(odd_blocks())
 
 
 if __name__ == "__main__":

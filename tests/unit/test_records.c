@@ -102,10 +102,56 @@ static void test_odd_records(void **st)
     md_snapshot_free(s);
 }
 
+/* tests/gen/make_synthetic.py odd_blocks: blocks read as records among
+ * blocks read as dicts, memo gets of blocks, a torch 2.0 block, a blocks
+ * list got again; each segment's blocks, laid back to back in segment
+ * order as the general path lays them (a stray block-like dict outside any
+ * segment left out). */
+static void test_odd_blocks(void **st)
+{
+    (void)st;
+    md_snapshot *s = read_with("synthetic/odd_blocks.pickle", 1);
+    const uint64_t M = 1 << 20, S[7] = {A, A + 4 * M, A + 8 * M, A + 12 * M, A + 16 * M,
+                                        A + 20 * M, A + 24 * M};
+    const md_block want[] = {
+        {S[0], M, M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},      /* b0: keys written afresh */
+        {S[0] + M, 2 * M, 2 * M - 8, 1, MD_BLOCK_ACTIVE_ALLOCATED}, /* b1: inline frames */
+        {S[1], 512, 504, 0, MD_BLOCK_ACTIVE_ALLOCATED},      /* b2: a record */
+        {S[1] + 512, 1024, 1016, 0, MD_BLOCK_INACTIVE},      /* b3: 'large', at the cursor */
+        {S[1] + 4096, 2048, 2040, 0, MD_BLOCK_ACTIVE_PENDING_FREE}, /* b4 */
+        {S[2], 0, 0, 0, MD_BLOCK_INACTIVE},                  /* b0 again, released */
+        {S[2] + 8192, 4096, 4088, 0, MD_BLOCK_ACTIVE_PENDING_FREE}, /* b5 */
+        {S[3], 3 * M, 3 * M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},  /* b6 */
+        {S[3], 3 * M, 3 * M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},  /* b6 again */
+        {S[4], 6144, 6000, 0, MD_BLOCK_ACTIVE_ALLOCATED},    /* torch 2.0: history */
+        {S[6], 0, 0, 0, MD_BLOCK_INACTIVE},                  /* b2 again, released */
+    };
+    const size_t per_seg[7] = {2, 3, 2, 2, 1, 0, 1};
+    size_t nb = sizeof want / sizeof *want, ns;
+    const md_segment *g = md_snapshot_segments(s, &ns);
+    assert_int_equal(s->nrecords, 4); /* b2, b5, b6 and the stray one */
+    assert_int_equal(ns, 7);
+    assert_int_equal(s->nblocks, nb);
+    for (size_t i = 0, k = 0; i < ns; k += g[i].nblocks, i++) {
+        assert_int_equal(g[i].first_block, k);
+        assert_int_equal(g[i].nblocks, per_seg[i]);
+    }
+    for (size_t i = 0; i < nb; i++) {
+        const md_block *b = &s->blocks[i];
+        assert_int_equal(b->address, want[i].address);
+        assert_int_equal(b->size, want[i].size);
+        assert_int_equal(b->requested_size, want[i].requested_size);
+        assert_int_equal(b->state, want[i].state);
+        assert_int_equal(b->stack != 0, want[i].stack);
+    }
+    md_snapshot_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_odd_records),
+        cmocka_unit_test(test_odd_blocks),
         cmocka_unit_test(test_real_traces_take_it),
         cmocka_unit_test(test_every_file_alike),
     };

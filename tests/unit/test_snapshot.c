@@ -479,6 +479,13 @@ static void test_interleaved_devices(void **st)
     assert_int_equal(md_snapshot_load(data_path("synthetic/segments_as_traces.refused", p, sizeof p),
                                       &s, &e), MD_E_SCHEMA);
     assert_non_null(strstr(e.msg, "device_traces[0] holds segments"));
+    /* blocks read as records (a run of them, then one among segments) */
+    assert_int_equal(md_snapshot_load(data_path("synthetic/blocks_as_traces.refused", p, sizeof p),
+                                      &s, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "device_traces[0][0] is not a trace entry"));
+    assert_int_equal(md_snapshot_load(data_path("synthetic/blocks_as_segments.refused", p, sizeof p),
+                                      &s, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "segments[1] lacks 'address' or 'total_size'"));
 }
 
 /* Probes start from the states the final pass kept (traces of 8192
