@@ -549,6 +549,14 @@ static int cmp_live_addr(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static int sorted_live(const md_live *l, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (cmp_live_addr(&l[i - 1], &l[i]) > 0)
+            return 0;
+    return 1;
+}
+
 /* Finds what existed before the first recorded event (see file comment). */
 static int reconstruct(md_replay *r)
 {
@@ -611,7 +619,7 @@ static int reconstruct(md_replay *r)
     }
     md_map_free(&seen);
     md_map_free(&segseen);
-    if (!rc && r->npre)
+    if (!rc && !sorted_live(r->pre, r->npre)) /* in segment order, mostly by address already */
         qsort(r->pre, r->npre, sizeof *r->pre, cmp_live_addr);
     return rc;
 }
@@ -665,9 +673,13 @@ static seg_key *segs_by_addr(const rstate *st)
     seg_key *o = malloc((st->ng ? st->ng : 1) * sizeof *o);
     if (!o)
         return NULL;
-    for (size_t i = 0; i < st->ng; i++)
+    int sorted = 1;
+    for (size_t i = 0; i < st->ng; i++) {
         o[i] = (seg_key){st->g[i].addr, (uint32_t)i};
-    qsort(o, st->ng, sizeof *o, cmp_seg_key);
+        sorted &= !i || cmp_seg_key(&o[i - 1], &o[i]) < 0;
+    }
+    if (!sorted) /* a snapshot's segments come by address */
+        qsort(o, st->ng, sizeof *o, cmp_seg_key);
     for (size_t i = 1; i < st->ng; i++)
         if (o[i - 1].addr + st->g[o[i - 1].gi].size > o[i].addr) {
             free(o);
@@ -676,8 +688,10 @@ static seg_key *segs_by_addr(const rstate *st)
     return o;
 }
 
-/* The segment holding addr, NIL if none. */
-static uint32_t seg_holding(const rstate *st, const seg_key *by_addr, uint64_t addr)
+/* The segment holding addr, NIL if none. Addresses asked for in
+ * ascending order: *at, the segments (by_addr) starting at or below the
+ * last one, only moves forward. */
+static uint32_t seg_holding(const rstate *st, const seg_key *by_addr, uint64_t addr, size_t *at)
 {
     if (!by_addr) {
         for (size_t gi = 0; gi < st->ng; gi++)
@@ -685,14 +699,9 @@ static uint32_t seg_holding(const rstate *st, const seg_key *by_addr, uint64_t a
                 return (uint32_t)gi;
         return NIL;
     }
-    size_t lo = 0, hi = st->ng; /* the last segment starting at or below addr */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (by_addr[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    while (*at < st->ng && by_addr[*at].addr <= addr)
+        ++*at;
+    size_t lo = *at; /* the last segment starting at or below addr, + 1 */
     if (!lo)
         return NIL;
     const seg_key *k = &by_addr[lo - 1];
@@ -707,17 +716,25 @@ static uint32_t seg_holding(const rstate *st, const seg_key *by_addr, uint64_t a
  * its blocks from the first, per block. */
 static int seed_state(const md_replay *r, rstate *st)
 {
+    /* room for a free block a segment and a block a live one at least,
+     * not grown (and rehashed) step by step */
+    size_t blocks = st->nb + r->npreseg + r->npre;
+    if (md_map_reserve(&st->seg_by_addr, st->seg_by_addr.n + r->npreseg) ||
+        md_map_reserve(&st->by_addr, blocks) ||
+        md_grow((void **)&st->b, &st->bcap, blocks, sizeof *st->b))
+        return -1;
     for (size_t i = 0; i < r->npreseg; i++)
         if (add_segment(st, r->preseg[i].addr, r->preseg[i].size, r->preseg[i].expandable) == NIL)
             return -1;
     seg_key *order = st->ng > 8 ? segs_by_addr(st) : NULL;
+    size_t at = 0; /* order's cursor (seg_holding) */
     uint32_t cur_seg = NIL, cur = NIL; /* the last block laid, and its segment */
     for (size_t i = 0; i < r->npre; i++) {
         const md_live *l = &r->pre[i];
         md_event e = {l->addr, l->requested, -1, 0, l->stack, MD_ACT_ALLOC, 0};
         uint64_t bi;
         /* carve the block out of the free block that contains it */
-        uint32_t gi = seg_holding(st, order, l->addr);
+        uint32_t gi = seg_holding(st, order, l->addr, &at);
         if (gi != NIL) {
             uint32_t k = gi == cur_seg && cur != NIL && st->b[cur].addr < l->addr ? cur
                                                                                 : st->g[gi].first;

@@ -374,7 +374,7 @@ static void entry_fields(const loader *L, md_event *e, const md_pv *const v[K_PO
  * 'device_free', and no 'blocks' (segments have those) is a trace entry;
  * it becomes an md_event and the reader drops the dict. Anything else is
  * left alone. */
-static int add_segment(loader *L, const md_pv *v, md_err *err);
+static int add_segment(loader *L, const md_pv *v, const md_pv *const f[K_COUNT], md_err *err);
 
 /* Marks blocks [first, first + n), read as records, as their taken
  * segment's: read again, a block dict would be released (empty). -1 out
@@ -406,7 +406,7 @@ static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off
     if (!blocks || !f[K_ADDRESS] || !f[K_TOTAL_SIZE] || blocks->t != PV_LIST ||
         (blocks->o->run_n && (blocks->o->run_first & REF_TAG) != BLK_REF))
         return 0; /* not a segment as torch writes one: the final walk will say */
-    int rc = add_segment(L, item, err);
+    int rc = add_segment(L, item, f, err);
     if (rc)
         return rc;
     if (L->p) {
@@ -676,15 +676,21 @@ static int lay_blocks(md_snapshot *s)
     return 0;
 }
 
-static int add_segment(loader *L, const md_pv *v, md_err *err)
+/* Segment dict v, its known fields f where already found (NULL: found
+ * here). */
+static int add_segment(loader *L, const md_pv *v, const md_pv *const f_in[K_COUNT], md_err *err)
 {
     md_snapshot *s = L->s;
     if (v->t != PV_DICT)
         return md_err_set(err, MD_E_SCHEMA, -1, "segments[] entry is not a dict");
     md_segment g;
     memset(&g, 0, sizeof g);
-    const md_pv *f[K_COUNT];
-    known_fields(L, v, f);
+    const md_pv *mine[K_COUNT];
+    const md_pv *const *f = f_in;
+    if (!f) {
+        known_fields(L, v, mine);
+        f = mine;
+    }
     int64_t dev = 0;
     md_pv_int(f[K_DEVICE], &dev);
     g.device = (int)dev;
@@ -742,7 +748,7 @@ static int add_segments(loader *L, const md_pv *list, md_err *err)
         const md_pv *v = &o->items[i];
         if (v->t == PV_REF && (v->u & REF_TAG) != SEG_REF)
             return not_segments(L, (uint32_t)v->u, err);
-        int rc = v->t == PV_REF ? MD_OK : add_segment(L, v, err);
+        int rc = v->t == PV_REF ? MD_OK : add_segment(L, v, NULL, err);
         if (rc)
             return rc;
     }

@@ -318,6 +318,14 @@ static int map_resize(md_map *m, size_t cap)
     return 0;
 }
 
+int md_map_reserve(md_map *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 16;
+    while (n * MAP_LOAD_DEN > cap * MAP_LOAD_NUM)
+        cap *= 2;
+    return cap == m->cap ? 0 : map_resize(m, cap);
+}
+
 /* The slot holding key (stored form), or the empty slot ending its run,
  * after making room for one more; SIZE_MAX if there is no memory. */
 static size_t map_probe(md_map *m, uint64_t k)

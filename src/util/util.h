@@ -100,6 +100,8 @@ int md_map_copy(md_map *dst, const md_map *src);
 /* dst (a map whose capacity is at least src's) = src's entries, in dst's
  * table: a copy that allocates nothing. */
 void md_map_assign(md_map *dst, const md_map *src);
+/* Room for n entries in all without growing again. -1 out of memory. */
+int md_map_reserve(md_map *m, size_t n);
 int md_map_put(md_map *m, uint64_t key, uint64_t val);
 int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
 /* Puts key only if absent: 1 added, 0 present (value kept), -1 no memory. */
