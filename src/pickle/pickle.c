@@ -3,9 +3,9 @@
  * Reads opcodes from a streaming md_input through a growable window, so a
  * compressed multi-GB snapshot is never held whole (bytes already in memory
  * are read where they are). Frames lists of converted frames are handed to
- * the list hook whole instead of being built (fused_list), and trace
- * entries to the record hook straight from their bytes (rec_fast), falling
- * back to the opcodes for anything unusual. Every length is checked
+ * the list hook whole instead of being built (fused_list), and flat dicts
+ * (trace entries, blocks) to the record hook straight from their bytes
+ * (rec_fast), falling back to the opcodes for anything unusual. Every length is checked
  * against the bytes that actually arrive (a hostile length cannot make us
  * allocate more than the input holds), the memo is bounded by the input
  * consumed, and MARK nesting and the value stack are capped. Opcodes that
@@ -1812,7 +1812,7 @@ newfalse:
     set_scalar(top++, PV_BOOL, 0);
     b += 1;
     NEXT();
-empty_dict: { /* a trace entry read whole (rec_fast), else a dict from the
+empty_dict: { /* a record read whole (rec_fast), else a dict from the
                  reused containers of taken entries */
     if (p->rec_fn && b[1] == 0x94 && b[2] == '(') {
         SAVE();

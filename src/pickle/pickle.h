@@ -89,7 +89,8 @@ typedef int (*md_pkl_item_fn)(void *ctx, const md_pv *item, uint32_t *ref,
 typedef int (*md_pkl_list_fn)(void *ctx, uint32_t *caches, size_t n, uint32_t *cache,
                               int64_t offset, md_err *err);
 
-/* The item hook's fast form, for a trace entry: a fresh dict written as
+/* The item hook's fast form, for a flat dict (a trace entry, a block): a
+ * fresh dict written as
  * EMPTY_DICT MEMOIZE MARK, pairs, SETITEMS whose keys are all memoized
  * strings and whose values are scalars, memo references, short strings or
  * a list the list hook converts is read straight from its bytes, without

@@ -1,10 +1,10 @@
 /* snapshot.c - turns the pickle of torch.cuda.memory._snapshot() into the
  * compact md_snapshot model.
  *
- * Trace entries are converted while the pickle is read (through the pickle
- * reader's item hook), so they never exist as generic dicts; frames and
- * tracebacks, which torch shares through the memo, are interned once and
- * cached on the shared pickle object. Unknown keys and newer fields are
+ * Trace entries and blocks are converted while the pickle is read (through
+ * the pickle reader's item and record hooks), so they never exist as
+ * generic dicts; frames and tracebacks, which torch shares through the
+ * memo, are interned once and cached on the shared pickle object. Unknown keys and newer fields are
  * skipped; missing optional fields take documented defaults. Schema
  * history: ../../docs/snapshot-format.md. */
 #include <stdlib.h>
@@ -370,10 +370,6 @@ static void entry_fields(const loader *L, md_event *e, const md_pv *const v[K_PO
         e->flags |= MD_EV_POOL_PRIVATE;
 }
 
-/* The item hook: a dict with a string 'action', an 'addr', 'size' or
- * 'device_free', and no 'blocks' (segments have those) is a trace entry;
- * it becomes an md_event and the reader drops the dict. Anything else is
- * left alone. */
 static int add_segment(loader *L, const md_pv *v, const md_pv *const f[K_COUNT], md_err *err);
 
 /* Marks blocks [first, first + n), read as records, as their taken
@@ -498,28 +494,41 @@ static int take_block(loader *L, const md_pv *const *v, uint32_t *ref, int64_t o
     return 1;
 }
 
+/* The item hook: a dict with 'blocks' is a segment; else one with a string
+ * 'action' and an 'addr', 'size' or 'device_free' a trace entry; else one
+ * with an 'address' and no other known key a block. Each becomes what the
+ * record hook makes of the same dict read from its bytes (on_record), at
+ * the same point (its first SETITEMS, or its append to a list), so both
+ * paths take the same dicts; anything else is left alone. */
 static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     loader *L = ctx;
     /* one pass over the keys, noting where each value is (the last of a
      * repeated key, as Python keeps it); an OOM's 'device_free' is its addr */
-    const md_pv *v[K_POOL_ID + 1] = {NULL};
+    const md_pv *v[SL_COUNT] = {NULL};
+    int other = 0; /* a known key neither an entry nor a block has */
     const pv_obj *o = item->o;
     for (uint32_t i = 0; i + 1 < o->n; i += 2) {
         const md_pv *k = &o->items[i];
         uint32_t kk = k->s - L->key[0];
-        if (k->t != PV_STR)
+        if (k->t != PV_STR || kk >= K_COUNT)
             continue;
         if (kk <= K_POOL_ID)
             v[kk == K_DEVICE_FREE ? K_ADDR : kk] = k + 1;
         else if (kk == K_BLOCKS)
             return take_segment(L, item, ref, off, err);
+        else if (kk == K_ADDRESS || kk == K_REQUESTED_SIZE || kk == K_STATE)
+            v[kk == K_ADDRESS ? SL_ADDRESS : kk == K_STATE ? SL_STATE : SL_REQUESTED_SIZE] = k + 1;
+        else
+            other = 1;
     }
+    if (!v[K_ACTION] && v[SL_ADDRESS])
+        return other ? 0 : take_block(L, v, ref, off, err);
     return take_entry(L, v, ref, off, err);
 }
 
-/* The record hook: a trace entry the reader read straight from its bytes,
- * its values slotted as on_item slots them (record_map). */
+/* The record hook: a trace entry or block the reader read straight from
+ * its bytes, its values slotted as on_item slots them (record_map). */
 static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t off,
                      md_err *err)
 {

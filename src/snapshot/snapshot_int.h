@@ -35,7 +35,7 @@ struct md_snapshot {
     size_t nanns, anncap;
     md_settings settings;
     unsigned features;
-    size_t nrecords;        /* trace entries read by the record path */
+    size_t nrecords;        /* trace entries and blocks read by the record path */
 };
 
 /* Reads a snapshot from in (name for messages). records: trace entries
