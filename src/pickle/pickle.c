@@ -5,11 +5,12 @@
  * are read where they are). Frames lists of converted frames are handed to
  * the list hook whole instead of being built (fused_list), and flat dicts
  * (trace entries, blocks) to the record hook straight from their bytes
- * (rec_fast), falling back to the opcodes for anything unusual. Every length is checked
- * against the bytes that actually arrive (a hostile length cannot make us
- * allocate more than the input holds), the memo is bounded by the input
- * consumed, and MARK nesting and the value stack are capped. Opcodes that
- * import or construct objects are refused with their name and offset. */
+ * (rec_fast), falling back to the opcodes for anything unusual. Every
+ * length is checked against the bytes that actually arrive (a hostile
+ * length cannot make us allocate more than the input holds), the memo is
+ * bounded by the input consumed, and MARK nesting and the value stack are
+ * capped. Opcodes that import or construct objects are refused with their
+ * name and offset. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>

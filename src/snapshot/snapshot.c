@@ -4,9 +4,9 @@
  * Trace entries and blocks are converted while the pickle is read (through
  * the pickle reader's item and record hooks), so they never exist as
  * generic dicts; frames and tracebacks, which torch shares through the
- * memo, are interned once and cached on the shared pickle object. Unknown keys and newer fields are
- * skipped; missing optional fields take documented defaults. Schema
- * history: ../../docs/snapshot-format.md. */
+ * memo, are interned once and cached on the shared pickle object. Unknown
+ * keys and newer fields are skipped; missing optional fields take
+ * documented defaults. Schema history: ../../docs/snapshot-format.md. */
 #include <stdlib.h>
 #include <string.h>
 #include "../pickle/pickle.h"
