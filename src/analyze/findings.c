@@ -3208,7 +3208,6 @@ static size_t say_streams(fctx *c, md_finding *f, long at, const md_live_set *ls
 
 static void find_fragmentation(fctx *c)
 {
-    size_t n = md_replay_nevents(c->r);
     uint64_t pres = md_replay_peak_reserved(c->r), palloc = md_replay_peak_allocated(c->r);
     /* without a history the two are one moment's: a cache kept warm after
      * the peak, not memory "never allocated at once" */
@@ -3217,10 +3216,7 @@ static void find_fragmentation(fctx *c)
     uint64_t gap = pres - palloc;
     if (gap < FRAG_MIN || (double)gap < FRAG_SHARE * (double)pres)
         return;
-    long at = -1;
-    for (size_t i = 0; i < n && at < 0; i++)
-        if (md_replay_at(c->r, (long)i).reserved == pres)
-            at = (long)i;
+    long at = md_replay_peak_reserved_index(c->r);
     const md_live_set *ls = live_at(c, at);
     if (!ls)
         return;

@@ -544,12 +544,13 @@ phases:
  * allocate nothing on this device) to its end. */
 static void step_peaks(md_analysis *a, const step_src *src)
 {
+    const md_point *pts = md_replay_points(a->r);
     for (size_t k = 0; k < a->nsteps; k++) {
         md_step *st = &a->steps[k];
         st->peak = md_replay_at(a->r, src[k].lo).allocated;
         st->peak_index = src[k].lo;
-        for (long i = src[k].lo + 1; i <= st->after_zero; i++) {
-            uint64_t v = md_replay_at(a->r, i).allocated;
+        for (long i = src[k].lo + 1; i <= st->after_zero && i < (long)a->n; i++) {
+            uint64_t v = pts[i].allocated;
             if (v > st->peak) {
                 st->peak = v;
                 st->peak_index = i;
@@ -791,12 +792,9 @@ static void prefetch_lives(md_analysis *a)
     idx[k++] = (long)a->n - 1;
     if (a->nsteps)
         idx[k++] = a->steps[a->nsteps - 1].after_zero;
-    uint64_t pres = md_replay_peak_reserved(a->r);
-    for (size_t i = 0; i < a->n; i++)
-        if (md_replay_at(a->r, (long)i).reserved == pres) {
-            idx[k++] = (long)i;
-            break;
-        }
+    long at_pres = md_replay_peak_reserved_index(a->r);
+    if (at_pres >= 0)
+        idx[k++] = at_pres;
     qsort(idx, k, sizeof *idx, cmp_long);
     size_t u = 0;
     for (size_t i = 0; i < k; i++)

@@ -1070,6 +1070,15 @@ void md_replay_free(md_replay *r)
 size_t md_replay_nevents(const md_replay *r) { return r->n; }
 md_point md_replay_initial(const md_replay *r) { return r->initial; }
 long md_replay_peak_index(const md_replay *r) { return r->peak_index; }
+const md_point *md_replay_points(const md_replay *r) { return r->pts; }
+
+long md_replay_peak_reserved_index(const md_replay *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->pts[i].reserved == r->peak_reserved)
+            return (long)i;
+    return -1;
+}
 uint64_t md_replay_peak_allocated(const md_replay *r) { return r->peak_alloc; }
 uint64_t md_replay_peak_reserved(const md_replay *r) { return r->peak_reserved; }
 size_t md_replay_anomalies(const md_replay *r) { return r->anomalies; }
