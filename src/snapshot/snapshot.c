@@ -51,10 +51,6 @@ typedef struct loader {
     uint32_t key[K_COUNT];
     uint32_t act_sid[NACTIONS]; /* string id of each action name */
     uint32_t state_sid[3];      /* a block's active states' string ids */
-    /* a block read as a record whose segment was taken (its dict, in the
-     * general path, released: read again, it is an empty block) */
-    uint8_t *blk_gone;
-    size_t gonecap;
     int cpp_seen;
     int block_stacks; /* a block has a stack */
     /* md_load_opts.on_events: told again when nevents reaches note_at
@@ -372,25 +368,12 @@ static void entry_fields(const loader *L, md_event *e, const md_pv *const v[K_PO
 
 static int add_segment(loader *L, const md_pv *v, const md_pv *const f[K_COUNT], md_err *err);
 
-/* Marks blocks [first, first + n), read as records, as their taken
- * segment's: read again, a block dict would be released (empty). -1 out
- * of memory. */
-static int blocks_gone(loader *L, size_t first, size_t n)
-{
-    if (first + n > L->gonecap) {
-        size_t old = L->gonecap, want = L->s->blkcap > first + n ? L->s->blkcap : first + n;
-        if (md_grow((void **)&L->blk_gone, &L->gonecap, want, 1))
-            return -1;
-        memset(L->blk_gone + old, 0, L->gonecap - old);
-    }
-    memset(L->blk_gone + first, 1, n);
-    return 0;
-}
-
 /* A segment dict, with its blocks, converted as soon as it is complete:
- * the reader then frees its blocks' dicts for the next segment's (a
+ * the reader then frees any blocks left as dicts for the next segment's (a
  * snapshot's segments come before its traces, so otherwise every block
- * dict stays in memory through them). */
+ * dict stays in memory through them). Blocks taken as they were read hold
+ * nothing there: a list of those alone is kept, for another reference to
+ * it to read the same blocks. */
 static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     md_snapshot *s = L->s;
@@ -405,19 +388,14 @@ static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off
     int rc = add_segment(L, item, f, err);
     if (rc)
         return rc;
-    if (L->p) {
-        const pv_obj *o = blocks->o;
-        for (uint32_t i = 0; i < o->n && !rc; i++)
-            if (o->items[i].t == PV_DICT)
-                md_pkl_release(L->p, o->items[i].o);
-            else if (o->items[i].t == PV_REF && (o->items[i].u & REF_TAG) == BLK_REF)
-                rc = blocks_gone(L, (uint32_t)o->items[i].u & ~REF_TAG, 1);
-        if (!rc && o->run_n)
-            rc = blocks_gone(L, o->run_first & ~REF_TAG, o->run_n);
-        if (rc)
-            return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    int dicts = 0;
+    for (uint32_t i = 0; L->p && i < blocks->o->n; i++)
+        if (blocks->o->items[i].t == PV_DICT) {
+            md_pkl_release(L->p, blocks->o->items[i].o);
+            dicts = 1;
+        }
+    if (dicts)
         md_pkl_release(L->p, blocks->o);
-    }
     *ref = SEG_REF | (uint32_t)(s->nsegs - 1);
     return 1;
 }
@@ -592,32 +570,20 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
     return MD_OK;
 }
 
-/* Block k, read as a record, laid again as the next of g's blocks: an
- * empty one at the cursor where its segment was taken (a released dict,
- * add_block, reads as one). */
+/* Block k, taken as it was read, laid again as the next of g's blocks (a
+ * block listed twice, or in another list too, as pickle.load reads it). */
 static int copy_block(loader *L, size_t k, md_segment *g, uint64_t *cursor, md_err *err)
 {
     md_snapshot *s = L->s;
-    md_block blk = {*cursor, 0, 0, 0, MD_BLOCK_INACTIVE};
     if (k >= s->nblocks)
         return md_err_set(err, MD_E_SCHEMA, -1, "segments[].blocks[] is not a dict");
-    if (k >= L->gonecap || !L->blk_gone[k])
-        blk = s->blocks[k];
+    md_block blk = s->blocks[k];
     *cursor = blk.address + blk.size;
     if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->blocks[s->nblocks++] = blk;
     g->nblocks++;
     return MD_OK;
-}
-
-/* Whether any of blocks [first, first + n) is a taken segment's. */
-static int any_gone(const loader *L, size_t first, size_t n)
-{
-    for (size_t k = first; k < first + n && k < L->gonecap; k++)
-        if (L->blk_gone[k])
-            return 1;
-    return 0;
 }
 
 /* A segment's 'blocks'. Blocks read as records are laid in s->blocks as
@@ -636,7 +602,7 @@ static int segment_blocks(loader *L, const md_pv *blocks, md_segment *g, md_err 
         return md_err_set(err, MD_E_SCHEMA, -1, "'blocks' holds trace entries");
     if (blocks->t != PV_LIST)
         return MD_OK;
-    if (run && !o->n && (size_t)first + run <= s->nblocks && !any_gone(L, first, run)) {
+    if (run && !o->n && (size_t)first + run <= s->nblocks) {
         g->first_block = first;
         g->nblocks = run;
         return MD_OK;
@@ -1005,7 +971,6 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
         if (rc == MD_OK && lay_blocks(s))
             rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
-    free(L.blk_gone);
     L.p = NULL;
     md_pkl_free(p);
     if (L.cpp_seen)

@@ -819,12 +819,12 @@ def odd_blocks():
           dict); b2, b5, b6 and the stray one are records
       S1  b2, b3 (address a string: a dict, laid at the cursor), b4 (its
           state a string written afresh: a dict)
-      S2  a memo get of b0 (its segment taken: released, an empty block at
-          the cursor), b5 (b4's state, got: a record)
+      S2  a memo get of b0 (b0 again, at its own address), b5 (b4's state,
+          got: a record)
       S3  b6, a memo get of b6 (two copies)
       S4  a torch 2.0 block (history, no address: a dict at the cursor)
-      S5  S3's blocks list again (taken with S3: no blocks)
-      S6  a memo get of b2 alone (a run of records, all released: empty)
+      S5  S3's blocks list again (the same two blocks)
+      S6  a memo get of b2 alone (a run of one record: b2 again)
     and a block-like dict outside any segment (in 'extra', skipped)."""
     w = MemoPickler()
     w.open_dict()

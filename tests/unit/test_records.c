@@ -103,10 +103,10 @@ static void test_odd_records(void **st)
 }
 
 /* tests/gen/make_synthetic.py odd_blocks: blocks read as records among
- * blocks read as dicts, memo gets of blocks, a torch 2.0 block, a blocks
- * list got again; each segment's blocks, laid back to back in segment
- * order as the general path lays them (a stray block-like dict outside any
- * segment left out). */
+ * blocks read as dicts, memo gets of blocks (each the same block again, as
+ * pickle.load reads it), a torch 2.0 block, a blocks list got again; each
+ * segment's blocks, laid back to back in segment order as the general path
+ * lays them (a stray block-like dict outside any segment left out). */
 static void test_odd_blocks(void **st)
 {
     (void)st;
@@ -119,14 +119,16 @@ static void test_odd_blocks(void **st)
         {S[1], 512, 504, 0, MD_BLOCK_ACTIVE_ALLOCATED},      /* b2: a record */
         {S[1] + 512, 1024, 1016, 0, MD_BLOCK_INACTIVE},      /* b3: 'large', at the cursor */
         {S[1] + 4096, 2048, 2040, 0, MD_BLOCK_ACTIVE_PENDING_FREE}, /* b4 */
-        {S[2], 0, 0, 0, MD_BLOCK_INACTIVE},                  /* b0 again, released */
+        {S[0], M, M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},      /* b0 again, as it was */
         {S[2] + 8192, 4096, 4088, 0, MD_BLOCK_ACTIVE_PENDING_FREE}, /* b5 */
         {S[3], 3 * M, 3 * M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},  /* b6 */
         {S[3], 3 * M, 3 * M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},  /* b6 again */
         {S[4], 6144, 6000, 0, MD_BLOCK_ACTIVE_ALLOCATED},    /* torch 2.0: history */
-        {S[6], 0, 0, 0, MD_BLOCK_INACTIVE},                  /* b2 again, released */
+        {S[3], 3 * M, 3 * M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},  /* S3's list again */
+        {S[3], 3 * M, 3 * M - 8, 0, MD_BLOCK_ACTIVE_ALLOCATED},
+        {S[1], 512, 504, 0, MD_BLOCK_ACTIVE_ALLOCATED},      /* b2 again */
     };
-    const size_t per_seg[7] = {2, 3, 2, 2, 1, 0, 1};
+    const size_t per_seg[7] = {2, 3, 2, 2, 1, 2, 1};
     size_t nb = sizeof want / sizeof *want, ns;
     const md_segment *g = md_snapshot_segments(s, &ns);
     assert_int_equal(s->nrecords, 4); /* b2, b5, b6 and the stray one */
