@@ -371,9 +371,9 @@ static int add_segment(loader *L, const md_pv *v, const md_pv *const f[K_COUNT],
 /* A segment dict, with its blocks, converted as soon as it is complete:
  * the reader then frees any blocks left as dicts for the next segment's (a
  * snapshot's segments come before its traces, so otherwise every block
- * dict stays in memory through them). Blocks taken as they were read hold
- * nothing there: a list of those alone is kept, for another reference to
- * it to read the same blocks. */
+ * dict stays in memory through them), and the list itself: a list got
+ * again is empty, not another copy of its blocks (a hostile file could
+ * otherwise have a few bytes copy thousands of blocks, again and again). */
 static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     md_snapshot *s = L->s;
@@ -388,14 +388,12 @@ static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off
     int rc = add_segment(L, item, f, err);
     if (rc)
         return rc;
-    int dicts = 0;
-    for (uint32_t i = 0; L->p && i < blocks->o->n; i++)
-        if (blocks->o->items[i].t == PV_DICT) {
-            md_pkl_release(L->p, blocks->o->items[i].o);
-            dicts = 1;
-        }
-    if (dicts)
+    if (L->p) {
+        for (uint32_t i = 0; i < blocks->o->n; i++)
+            if (blocks->o->items[i].t == PV_DICT)
+                md_pkl_release(L->p, blocks->o->items[i].o);
         md_pkl_release(L->p, blocks->o);
+    }
     *ref = SEG_REF | (uint32_t)(s->nsegs - 1);
     return 1;
 }
@@ -769,6 +767,21 @@ static int add_device(loader *L, int d, const md_pv *list, md_err *err)
     return MD_OK;
 }
 
+/* The earlier device whose trace is the same non-empty list as device d's
+ * (a memo get of it), -1 if none. torch writes a list per device; a file
+ * naming one list for thousands of devices would have it replayed, and
+ * held, once for each. */
+static int repeated_trace(const pv_obj *traces, int d)
+{
+    const md_pv *t = &traces->items[d];
+    if (t->t != PV_LIST || !(t->o->n + t->o->run_n))
+        return -1;
+    for (int e = 0; e < d; e++)
+        if (traces->items[e].t == PV_LIST && traces->items[e].o == t->o)
+            return e;
+    return -1;
+}
+
 static int add_traces(loader *L, const md_pv *v, md_err *err)
 {
     md_snapshot *s = L->s;
@@ -786,6 +799,10 @@ static int add_traces(loader *L, const md_pv *v, md_err *err)
         int rc = add_device(L, d, &v->o->items[d], err);
         if (rc)
             return rc;
+        int again = repeated_trace(v->o, d);
+        if (again >= 0)
+            return md_err_set(err, MD_E_SCHEMA, -1, "device_traces[%d] is device_traces[%d] again",
+                              d, again);
     }
     return MD_OK;
 }

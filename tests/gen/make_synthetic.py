@@ -175,6 +175,14 @@ def segments_as_traces():
     return {"segments": segs, "device_traces": [segs]}
 
 
+def aliased_traces():
+    """One trace list named for three devices (memo gets of it): refused, not
+    replayed (and held) once a device, as a few bytes more a device would
+    have it thousands of times."""
+    tr = base_trace()
+    return {"segments": [], "device_traces": [tr, tr, tr]}
+
+
 def blocks_as_traces():
     """Copies of the segments' blocks as a device trace (read as block
     records): refused as trace entries."""
@@ -823,7 +831,7 @@ def odd_blocks():
           got: a record)
       S3  b6, a memo get of b6 (two copies)
       S4  a torch 2.0 block (history, no address: a dict at the cursor)
-      S5  S3's blocks list again (the same two blocks)
+      S5  S3's blocks list again (taken with S3: empty, not a copy)
       S6  a memo get of b2 alone (a run of one record: b2 again)
     and a block-like dict outside any segment (in 'extra', skipped)."""
     w = MemoPickler()
@@ -924,6 +932,7 @@ def main():
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "blocks_as_traces.refused": (blocks_as_traces(), 4),
+        "aliased_traces.refused": (aliased_traces(), 4),
         "blocks_as_segments.refused": (blocks_as_segments(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
         "proto2.pickle": (v2_3(), 2), "proto3.pickle": (v2_3(), 3), "proto5.pickle": (v2_3(), 5),

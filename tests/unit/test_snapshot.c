@@ -486,6 +486,10 @@ static void test_interleaved_devices(void **st)
     assert_int_equal(md_snapshot_load(data_path("synthetic/blocks_as_segments.refused", p, sizeof p),
                                       &s, &e), MD_E_SCHEMA);
     assert_non_null(strstr(e.msg, "segments[1] lacks 'address' or 'total_size'"));
+    /* one trace list named for several devices */
+    assert_int_equal(md_snapshot_load(data_path("synthetic/aliased_traces.refused", p, sizeof p),
+                                      &s, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, "device_traces[1] is device_traces[0] again"));
 }
 
 /* Probes start from the states the final pass kept (traces of 8192
