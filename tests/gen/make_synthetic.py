@@ -196,6 +196,24 @@ def blocks_as_segments():
     return {"segments": segs + [dict(segs[0]["blocks"][0])], "device_traces": [[]]}
 
 
+def segment_free_first():
+    """A ring that begins by freeing one of two 2 MiB segments made before
+    it: reserved starts at 4 MiB, its peak, and never stands there again
+    after an event (the first event at peak reserved: none)."""
+    S = A
+    tr = [{"action": "segment_free", "addr": S + 2 * MIB, "size": 2 * MIB, "stream": 0,
+           "frames": []},
+          {"action": "alloc", "addr": S, "size": 4096, "stream": 0, "frames": []}]
+    segs = [{"device": 0, "address": S, "total_size": 2 * MIB, "allocated_size": 4096,
+             "active_size": 4096, "requested_size": 4096, "stream": 0, "segment_type": "small",
+             "segment_pool_id": (0, 0), "is_expandable": False, "frames": [],
+             "blocks": [{"address": S, "size": 4096, "requested_size": 4096,
+                         "state": "active_allocated", "frames": []},
+                        {"address": S + 4096, "size": 2 * MIB - 4096, "requested_size": 0,
+                         "state": "inactive", "frames": []}]}]
+    return {"segments": segs, "device_traces": [tr]}
+
+
 def overflow():
     """Ring buffer kept only the tail: the trace starts with the free of a
     2000-byte block (block 2048) allocated before recording; the final
@@ -933,6 +951,7 @@ def main():
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "blocks_as_traces.refused": (blocks_as_traces(), 4),
         "aliased_traces.refused": (aliased_traces(), 4),
+        "segment_free_first.pickle": (segment_free_first(), 4),
         "blocks_as_segments.refused": (blocks_as_segments(), 4),
         "proto0.pickle": (v2_3(), 0), "proto1.pickle": (v2_3(), 1),
         "proto2.pickle": (v2_3(), 2), "proto3.pickle": (v2_3(), 3), "proto5.pickle": (v2_3(), 5),

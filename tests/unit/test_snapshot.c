@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include "testutil.h"
 #include "util/input.h"
+#include "model/model.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -552,6 +553,38 @@ static void test_probe_from_kept_states(void **st)
     md_snapshot_free(s);
 }
 
+/* The first event after which reserved stands at its peak, as a scan of
+ * the timeline finds it: on a real trace, on one whose reserved never
+ * moves (its first event), and -1 where the peak is only the initial
+ * state's (the ring's first event frees a segment). */
+static long first_at_peak_reserved(const md_replay *r)
+{
+    for (long i = 0; i < (long)md_replay_nevents(r); i++)
+        if (md_replay_at(r, i).reserved == md_replay_peak_reserved(r))
+            return i;
+    return -1;
+}
+
+static void test_peak_reserved_index(void **st)
+{
+    (void)st;
+    const char *files[] = {"seed-exercise/snap-beta-medium-rank0.pickle", "synthetic/overflow.pickle",
+                           "synthetic/segment_free_first.pickle"};
+    const long want[] = {-2, 0, -1}; /* -2: whatever the scan says, not 0 or -1 */
+    for (int k = 0; k < 3; k++) {
+        md_snapshot *s = load_ok(files[k]);
+        md_replay *r = replay_ok(s, 0);
+        long got = md_replay_peak_reserved_index(r);
+        assert_int_equal(got, first_at_peak_reserved(r));
+        if (want[k] != -2)
+            assert_int_equal(got, want[k]);
+        else
+            assert_true(got > 0);
+        md_replay_free(r);
+        md_snapshot_free(s);
+    }
+}
+
 static void test_overflow_reconstruction(void **st)
 {
     (void)st;
@@ -631,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_legacy_list_and_devices),
         cmocka_unit_test(test_interleaved_devices),
         cmocka_unit_test(test_overflow_reconstruction),
+        cmocka_unit_test(test_peak_reserved_index),
         cmocka_unit_test(test_probe_from_kept_states),
         cmocka_unit_test(test_expandable_and_oom),
         cmocka_unit_test(test_round_size),
