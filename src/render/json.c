@@ -86,8 +86,10 @@ static void peak(md_jw *w, const md_rank *rk)
     KV(w, "event", md_jw_int(w, p));
     KV(w, "time_us", md_jw_int(w, p >= 0 ? ev[p].time_us : -1));
     KV(w, "step", md_jw_int(w, rk->peak_step));
-    KV(w, "phase", md_jw_str(w, rk->peak_phase >= 0 ? md_phase_name(rk->peak_phase)
-                                : rk->setup_peak_over ? "setup" : ""));
+    KV(w, "phase", md_jw_str(w, rk->peak_phase >= 0    ? md_phase_name(rk->peak_phase)
+                                : rk->setup_peak_over      ? "setup"
+                                : rk->peak_before_history ? "before_history"
+                                                           : ""));
     if (rk->setup_peak_over)
         KV(w, "training_peak_mib", md_jw_mib(w, md_mib(rk->setup_peak_over)));
     md_jw_key(w, "by_category_mib");

@@ -77,6 +77,7 @@ static void locate_peak(md_rank *rk)
     rk->peak_failed = 0;
     rk->peak_unused = 0;
     rk->setup_peak_over = 0;
+    rk->peak_before_history = 0;
     long lo = -1;
     size_t nev;
     const md_event *ev = md_snapshot_events(rk->s, rk->device, &nev);
@@ -88,7 +89,11 @@ static void locate_peak(md_rank *rk)
                 rk->peak_failed |= ev[i].action == MD_ACT_OOM;
             if (rk->peak_phase == MD_PHASE_FORWARD)
                 rk->peak_unused = freed_before_backward(rk, &st[k], p);
-            if (k == 0 && p <= st[0].fwd_start && !rk->peak_failed)
+            /* steps number the run's from the annotations: a first one
+             * numbered above 0 had others before the history began */
+            if (k == 0 && p <= st[0].fwd_start && !rk->peak_failed && st[0].number > 0)
+                rk->peak_before_history = 1;
+            else if (k == 0 && p <= st[0].fwd_start && !rk->peak_failed)
                 rk->setup_peak_over = training_peak(rk, st, n);
             return;
         }
@@ -103,6 +108,9 @@ const char *md_rank_peak_where(const md_rank *rk, char *dst, size_t n)
     else if (rk->setup_peak_over)
         snprintf(dst, n, " (before the first forward pass: set-up; the training's own peak "
                  "is %.1f MiB)", md_mib(rk->setup_peak_over));
+    else if (rk->peak_before_history)
+        snprintf(dst, n, " (before step %ld's forward pass, in work begun before the recorded "
+                 "history)", rk->peak_step);
     else if (rk->peak_unused)
         snprintf(dst, n, " (step %ld, forward: in a pass all freed before the backward: an "
                  "evaluation or other no_grad work)", rk->peak_step);

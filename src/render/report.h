@@ -37,6 +37,9 @@ typedef struct md_rank {
                                  training's own peak, which it rises above; 0 else */
     int peak_unused;        /* in the forward phase, in a pass all freed before
                                the backward (an evaluation, a no_grad forward) */
+    int peak_before_history; /* before the first step's forward, where steps ran
+                                before the recorded history began (a ring buffer's
+                                window): the end of work begun before it, not set-up */
     size_t nevents;
 } md_rank;
 
