@@ -85,6 +85,7 @@ struct md_replay {
     int32_t *free_at; /* alloc event index -> index of its free, -1 = never */
     size_t ptscap, freecap; /* md_big_grow capacities */
     long peak_index;
+    long peak_reserved_index; /* the first event at peak reserved, -1: none */
     uint64_t peak_alloc, peak_reserved;
     size_t anomalies;
     /* reconstructed initial state, replayed again by md_replay_live */
@@ -1034,6 +1035,10 @@ int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_repl
     }
     md_big_trim(r->pts, r->ptscap, n1, sizeof *r->pts);
     md_big_trim(r->free_at, r->freecap, n1, sizeof *r->free_at);
+    r->peak_reserved_index = -1;
+    for (size_t i = 0; i < r->n && r->peak_reserved_index < 0; i++)
+        if (r->pts[i].reserved == r->peak_reserved)
+            r->peak_reserved_index = (long)i;
     if (snapshot_state(&st, &r->final_live, &r->nfinal, &r->final_cache))
         goto nomem;
     st.free_at = NULL; /* r's, not the state's */
@@ -1072,13 +1077,7 @@ md_point md_replay_initial(const md_replay *r) { return r->initial; }
 long md_replay_peak_index(const md_replay *r) { return r->peak_index; }
 const md_point *md_replay_points(const md_replay *r) { return r->pts; }
 
-long md_replay_peak_reserved_index(const md_replay *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        if (r->pts[i].reserved == r->peak_reserved)
-            return (long)i;
-    return -1;
-}
+long md_replay_peak_reserved_index(const md_replay *r) { return r->peak_reserved_index; }
 uint64_t md_replay_peak_allocated(const md_replay *r) { return r->peak_alloc; }
 uint64_t md_replay_peak_reserved(const md_replay *r) { return r->peak_reserved; }
 size_t md_replay_anomalies(const md_replay *r) { return r->anomalies; }

@@ -89,12 +89,15 @@ static void locate_peak(md_rank *rk)
                 rk->peak_failed |= ev[i].action == MD_ACT_OOM;
             if (rk->peak_phase == MD_PHASE_FORWARD)
                 rk->peak_unused = freed_before_backward(rk, &st[k], p);
-            /* steps number the run's from the annotations: a first one
-             * numbered above 0 had others before the history began */
-            if (k == 0 && p <= st[0].fwd_start && !rk->peak_failed && st[0].number > 0)
-                rk->peak_before_history = 1;
-            else if (k == 0 && p <= st[0].fwd_start && !rk->peak_failed)
-                rk->setup_peak_over = training_peak(rk, st, n);
+            /* before the first forward: set-up, unless steps ran before the
+             * history began (the annotations number the run's steps: the
+             * first one recorded is numbered above 0) */
+            if (k == 0 && p <= st[0].fwd_start && !rk->peak_failed) {
+                if (st[0].number > 0)
+                    rk->peak_before_history = 1;
+                else
+                    rk->setup_peak_over = training_peak(rk, st, n);
+            }
             return;
         }
         lo = st[k].after_zero;

@@ -428,6 +428,19 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
     return 1;
 }
 
+/* blk appended to the snapshot's blocks, its index in *at; -1 out of
+ * memory. */
+static int push_block(loader *L, const md_block *blk, size_t *at)
+{
+    md_snapshot *s = L->s;
+    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof *blk))
+        return -1;
+    L->block_stacks |= blk->stack != 0;
+    *at = s->nblocks;
+    s->blocks[s->nblocks++] = *blk;
+    return 0;
+}
+
 /* A block's 'state' value as md_block_state. */
 static uint8_t block_state(const loader *L, const md_pv *st)
 {
@@ -462,12 +475,20 @@ static int take_block(loader *L, const md_pv *const *v, uint32_t *ref, int64_t o
     md_pv_u64(v[SL_REQUESTED_SIZE], &blk.requested_size);
     blk.state = block_state(L, v[SL_STATE]);
     blk.stack = fr && fr->t != PV_NONE ? fr->o->cache - 1 : 0;
-    L->block_stacks |= blk.stack != 0;
-    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+    size_t at;
+    if (push_block(L, &blk, &at))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
-    s->blocks[s->nblocks] = blk;
-    *ref = BLK_REF | (uint32_t)s->nblocks++;
+    *ref = BLK_REF | (uint32_t)at;
     return 1;
+}
+
+/* A flat dict's values (v: by record slot): a block where it has an
+ * 'address' and no 'action', else a trace entry if it is one. */
+static int take_flat(loader *L, const md_pv *const *v, uint32_t *ref, int64_t off, md_err *err)
+{
+    if (!v[K_ACTION] && v[SL_ADDRESS])
+        return take_block(L, v, ref, off, err);
+    return take_entry(L, v, ref, off, err);
 }
 
 /* The item hook: a dict with 'blocks' is a segment; else one with a string
@@ -498,9 +519,9 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
         else
             other = 1;
     }
-    if (!v[K_ACTION] && v[SL_ADDRESS])
-        return other ? 0 : take_block(L, v, ref, off, err);
-    return take_entry(L, v, ref, off, err);
+    if (other && !v[K_ACTION] && v[SL_ADDRESS])
+        return 0; /* a block-like dict with a segment's or frame's key */
+    return take_flat(L, v, ref, off, err);
 }
 
 /* The record hook: a trace entry or block the reader read straight from
@@ -508,9 +529,7 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
 static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t off,
                      md_err *err)
 {
-    if (!v[K_ACTION] && v[SL_ADDRESS])
-        return take_block(ctx, v, ref, off, err);
-    return take_entry(ctx, v, ref, off, err);
+    return take_flat(ctx, v, ref, off, err);
 }
 
 /* The record hook's slot for each key: trace entries' own keys as on_item
@@ -560,10 +579,9 @@ static int add_block(loader *L, const md_pv *b, md_segment *seg, uint64_t *curso
     int rc = stack_id(L, fr, &blk.stack, -1, err);
     if (rc)
         return rc;
-    L->block_stacks |= blk.stack != 0;
-    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+    size_t at;
+    if (push_block(L, &blk, &at))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-    s->blocks[s->nblocks++] = blk;
     seg->nblocks++;
     return MD_OK;
 }
@@ -575,11 +593,11 @@ static int copy_block(loader *L, size_t k, md_segment *g, uint64_t *cursor, md_e
     md_snapshot *s = L->s;
     if (k >= s->nblocks)
         return md_err_set(err, MD_E_SCHEMA, -1, "segments[].blocks[] is not a dict");
-    md_block blk = s->blocks[k];
+    md_block blk = s->blocks[k]; /* a copy: pushing may move the array */
     *cursor = blk.address + blk.size;
-    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof blk))
+    size_t at;
+    if (push_block(L, &blk, &at))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-    s->blocks[s->nblocks++] = blk;
     g->nblocks++;
     return MD_OK;
 }

@@ -427,6 +427,16 @@ static void test_v2_0_history_blocks(void **st)
     md_snapshot_free(s);
 }
 
+/* tests/data/rel is refused as a schema error whose message says msg. */
+static void refused_as(const char *rel, const char *msg)
+{
+    char p[1024];
+    md_snapshot *s = NULL;
+    md_err e;
+    assert_int_equal(md_snapshot_load(data_path(rel, p, sizeof p), &s, &e), MD_E_SCHEMA);
+    assert_non_null(strstr(e.msg, msg));
+}
+
 static void test_legacy_list_and_devices(void **st)
 {
     (void)st;
@@ -472,25 +482,14 @@ static void test_interleaved_devices(void **st)
             assert_int_equal(ev[i].size, sizes[d][i]);
     }
     md_snapshot_free(s);
-    char p[1024];
-    md_err e;
-    assert_int_equal(md_snapshot_load(data_path("synthetic/records_as_segments.refused", p, sizeof p),
-                                      &s, &e), MD_E_SCHEMA);
-    assert_non_null(strstr(e.msg, "'segments' holds trace entries"));
-    assert_int_equal(md_snapshot_load(data_path("synthetic/segments_as_traces.refused", p, sizeof p),
-                                      &s, &e), MD_E_SCHEMA);
-    assert_non_null(strstr(e.msg, "device_traces[0] holds segments"));
+    refused_as("synthetic/records_as_segments.refused", "'segments' holds trace entries");
+    refused_as("synthetic/segments_as_traces.refused", "device_traces[0] holds segments");
     /* blocks read as records (a run of them, then one among segments) */
-    assert_int_equal(md_snapshot_load(data_path("synthetic/blocks_as_traces.refused", p, sizeof p),
-                                      &s, &e), MD_E_SCHEMA);
-    assert_non_null(strstr(e.msg, "device_traces[0][0] is not a trace entry"));
-    assert_int_equal(md_snapshot_load(data_path("synthetic/blocks_as_segments.refused", p, sizeof p),
-                                      &s, &e), MD_E_SCHEMA);
-    assert_non_null(strstr(e.msg, "segments[1] lacks 'address' or 'total_size'"));
+    refused_as("synthetic/blocks_as_traces.refused", "device_traces[0][0] is not a trace entry");
+    refused_as("synthetic/blocks_as_segments.refused",
+               "segments[1] lacks 'address' or 'total_size'");
     /* one trace list named for several devices */
-    assert_int_equal(md_snapshot_load(data_path("synthetic/aliased_traces.refused", p, sizeof p),
-                                      &s, &e), MD_E_SCHEMA);
-    assert_non_null(strstr(e.msg, "device_traces[1] is device_traces[0] again"));
+    refused_as("synthetic/aliased_traces.refused", "device_traces[1] is device_traces[0] again");
 }
 
 /* Probes start from the states the final pass kept (traces of 8192
