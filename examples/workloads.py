@@ -76,6 +76,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--max-entries", type=int, default=200_000,
                    help="allocator history ring buffer (small values overflow)")
     p.add_argument("--alloc-conf", default=None, help="PYTORCH_CUDA_ALLOC_CONF for this run")
+    p.add_argument("--empty-cache", action="store_true",
+                   help="torch.cuda.empty_cache() at the end of each step (with expandable "
+                        "segments: free pages unmapped, segment_unmap events)")
     p.add_argument("--vocab", type=int, default=131072)
     p.add_argument("--memory-fraction", type=float, default=0.02,
                    help="oom case: fraction of the GPU the process may use")
@@ -282,6 +285,8 @@ def train(a: argparse.Namespace, samples: list, dev: torch.device, rank: int = 0
             kept.append(loss)
         opt.zero_grad(set_to_none=True)
         samples += counters(step, "after_clear_gradients")
+        if a.empty_cache:  # after the step's last sample: the next step's show it
+            torch.cuda.empty_cache()
         if t0 is not None:
             t1 = torch.cuda.Event(enable_timing=True)
             t1.record()

@@ -43,6 +43,7 @@ typedef struct rblock {
 typedef struct rseg {
     uint64_t addr, size;
     uint32_t first; /* lowest block */
+    uint32_t last;  /* highest block, a hint: checked before use (last_block) */
     uint8_t expandable, alive;
 } rseg;
 
@@ -56,6 +57,12 @@ typedef struct rstate {
     size_t ng, gcap;
     md_map by_addr; /* block start address -> block index */
     md_map seg_by_addr;
+    md_map seg_by_end; /* end address -> index, of expandable segments */
+    /* block start -> index of the blocks in segments, ordered: made at the
+     * first unmap that starts inside a block, kept from then on (has_order);
+     * a copy of the state leaves it behind and makes it again if needed */
+    md_omap order;
+    int has_order;
     uint64_t allocated, reserved, requested;
     size_t anomalies;
     int32_t *free_at; /* alloc index -> free index; NULL when not wanted */
@@ -171,6 +178,8 @@ static uint32_t new_block(rstate *st)
 static void drop_block(rstate *st, uint32_t i)
 {
     md_map_del(&st->by_addr, st->b[i].addr);
+    if (st->has_order && st->b[i].seg != NIL)
+        md_omap_del(&st->order, st->b[i].addr);
     st->b[i].next = st->freelist;
     st->b[i].state = B_FREE;
     st->b[i].seg = NIL;
@@ -197,7 +206,10 @@ static uint32_t add_free_block(rstate *st, uint32_t seg, uint64_t addr, uint64_t
         st->g[seg].first = i;
     if (next != NIL)
         st->b[next].prev = i;
-    if (md_map_put(&st->by_addr, addr, i))
+    else if (seg != NIL)
+        st->g[seg].last = i;
+    if (md_map_put(&st->by_addr, addr, i) ||
+        (st->has_order && seg != NIL && md_omap_put(&st->order, addr, i)))
         return NIL;
     return i;
 }
@@ -207,8 +219,10 @@ static uint32_t add_segment(rstate *st, uint64_t addr, uint64_t size, int expand
     if (md_grow((void **)&st->g, &st->gcap, st->ng + 1, sizeof *st->g))
         return NIL;
     uint32_t gi = (uint32_t)st->ng++;
-    st->g[gi] = (rseg){addr, size, NIL, (uint8_t)expandable, 1};
+    st->g[gi] = (rseg){.addr = addr, .size = size, .first = NIL, .last = NIL,
+                       .expandable = (uint8_t)expandable, .alive = 1};
     if (md_map_put(&st->seg_by_addr, addr, gi) ||
+        (expandable && md_map_put(&st->seg_by_end, addr + size, gi)) ||
         add_free_block(st, gi, addr, size, NIL, NIL) == NIL)
         return NIL;
     st->reserved += size;
@@ -225,6 +239,8 @@ static void merge_free(rstate *st, uint32_t i)
         b->next = st->b[n].next;
         if (b->next != NIL)
             st->b[b->next].prev = i;
+        else if (b->seg != NIL)
+            st->g[b->seg].last = i;
         drop_block(st, n);
     }
     uint32_t p = b->prev;
@@ -233,6 +249,8 @@ static void merge_free(rstate *st, uint32_t i)
         st->b[p].next = b->next;
         if (b->next != NIL)
             st->b[b->next].prev = p;
+        else if (b->seg != NIL)
+            st->g[b->seg].last = p;
         drop_block(st, i);
     }
 }
@@ -244,7 +262,8 @@ static int state_init(rstate *st, const md_snapshot *s, const md_settings *cfg)
     st->cfg = cfg;
     st->freelist = NIL;
     st->freed_idx = -2;
-    if (md_map_init(&st->by_addr, 1024) || md_map_init(&st->seg_by_addr, 64))
+    if (md_map_init(&st->by_addr, 1024) || md_map_init(&st->seg_by_addr, 64) ||
+        md_map_init(&st->seg_by_end, 16))
         return -1;
     return 0;
 }
@@ -260,8 +279,11 @@ static void state_reset(rstate *st)
     st->freed_idx = -2;
     st->b = keep.b, st->bcap = keep.bcap, st->g = keep.g, st->gcap = keep.gcap;
     st->by_addr = keep.by_addr, st->seg_by_addr = keep.seg_by_addr;
+    st->seg_by_end = keep.seg_by_end;
     md_map_clear(&st->by_addr);
     md_map_clear(&st->seg_by_addr);
+    md_map_clear(&st->seg_by_end);
+    md_omap_free(&keep.order);
 }
 
 static void state_free(rstate *st)
@@ -270,26 +292,34 @@ static void state_free(rstate *st)
     free(st->g);
     md_map_free(&st->by_addr);
     md_map_free(&st->seg_by_addr);
+    md_map_free(&st->seg_by_end);
+    md_omap_free(&st->order);
 }
 
-/* dst (uninitialised) = a copy of src, without src's free_at. */
+/* dst (uninitialised) = a copy of src, without src's free_at or block
+ * order (made again where a copy needs it). */
 static int state_copy(rstate *dst, const rstate *src)
 {
     *dst = *src;
     dst->free_at = NULL;
+    memset(&dst->order, 0, sizeof dst->order);
+    dst->has_order = 0;
     dst->bcap = src->nb ? src->nb : 1;
     dst->gcap = src->ng ? src->ng : 1;
     dst->b = malloc(dst->bcap * sizeof *dst->b);
     dst->g = malloc(dst->gcap * sizeof *dst->g);
     int mb = md_map_copy(&dst->by_addr, &src->by_addr);
     int mg = md_map_copy(&dst->seg_by_addr, &src->seg_by_addr);
-    if (!dst->b || !dst->g || mb || mg) {
+    int me = md_map_copy(&dst->seg_by_end, &src->seg_by_end);
+    if (!dst->b || !dst->g || mb || mg || me) {
         free(dst->b);
         free(dst->g);
         if (!mb)
             md_map_free(&dst->by_addr);
         if (!mg)
             md_map_free(&dst->seg_by_addr);
+        if (!me)
+            md_map_free(&dst->seg_by_end);
         memset(dst, 0, sizeof *dst);
         return -1;
     }
@@ -305,18 +335,23 @@ static int state_copy_into(rstate *dst, const rstate *src)
 {
     rstate keep = *dst;
     if (keep.bcap < src->nb || keep.gcap < src->ng || keep.by_addr.cap < src->by_addr.cap ||
-        keep.seg_by_addr.cap < src->seg_by_addr.cap) {
+        keep.seg_by_addr.cap < src->seg_by_addr.cap || keep.seg_by_end.cap < src->seg_by_end.cap) {
         state_free(dst);
         return state_copy(dst, src);
     }
+    md_omap_free(&keep.order);
     *dst = *src;
     dst->free_at = NULL;
+    memset(&dst->order, 0, sizeof dst->order);
+    dst->has_order = 0;
     dst->b = keep.b, dst->bcap = keep.bcap, dst->g = keep.g, dst->gcap = keep.gcap;
     dst->by_addr = keep.by_addr, dst->seg_by_addr = keep.seg_by_addr;
+    dst->seg_by_end = keep.seg_by_end;
     memcpy(dst->b, src->b, src->nb * sizeof *src->b);
     memcpy(dst->g, src->g, src->ng * sizeof *src->g);
     md_map_assign(&dst->by_addr, &src->by_addr);
     md_map_assign(&dst->seg_by_addr, &src->seg_by_addr);
+    md_map_assign(&dst->seg_by_end, &src->seg_by_end);
     return 0;
 }
 
@@ -447,9 +482,18 @@ static void ev_free_completed(rstate *st, const md_event *e, long idx)
     merge_free(st, (uint32_t)bi);
 }
 
+/* An expandable segment's end moved from `from` to its present end. */
+static int move_end(rstate *st, uint32_t gi, uint64_t from)
+{
+    uint64_t at;
+    if (md_map_get(&st->seg_by_end, from, &at) && at == gi)
+        md_map_del(&st->seg_by_end, from);
+    return md_map_put(&st->seg_by_end, st->g[gi].addr + st->g[gi].size, gi);
+}
+
 static void ev_segment_free(rstate *st, const md_event *e)
 {
-    uint64_t gi;
+    uint64_t gi, at;
     if (!md_map_get(&st->seg_by_addr, e->addr, &gi) || !st->g[gi].alive) {
         st->anomalies++;
         return;
@@ -465,62 +509,141 @@ static void ev_segment_free(rstate *st, const md_event *e)
     st->reserved -= g->size;
     g->alive = 0;
     md_map_del(&st->seg_by_addr, e->addr);
+    if (md_map_get(&st->seg_by_end, g->addr + g->size, &at) && at == gi)
+        md_map_del(&st->seg_by_end, g->addr + g->size);
 }
 
-/* Expandable segments grow by mapping pages at their end. */
+/* Segment gi's highest block: its hint where that still holds (the one
+ * block of the segment with no next), else found by a walk and kept. */
+static uint32_t last_block(rstate *st, uint32_t gi)
+{
+    uint32_t last = st->g[gi].last;
+    if (last != NIL && st->b[last].seg == gi && st->b[last].next == NIL)
+        return last;
+    last = st->g[gi].first;
+    while (last != NIL && st->b[last].next != NIL)
+        last = st->b[last].next;
+    return st->g[gi].last = last;
+}
+
+/* The ordered index of the blocks in segments (see rstate), made now. */
+static int make_order(rstate *st)
+{
+    st->has_order = 1;
+    for (size_t i = 0; i < st->nb; i++)
+        if (st->b[i].seg != NIL && md_omap_put(&st->order, st->b[i].addr, (uint32_t)i))
+            return -1;
+    return 0;
+}
+
+/* The block of a segment holding addr, NIL if none: the one starting
+ * there, else the nearest start below through the ordered index. */
+static uint32_t block_holding(rstate *st, uint64_t addr)
+{
+    uint64_t bi, start;
+    uint32_t i;
+    if (md_map_get(&st->by_addr, addr, &bi) && st->b[bi].seg != NIL)
+        return (uint32_t)bi;
+    if (!st->has_order && make_order(st))
+        return NIL;
+    if (!md_omap_floor(&st->order, addr, &start, &i) || addr - start >= st->b[i].size)
+        return NIL;
+    return i;
+}
+
+/* Where a map inside an expandable segment goes: after the block that
+ * ends at addr (torch maps an unmapped block, which begins where a mapped
+ * one ends), or first in the segment that starts at addr where its own
+ * first pages were unmapped. 1 with *gi and *prev (NIL: first), else 0. */
+static int hole_at(rstate *st, uint64_t addr, uint32_t *gi, uint32_t *prev)
+{
+    uint64_t at, start;
+    uint32_t i;
+    if (md_map_get(&st->seg_by_addr, addr, &at) && st->g[at].alive && st->g[at].expandable &&
+        (st->g[at].first == NIL || st->b[st->g[at].first].addr > addr)) {
+        *gi = (uint32_t)at, *prev = NIL;
+        return 1;
+    }
+    if (!addr || (!st->has_order && make_order(st)) ||
+        !md_omap_floor(&st->order, addr - 1, &start, &i) || start + st->b[i].size != addr)
+        return 0;
+    const rseg *g = &st->g[st->b[i].seg];
+    if (!g->alive || !g->expandable || addr >= g->addr + g->size)
+        return 0;
+    *gi = st->b[i].seg, *prev = i;
+    return 1;
+}
+
+/* Expandable segments grow by mapping pages at their end, and map again
+ * pages unmapped before (empty_cache, or an allocation that failed); a map
+ * anywhere else starts a segment. */
 static void ev_segment_map(rstate *st, const md_event *e)
 {
-    for (size_t gi = 0; gi < st->ng; gi++) {
-        rseg *g = &st->g[gi];
-        if (!g->alive || !g->expandable || g->addr + g->size != e->addr)
-            continue;
-        uint32_t last = g->first;
-        while (last != NIL && st->b[last].next != NIL)
-            last = st->b[last].next;
-        g->size += e->size;
-        st->reserved += e->size;
-        uint32_t nb = add_free_block(st, (uint32_t)gi, e->addr, e->size, last, NIL);
-        if (nb != NIL)
-            merge_free(st, nb);
+    uint64_t at, end = e->addr + e->size;
+    uint32_t gi, prev;
+    if (md_map_get(&st->seg_by_end, e->addr, &at) && st->g[at].alive) {
+        gi = (uint32_t)at, prev = last_block(st, gi);
+    } else if (!hole_at(st, e->addr, &gi, &prev)) {
+        add_segment(st, e->addr, e->size, 1);
         return;
     }
-    add_segment(st, e->addr, e->size, 1);
+    rseg *g = &st->g[gi];
+    uint32_t next = prev != NIL ? st->b[prev].next : g->first;
+    if (end < e->addr || (next != NIL && end > st->b[next].addr)) {
+        st->anomalies++; /* over pages our state has mapped */
+        return;
+    }
+    st->reserved += e->size;
+    if (end > g->addr + g->size) {
+        uint64_t from = g->addr + g->size;
+        g->size = end - g->addr;
+        if (move_end(st, gi, from))
+            return;
+    }
+    uint32_t nb = add_free_block(st, gi, e->addr, e->size, prev, next);
+    if (nb != NIL)
+        merge_free(st, nb);
 }
 
+/* Pages of an expandable segment given back: torch unmaps whole pages of
+ * one free block, so the block loses its middle, head or tail. */
 static void ev_segment_unmap(rstate *st, const md_event *e)
 {
-    for (size_t gi = 0; gi < st->ng; gi++) {
-        rseg *g = &st->g[gi];
-        if (!g->alive || e->addr < g->addr || e->addr + e->size > g->addr + g->size)
-            continue;
-        for (uint32_t i = g->first; i != NIL; i = st->b[i].next) {
-            rblock *b = &st->b[i];
-            if (b->state != B_FREE || e->addr < b->addr ||
-                e->addr + e->size > b->addr + b->size)
-                continue;
-            uint64_t tail = b->addr + b->size - (e->addr + e->size);
-            uint32_t next = b->next;
-            if (tail)
-                next = add_free_block(st, (uint32_t)gi, e->addr + e->size, tail, i, b->next);
-            b = &st->b[i];
-            b->size = e->addr - b->addr;
-            if (b->size == 0) { /* the whole free block goes */
-                uint32_t p = b->prev;
-                if (p != NIL)
-                    st->b[p].next = next;
-                else
-                    g->first = next;
-                if (next != NIL)
-                    st->b[next].prev = p;
-                drop_block(st, i);
-            }
-            st->reserved -= e->size;
-            if (e->addr + e->size == g->addr + g->size)
-                g->size -= e->size;
-            return;
-        }
+    uint32_t i = block_holding(st, e->addr);
+    rblock *b = i != NIL ? &st->b[i] : NULL;
+    if (!b || b->state != B_FREE || b->seg == NIL || !st->g[b->seg].alive ||
+        e->addr + e->size < e->addr ||
+        e->addr + e->size > b->addr + b->size) {
+        st->anomalies++;
+        return;
     }
-    st->anomalies++;
+    uint32_t gi = b->seg;
+    rseg *g = &st->g[gi];
+    uint64_t tail = b->addr + b->size - (e->addr + e->size);
+    uint32_t next = b->next;
+    if (tail)
+        next = add_free_block(st, gi, e->addr + e->size, tail, i, b->next);
+    b = &st->b[i];
+    b->size = e->addr - b->addr;
+    if (b->size == 0) { /* the whole free block goes */
+        uint32_t p = b->prev;
+        if (p != NIL)
+            st->b[p].next = next;
+        else
+            g->first = next;
+        if (next != NIL)
+            st->b[next].prev = p;
+        else
+            g->last = p;
+        drop_block(st, i);
+    }
+    st->reserved -= e->size;
+    if (e->addr + e->size == g->addr + g->size) {
+        uint64_t end = g->addr + g->size;
+        g->size -= e->size;
+        if (g->expandable)
+            move_end(st, gi, end);
+    }
 }
 
 static void apply(rstate *st, const md_event *e, long idx)
@@ -558,6 +681,98 @@ static int sorted_live(const md_live *l, size_t n)
     return 1;
 }
 
+/* A set of disjoint address ranges: start -> index of its end in end[]
+ * (slots are not reused: a set lives for one reconstruction). */
+typedef struct ranges {
+    md_omap by_start;
+    uint64_t *end;
+    size_t n, cap;
+} ranges;
+
+static int ranges_put(ranges *r, uint64_t a, uint64_t b)
+{
+    if (md_grow((void **)&r->end, &r->cap, r->n + 1, sizeof *r->end) || r->n >= UINT32_MAX)
+        return -1;
+    r->end[r->n] = b;
+    return md_omap_put(&r->by_start, a, (uint32_t)r->n++);
+}
+
+/* r = r with [a, b), joined to the ranges it overlaps or touches. */
+static int ranges_add(ranges *r, uint64_t a, uint64_t b)
+{
+    uint64_t s;
+    uint32_t v;
+    if (md_omap_floor(&r->by_start, a, &s, &v) && r->end[v] >= a) {
+        a = s;
+        b = r->end[v] > b ? r->end[v] : b;
+        md_omap_del(&r->by_start, s);
+    }
+    while (md_omap_floor(&r->by_start, b, &s, &v) && s >= a) {
+        b = r->end[v] > b ? r->end[v] : b;
+        md_omap_del(&r->by_start, s);
+    }
+    return ranges_put(r, a, b);
+}
+
+/* r = r without [a, b). */
+static int ranges_cut(ranges *r, uint64_t a, uint64_t b)
+{
+    uint64_t s;
+    uint32_t v;
+    while (b > a && md_omap_floor(&r->by_start, b - 1, &s, &v) && r->end[v] > a) {
+        uint64_t e = r->end[v];
+        md_omap_del(&r->by_start, s);
+        if (e > b && ranges_put(r, b, e))
+            return -1;
+        if (s < a)
+            return ranges_put(r, s, a);
+    }
+    return 0;
+}
+
+static int add_preseg(md_replay *r, uint64_t addr, uint64_t size, int expandable)
+{
+    rseg g = {.addr = addr, .size = size, .first = NIL, .last = NIL,
+              .expandable = (uint8_t)expandable, .alive = 1};
+    if (md_grow((void **)&r->preseg, &r->presegcap, r->npreseg + 1, sizeof g))
+        return -1;
+    r->preseg[r->npreseg++] = g;
+    return 0;
+}
+
+/* The pages of expandable segments mapped before the first event: those
+ * mapped at the end, less what the trace mapped, plus what it unmapped,
+ * undone from the last event back. Each run of pages is a segment, as
+ * torch's snapshot reports them. */
+static int expandable_before(md_replay *r)
+{
+    const md_snapshot *s = r->s;
+    ranges m = {0};
+    int rc = 0;
+    for (size_t i = 0; i < s->nsegs && !rc; i++) {
+        const md_segment *g = &s->segs[i];
+        if (g->device == r->device && g->is_expandable && g->address + g->total_size > g->address)
+            rc = ranges_add(&m, g->address, g->address + g->total_size);
+    }
+    for (size_t i = r->n; i-- > 0 && !rc;) {
+        const md_event *e = &r->ev[i];
+        if (e->addr + e->size < e->addr)
+            continue;
+        if (e->action == MD_ACT_SEGMENT_MAP)
+            rc = ranges_cut(&m, e->addr, e->addr + e->size);
+        else if (e->action == MD_ACT_SEGMENT_UNMAP)
+            rc = ranges_add(&m, e->addr, e->addr + e->size);
+    }
+    for (size_t i = 0; i < m.by_start.nrun && !rc; i++) {
+        const md_orun *run = m.by_start.run[i];
+        for (uint32_t j = 0; j < run->n && !rc; j++)
+            rc = add_preseg(r, run->key[j], m.end[run->val[j]] - run->key[j], 1);
+    }
+    md_omap_free(&m.by_start);
+    free(m.end);
+    return rc;
+}
+
 /* Finds what existed before the first recorded event (see file comment). */
 static int reconstruct(md_replay *r)
 {
@@ -587,27 +802,19 @@ static int reconstruct(md_replay *r)
         }
         if (e->action == MD_ACT_ALLOC || is_free)
             last = e->addr;
-        if ((e->action == MD_ACT_SEGMENT_ALLOC || e->action == MD_ACT_SEGMENT_FREE ||
-             e->action == MD_ACT_SEGMENT_MAP) && (added = md_map_add(&segseen, e->addr, 1))) {
+        if ((e->action == MD_ACT_SEGMENT_ALLOC || e->action == MD_ACT_SEGMENT_FREE) &&
+            (added = md_map_add(&segseen, e->addr, 1))) {
             rc = added < 0;
-            if (!rc && e->action == MD_ACT_SEGMENT_FREE) {
-                rseg g = {e->addr, e->size, NIL, 0, 1};
-                rc = md_grow((void **)&r->preseg, &r->presegcap, r->npreseg + 1, sizeof g);
-                if (!rc)
-                    r->preseg[r->npreseg++] = g;
-            }
+            if (!rc && e->action == MD_ACT_SEGMENT_FREE)
+                rc = add_preseg(r, e->addr, e->size, 0);
         }
     }
     for (size_t i = 0; i < s->nsegs && !rc; i++) {
         const md_segment *g = &s->segs[i];
         if (g->device != r->device)
             continue;
-        if (!md_map_get(&segseen, g->address, NULL)) {
-            rseg sg = {g->address, g->total_size, NIL, g->is_expandable, 1};
-            rc = md_grow((void **)&r->preseg, &r->presegcap, r->npreseg + 1, sizeof sg);
-            if (!rc)
-                r->preseg[r->npreseg++] = sg;
-        }
+        if (!g->is_expandable && !md_map_get(&segseen, g->address, NULL))
+            rc = add_preseg(r, g->address, g->total_size, 0);
         for (size_t k = 0; k < g->nblocks && !rc; k++) {
             const md_block *b = &s->blocks[g->first_block + k];
             if (b->state == MD_BLOCK_INACTIVE || md_map_get(&seen, b->address, NULL))
@@ -620,6 +827,8 @@ static int reconstruct(md_replay *r)
     }
     md_map_free(&seen);
     md_map_free(&segseen);
+    if (!rc)
+        rc = expandable_before(r);
     if (!rc && !sorted_live(r->pre, r->npre)) /* in segment order, mostly by address already */
         qsort(r->pre, r->npre, sizeof *r->pre, cmp_live_addr);
     return rc;
@@ -647,6 +856,8 @@ static void absorb_remainders(rstate *st)
             b->next = st->b[nx].next;
             if (b->next != NIL)
                 st->b[b->next].prev = k;
+            else
+                st->g[gi].last = k;
             drop_block(st, nx);
         }
     }

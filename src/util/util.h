@@ -107,6 +107,29 @@ int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
 /* Puts key only if absent: 1 added, 0 present (value kept), -1 no memory. */
 int md_map_add(md_map *m, uint64_t key, uint64_t val);
 
+/* ---- u64 -> u32 ordered map: sorted runs of at most MD_ORUN keys, found
+ * by a binary search of each run's first key. A lookup is O(log n), a
+ * change O(MD_ORUN + n / MD_ORUN) at worst, whatever order keys come in
+ * (no rebalancing to go wrong on crafted input). Zero-initialised = empty. */
+#define MD_ORUN 256
+typedef struct md_orun {
+    uint32_t n;
+    uint32_t val[MD_ORUN];
+    uint64_t key[MD_ORUN];
+} md_orun;
+typedef struct md_omap {
+    md_orun **run;
+    uint64_t *first; /* run[i]->key[0], searched without touching the runs */
+    size_t nrun, cap, count;
+} md_omap;
+
+void md_omap_free(md_omap *m);
+/* Puts key (a new value where present): 0, or -1 out of memory. */
+int md_omap_put(md_omap *m, uint64_t key, uint32_t val);
+int md_omap_del(md_omap *m, uint64_t key); /* 1 removed, 0 absent */
+/* The greatest key <= key: 1 (*k, *v set), or 0 where none is. */
+int md_omap_floor(const md_omap *m, uint64_t key, uint64_t *k, uint32_t *v);
+
 /* A key as stored: +1 so that 0 means empty (UINT64_MAX shares a slot
  * value with UINT64_MAX - 2; neither is ever an address). */
 static inline uint64_t md_map_key(uint64_t key)

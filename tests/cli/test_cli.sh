@@ -247,6 +247,17 @@ for c in ahead-cut.pickle ahead-cut.pickle.gz; do
 done
 # A thread faults in the heap's next pages where a CPU is left over: only
 # reads of malloc's memory, so the output is byte for byte the same without it.
+# crafted expandable-segment traces that a lookup by scan replayed in
+# O(events x segments) or O(events x blocks): 400k maps took 45 s, 200k
+# unmaps inside blocks and maps after splits a minute or more; each must
+# now finish within 20 CPU seconds (under ASan too) with the right totals
+hostile() { # MODE N "at end" line
+    python3 tests/gen/make_hostile_segments.py $1 $2 $T/hs.pickle &&
+        (ulimit -t 20; $M summary $T/hs.pickle >$T/hs.txt) && grep -q "at end *$3" $T/hs.txt && ! grep -q 'events did not fit' $T/hs.txt
+}
+check "hostile expandable segments: 400k maps at distinct addresses, in linear time" hostile maps 400000 "0.0 MiB allocated, 800000.0 MiB reserved"
+check "hostile expandable segments: 100k unmaps inside free blocks of one segment, in linear time" hostile unmaps 200000 "400000.0 MiB allocated, 600000.0 MiB reserved"
+check "hostile expandable segments: 200k maps at the end after splits, in linear time" hostile tail 200000 "200000.0 MiB allocated, 200000.0 MiB reserved"
 check "pages faulted in ahead change nothing (MEMDIAG_PREFAULT=1 against 0 and unset)" sh -c "for f in $T/ahead.pickle $S/snap-gamma-medium-rank0.pickle; do MEMDIAG_THREADS=4 MEMDIAG_PREFAULT=1 $M diagnose --json \$f >$T/pf1 && MEMDIAG_THREADS=4 MEMDIAG_PREFAULT=0 $M diagnose --json \$f >$T/pf0 && cmp $T/pf1 $T/pf0 && MEMDIAG_THREADS=4 MEMDIAG_PREFAULT=1 $M summary \$f >$T/pf1 && MEMDIAG_PREFAULT=0 $M summary \$f >$T/pf0 && cmp $T/pf1 $T/pf0 && $M summary \$f >$T/pf0 && cmp $T/pf1 $T/pf0 || exit 1; done"
 # The replay's first pass runs on a spare CPU while the file is read
 # (model/follow.c; files of 16 MB and more, any with MEMDIAG_FOLLOW=1): the

@@ -28,8 +28,13 @@ run gamma-small-ring  --case gamma --stacks python --max-entries 2500
 run beta-medium-bf16  --case beta --preset medium --batch 4 --precision bf16 --stacks python
 run ragged            --case ragged --batch 8 --steps 12 --stacks python
 run ragged-expandable --case ragged --batch 8 --steps 12 --stacks python --alloc-conf expandable_segments:True
+# empty_cache() each step: free pages of the expandable segments unmapped,
+# inside blocks as well as at their ends; and a ring of that run's last events
+run ragged-unmap      --case ragged --batch 8 --steps 12 --stacks python --alloc-conf expandable_segments:True --empty-cache
+run ragged-unmap-ring --case ragged --batch 8 --steps 12 --stacks python --alloc-conf expandable_segments:True --empty-cache --max-entries 3000
 run vocab             --case vocab --batch 8 --steps 4 --stacks python
 run oom               --case oom --stacks python
+run oom-expandable    --case oom --stacks python --alloc-conf expandable_segments:True
 run alpha-small-all   --case alpha --stacks all
 run beta-compiled     --case beta --compile default --stacks python
 run beta-cudagraphs   --case beta --compile reduce-overhead --stacks python

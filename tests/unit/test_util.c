@@ -131,6 +131,88 @@ static void test_map_delete_many(void **st)
     md_map_free(&m);
 }
 
+/* The floor of every key against a plain array: value and key of the
+ * greatest present key at or below it, none below the least. */
+static void check_floors(const md_omap *m, const uint32_t *val, int keys)
+{
+    uint64_t last = 0;
+    uint32_t lastv = 0;
+    int seen = 0;
+    size_t live = 0;
+    for (int x = 0; x < keys; x++) {
+        uint64_t k = 1000 + 10 * (uint64_t)x, fk;
+        uint32_t fv;
+        if (val[x])
+            last = k, lastv = val[x], seen = 1, live++;
+        for (uint64_t q = k; q < k + 10; q += 9) { /* the key, and one past it */
+            int found = md_omap_floor(m, q, &fk, &fv);
+            assert_int_equal(found, seen);
+            if (found) {
+                assert_true(fk == last);
+                assert_int_equal(fv, lastv);
+            }
+        }
+    }
+    uint64_t fk;
+    uint32_t fv;
+    assert_int_equal(md_omap_floor(m, 999, &fk, &fv), 0);
+    assert_int_equal(m->count, live);
+}
+
+/* md_omap: random puts (new keys and new values of present ones) and
+ * deletes over more keys than several runs hold, then keys put in
+ * ascending and descending order and deleted in the other, so runs split,
+ * empty and leave the directory at its front, middle and end; every floor
+ * checked against a plain array after each step. */
+static void test_omap_floor(void **st)
+{
+    (void)st;
+    enum { KEYS = 3 * MD_ORUN + 17 };
+    static uint32_t val[KEYS]; /* 0 = absent */
+    md_omap m = {0};
+    uint64_t seed = 777;
+    for (int op = 0; op < 6000; op++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        int i = (int)((seed >> 33) % KEYS);
+        uint64_t k = 1000 + 10 * (uint64_t)i;
+        if (val[i] && (seed >> 20) % 3 == 0) {
+            assert_int_equal(md_omap_del(&m, k), 1);
+            val[i] = 0;
+        } else {
+            val[i] = (uint32_t)(seed >> 40) | 1;
+            assert_int_equal(md_omap_put(&m, k, val[i]), 0);
+        }
+        assert_int_equal(md_omap_del(&m, k + 5), 0); /* never a key */
+        if (op % 16 == 0)
+            check_floors(&m, val, KEYS);
+    }
+    check_floors(&m, val, KEYS);
+    for (int i = 0; i < KEYS; i++)
+        if (val[i]) {
+            assert_int_equal(md_omap_del(&m, 1000 + 10 * (uint64_t)i), 1);
+            val[i] = 0;
+        }
+    check_floors(&m, val, KEYS);
+    assert_int_equal(m.nrun, 0);
+    for (int dir = 0; dir < 2; dir++) {
+        for (int x = 0; x < KEYS; x++) {
+            int i = dir ? KEYS - 1 - x : x;
+            val[i] = (uint32_t)i + 1;
+            assert_int_equal(md_omap_put(&m, 1000 + 10 * (uint64_t)i, val[i]), 0);
+        }
+        check_floors(&m, val, KEYS);
+        for (int x = 0; x < KEYS; x++) {
+            int i = dir ? x : KEYS - 1 - x;
+            assert_int_equal(md_omap_del(&m, 1000 + 10 * (uint64_t)i), 1);
+            val[i] = 0;
+            if (x % 97 == 0)
+                check_floors(&m, val, KEYS);
+        }
+        assert_int_equal(m.nrun, 0);
+    }
+    md_omap_free(&m);
+}
+
 /* md_hash: every byte of every length counts (the four lanes, the 8-byte
  * words after them and the 1-7 byte tail), and equal bytes hash equal. */
 static void test_hash_lanes(void **st)
@@ -161,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_big_overflow_refused),
         cmocka_unit_test(test_map_add),
         cmocka_unit_test(test_map_delete_many),
+        cmocka_unit_test(test_omap_floor),
         cmocka_unit_test(test_hash_lanes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
