@@ -14,6 +14,9 @@ const md_point *md_replay_points(const md_replay *r);
 /* The first event after which reserved stands at its peak, -1 if none
  * (the peak is the initial state's, never met again after an event). */
 long md_replay_peak_reserved_index(const md_replay *r);
+/* 1 where the trace did not explain the final state from an empty start,
+ * so the state before its first event was reconstructed (and replayed). */
+int md_replay_reconstructed(const md_replay *r);
 
 /* A first pass over a trace made while the trace is read (model/follow.c
  * feeds it on a thread of its own): events[from, to) applied in order, the

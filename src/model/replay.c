@@ -63,6 +63,7 @@ typedef struct rstate {
      * a copy of the state leaves it behind and makes it again if needed */
     md_omap order;
     int has_order;
+    int unmapped; /* an unmap has left holes in expandable segments */
     uint64_t allocated, reserved, requested;
     size_t anomalies;
     int32_t *free_at; /* alloc index -> free index; NULL when not wanted */
@@ -92,6 +93,7 @@ struct md_replay {
     int32_t *free_at; /* alloc event index -> index of its free, -1 = never */
     size_t ptscap, freecap; /* md_big_grow capacities */
     long peak_index;
+    int reconstructed; /* the state before the trace was not empty */
     long peak_reserved_index; /* the first event at peak reserved, -1: none */
     uint64_t peak_alloc, peak_reserved;
     size_t anomalies;
@@ -554,7 +556,8 @@ static uint32_t block_holding(rstate *st, uint64_t addr)
 /* Where a map inside an expandable segment goes: after the block that
  * ends at addr (torch maps an unmapped block, which begins where a mapped
  * one ends), or first in the segment that starts at addr where its own
- * first pages were unmapped. 1 with *gi and *prev (NIL: first), else 0. */
+ * first pages were unmapped. 1 with *gi and *prev (NIL: first), else 0.
+ * Only an unmap makes such holes: until one, no index is made for this. */
 static int hole_at(rstate *st, uint64_t addr, uint32_t *gi, uint32_t *prev)
 {
     uint64_t at, start;
@@ -564,7 +567,7 @@ static int hole_at(rstate *st, uint64_t addr, uint32_t *gi, uint32_t *prev)
         *gi = (uint32_t)at, *prev = NIL;
         return 1;
     }
-    if (!addr || (!st->has_order && make_order(st)) ||
+    if (!addr || !st->unmapped || (!st->has_order && make_order(st)) ||
         !md_omap_floor(&st->order, addr - 1, &start, &i) || start + st->b[i].size != addr)
         return 0;
     const rseg *g = &st->g[st->b[i].seg];
@@ -638,6 +641,7 @@ static void ev_segment_unmap(rstate *st, const md_event *e)
         drop_block(st, i);
     }
     st->reserved -= e->size;
+    st->unmapped = 1;
     if (e->addr + e->size == g->addr + g->size) {
         uint64_t end = g->addr + g->size;
         g->size -= e->size;
@@ -983,6 +987,16 @@ static int seed_state(const md_replay *r, rstate *st)
 
 /* ---- public -------------------------------------------------------------------- */
 
+/* Is final segment g a run of mapped pages inside one of st's expandable
+ * segments? torch reports each such run as a segment of its own once pages
+ * between them were unmapped. */
+static int mapped_run_at(const rstate *st, const md_segment *g)
+{
+    uint64_t bi;
+    return g->is_expandable && md_map_get(&st->by_addr, g->address, &bi) &&
+           st->b[bi].seg != NIL && st->g[st->b[bi].seg].expandable;
+}
+
 /* Does the end of a replay from an empty start agree with the snapshot's
  * final segment state? Then nothing was allocated before recording. */
 static int matches_final_state(const md_replay *r, const rstate *st)
@@ -992,7 +1006,7 @@ static int matches_final_state(const md_replay *r, const rstate *st)
         const md_segment *g = &s->segs[i];
         if (g->device != r->device)
             continue;
-        if (!md_map_get(&st->seg_by_addr, g->address, NULL))
+        if (!md_map_get(&st->seg_by_addr, g->address, NULL) && !mapped_run_at(st, g))
             return 0;
         for (size_t k = 0; k < g->nblocks; k++) {
             const md_block *b = &s->blocks[g->first_block + k];
@@ -1240,6 +1254,7 @@ int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_repl
         run_pass(r, &st, 1);
     if (st.anomalies || !matches_final_state(r, &st)) {
         state_reset(&st);
+        r->reconstructed = 1;
         if (reconstruct(r) || seed_state(r, &st))
             goto nomem;
         run_pass(r, &st, 0);
@@ -1289,6 +1304,7 @@ long md_replay_peak_index(const md_replay *r) { return r->peak_index; }
 const md_point *md_replay_points(const md_replay *r) { return r->pts; }
 
 long md_replay_peak_reserved_index(const md_replay *r) { return r->peak_reserved_index; }
+int md_replay_reconstructed(const md_replay *r) { return r->reconstructed; }
 uint64_t md_replay_peak_allocated(const md_replay *r) { return r->peak_alloc; }
 uint64_t md_replay_peak_reserved(const md_replay *r) { return r->peak_reserved; }
 size_t md_replay_anomalies(const md_replay *r) { return r->anomalies; }
