@@ -276,7 +276,8 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
 
 /* The allocator's segments after event `index` (-1 = initial state), each
  * with its blocks in address order: what torch's snapshot would have said
- * then. Arrays malloc'd; the caller frees both. */
+ * then (an expandable segment as its runs of mapped pages, each a segment
+ * of its own). Arrays malloc'd; the caller frees both. */
 typedef struct md_replay_seg {
     uint64_t addr, size;
     int expandable;

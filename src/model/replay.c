@@ -44,6 +44,7 @@ typedef struct rseg {
     uint64_t addr, size;
     uint32_t first; /* lowest block */
     uint32_t last;  /* highest block, a hint: checked before use (last_block) */
+    uint32_t nblocks;
     uint8_t expandable, alive;
 } rseg;
 
@@ -180,8 +181,11 @@ static uint32_t new_block(rstate *st)
 static void drop_block(rstate *st, uint32_t i)
 {
     md_map_del(&st->by_addr, st->b[i].addr);
-    if (st->has_order && st->b[i].seg != NIL)
-        md_omap_del(&st->order, st->b[i].addr);
+    if (st->b[i].seg != NIL) {
+        st->g[st->b[i].seg].nblocks--;
+        if (st->has_order)
+            md_omap_del(&st->order, st->b[i].addr);
+    }
     st->b[i].next = st->freelist;
     st->b[i].state = B_FREE;
     st->b[i].seg = NIL;
@@ -210,6 +214,8 @@ static uint32_t add_free_block(rstate *st, uint32_t seg, uint64_t addr, uint64_t
         st->b[next].prev = i;
     else if (seg != NIL)
         st->g[seg].last = i;
+    if (seg != NIL)
+        st->g[seg].nblocks++;
     if (md_map_put(&st->by_addr, addr, i) ||
         (st->has_order && seg != NIL && md_omap_put(&st->order, addr, i)))
         return NIL;
@@ -553,6 +559,57 @@ static uint32_t block_holding(rstate *st, uint64_t addr)
     return i;
 }
 
+/* Moves segment `from`'s blocks to the end of segment `to`'s list (from
+ * lies above to) or to its front (below). */
+static void move_blocks(rstate *st, uint32_t from, uint32_t to)
+{
+    rseg *f = &st->g[from], *t = &st->g[to];
+    if (f->first == NIL)
+        return;
+    uint32_t flast = last_block(st, from), tlast = last_block(st, to);
+    for (uint32_t k = f->first; k != NIL; k = st->b[k].next)
+        st->b[k].seg = to;
+    t->nblocks += f->nblocks;
+    if (t->first == NIL) {
+        t->first = f->first, t->last = flast;
+    } else if (f->addr > t->addr) {
+        st->b[tlast].next = f->first, st->b[f->first].prev = tlast, t->last = flast;
+    } else {
+        st->b[flast].next = t->first, st->b[t->first].prev = flast, t->first = f->first;
+    }
+    f->first = f->last = NIL;
+    f->nblocks = 0;
+}
+
+/* Segment gi's end has come to the start of another expandable segment:
+ * pages mapped between two runs a ring's window began with (each run a
+ * segment, as torch reports them) make them one reservation again, whose
+ * free blocks merge across. The one with fewer blocks moves into the
+ * other (each block moves O(log n) times however the joins come); the
+ * joined segment is the lower one's start, the upper one's end. */
+static void join_next(rstate *st, uint32_t gi)
+{
+    uint64_t at, end = st->g[gi].addr + st->g[gi].size;
+    if (!md_map_get(&st->seg_by_addr, end, &at) || at == gi || !st->g[at].alive ||
+        !st->g[at].expandable)
+        return;
+    uint32_t up = (uint32_t)at, keep = st->g[gi].nblocks >= st->g[up].nblocks ? gi : up;
+    uint32_t gone = keep == gi ? up : gi;
+    uint64_t lo = st->g[gi].addr, hi = st->g[up].addr + st->g[up].size;
+    uint32_t first_up = st->g[up].first; /* to merge with the lower part's last */
+    move_blocks(st, gone, keep);
+    md_map_del(&st->seg_by_addr, st->g[gone].addr);
+    if (md_map_get(&st->seg_by_end, end, &at) && at == gi)
+        md_map_del(&st->seg_by_end, end);
+    st->g[gone].alive = 0;
+    st->g[keep].addr = lo;
+    st->g[keep].size = hi - lo;
+    if (md_map_put(&st->seg_by_addr, lo, keep) || md_map_put(&st->seg_by_end, hi, keep))
+        return;
+    if (first_up != NIL && st->b[first_up].state == B_FREE)
+        merge_free(st, first_up);
+}
+
 /* Where a map inside an expandable segment goes: after the block that
  * ends at addr (torch maps an unmapped block, which begins where a mapped
  * one ends), or first in the segment that starts at addr where its own
@@ -587,7 +644,9 @@ static void ev_segment_map(rstate *st, const md_event *e)
     if (md_map_get(&st->seg_by_end, e->addr, &at) && st->g[at].alive) {
         gi = (uint32_t)at, prev = last_block(st, gi);
     } else if (!hole_at(st, e->addr, &gi, &prev)) {
-        add_segment(st, e->addr, e->size, 1);
+        gi = add_segment(st, e->addr, e->size, 1);
+        if (gi != NIL)
+            join_next(st, gi);
         return;
     }
     rseg *g = &st->g[gi];
@@ -606,6 +665,7 @@ static void ev_segment_map(rstate *st, const md_event *e)
     uint32_t nb = add_free_block(st, gi, e->addr, e->size, prev, next);
     if (nb != NIL)
         merge_free(st, nb);
+    join_next(st, gi);
 }
 
 /* Pages of an expandable segment given back: torch unmaps whole pages of
@@ -1466,6 +1526,17 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
 }
 
 /* The state's alive segments and their blocks, in the public forms. */
+static int push_seg(md_replay_seg **g, size_t *ng, size_t *cap, md_replay_seg v)
+{
+    if (md_grow((void **)g, cap, *ng + 1, sizeof **g))
+        return -1;
+    (*g)[(*ng)++] = v;
+    return 0;
+}
+
+/* st's segments and blocks, as torch's snapshot lists them: an expandable
+ * segment as its runs of mapped pages, each a segment (none if all its
+ * pages are unmapped). */
 static int segments_of(const rstate *st, md_replay_seg **segs, size_t *nsegs,
                        md_replay_block **blocks, size_t *nblocks)
 {
@@ -1474,20 +1545,27 @@ static int segments_of(const rstate *st, md_replay_seg **segs, size_t *nsegs,
     md_replay_block *b = NULL;
     for (size_t gi = 0; gi < st->ng; gi++) {
         const rseg *sg = &st->g[gi];
-        if (!sg->alive)
+        if (!sg->alive || (sg->expandable && sg->first == NIL))
             continue;
-        if (md_grow((void **)&g, &gcap, ng + 1, sizeof *g))
+        if (sg->first == NIL &&
+            push_seg(&g, &ng, &gcap, (md_replay_seg){sg->addr, sg->size, 0, nb, 0}))
             goto nomem;
-        g[ng] = (md_replay_seg){sg->addr, sg->size, sg->expandable, nb, 0};
+        uint64_t end = 0; /* the last block's */
         for (uint32_t k = sg->first; k != NIL; k = st->b[k].next) {
             const rblock *rb = &st->b[k];
+            if ((k == sg->first || (sg->expandable && rb->addr != end)) &&
+                push_seg(&g, &ng, &gcap,
+                         (md_replay_seg){sg->expandable ? rb->addr : sg->addr,
+                                         sg->expandable ? 0 : sg->size, sg->expandable, nb, 0}))
+                goto nomem;
             if (md_grow((void **)&b, &bcap, nb + 1, sizeof *b))
                 goto nomem;
             b[nb++] = (md_replay_block){rb->addr, rb->size, rb->state == B_FREE ? 0 : rb->requested,
                                        rb->state == B_FREE ? 0 : rb->stack, rb->state};
-            g[ng].nblocks++;
+            g[ng - 1].nblocks++;
+            g[ng - 1].size += sg->expandable ? rb->size : 0;
+            end = rb->addr + rb->size;
         }
-        ng++;
     }
     *segs = g, *nsegs = ng, *blocks = b, *nblocks = nb;
     return 0;

@@ -12,6 +12,9 @@ segments (one a stream), so only crafted files reach these shapes.
     tail     one segment grown by N maps at its end, each followed by an
              alloc that splits the new free tail: the last block changes
              between maps
+    joins    N segments 2 MiB apart, each a live block, then the gaps mapped
+             from the top down: each map joins a segment to the ever larger
+             one above it (no free blocks meet: the blocks stay 2N - 1)
 """
 import pickle
 import sys
@@ -52,9 +55,18 @@ def tail(n):
     return tr
 
 
+def joins(n):
+    tr = []
+    for i in range(n):  # each segment's pages taken by one live block
+        tr += [ev("segment_map", BASE + 4 * MIB * i, 2 * MIB), ev("alloc", BASE + 4 * MIB * i, 2 * MIB)]
+    for i in reversed(range(n - 1)):
+        tr.append(ev("segment_map", BASE + 4 * MIB * i + 2 * MIB, 2 * MIB))
+    return tr
+
+
 def main():
     mode, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    tr = {"maps": maps, "unmaps": unmaps, "tail": tail}[mode](n)
+    tr = {"maps": maps, "unmaps": unmaps, "tail": tail, "joins": joins}[mode](n)
     settings = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
                 "max_split_size": -1, "garbage_collection_threshold": 0.0,
                 "expandable_segments": True, "pinned_num_register_threads": 1,
