@@ -252,6 +252,45 @@ def expandable():
     return {"segments": [], "device_traces": [tr], "allocator_settings": st}
 
 
+def unmap_segment(blocks):
+    """The one expandable segment of unmap_remap's end: 6 MiB at 0x7F8000000000."""
+    E = 0x7F8000000000
+    fr = {"filename": "train.py", "line": 5, "name": "step"}
+    bl, at = [], E
+    for size in blocks:
+        bl.append({"address": at, "size": size, "requested_size": size,
+                   "state": "active_allocated", "frames": [fr]})
+        at += size
+    return [{"device": 0, "address": E, "total_size": 6 * MIB, "allocated_size": 6 * MIB,
+             "active_size": 6 * MIB, "requested_size": 6 * MIB, "stream": 0,
+             "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": True,
+             "frames": [], "blocks": bl}]
+
+
+def unmap_remap(window=False):
+    """Pages of an expandable segment unmapped inside a free block and mapped
+    again there (what empty_cache() and a later allocation do): map 6 MiB;
+    a = 1 MiB, b = 4 MiB, c = 1 MiB fill it; free b; unmap its middle 2 MiB
+    (free 1 MiB each side of the hole: reserved 4 MiB); map them again
+    (reserved 6 MiB; the three free MiB one block again); b2 = 4 MiB where b
+    was. Allocated 6 MiB at the end, the state whole.
+    window=True: the last two events alone (a ring's window), as torch's
+    snapshot would have them: a and c allocated before it, its start's pages
+    two runs (the final run less the map) that the map joins, so b2 fits."""
+    E = 0x7F8000000000
+    ev = lambda a, addr, size: {"action": a, "addr": addr, "size": size, "stream": 0,
+                                "frames": FRAMES_USER}
+    tr = [ev("segment_map", E, 6 * MIB), ev("alloc", E, MIB), ev("alloc", E + MIB, 4 * MIB),
+          ev("alloc", E + 5 * MIB, MIB), ev("free_requested", E + MIB, 4 * MIB),
+          ev("free_completed", E + MIB, 4 * MIB), ev("segment_unmap", E + 2 * MIB, 2 * MIB),
+          ev("segment_map", E + 2 * MIB, 2 * MIB), ev("alloc", E + MIB, 4 * MIB)]
+    st = dict(SETTINGS)
+    st["expandable_segments"] = True
+    st["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    return {"segments": unmap_segment([MIB, 4 * MIB, MIB]),
+            "device_traces": [tr[-2:] if window else tr], "allocator_settings": st}
+
+
 def oom():
     tr = base_trace(t0=1700000000000000)
     tr.append({"action": "oom", "device_free": 123 * MIB, "size": 80 * 1024 * MIB,
@@ -939,6 +978,8 @@ def main():
         "newer.pickle": (newer(), 5), "legacy_list.pickle": (legacy_list(), 4),
         "two_devices.pickle": (two_devices(), 4), "overflow.pickle": (overflow(), 4),
         "expandable.pickle": (expandable(), 4), "oom.pickle": (oom(), 4),
+        "unmap_remap.pickle": (unmap_remap(), 4),
+        "unmap_remap_window.pickle": (unmap_remap(window=True), 4),
         "interleaved.pickle": (interleaved(), 4), "distinct_stacks.pickle": (distinct_stacks(), 4),
         "list_sequence.pickle": (list_sequence(), 4),
         "multi_device.pickle": (multi_device(), 4),

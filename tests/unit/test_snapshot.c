@@ -605,6 +605,67 @@ static void test_expandable_runs_match(void **st)
     }
 }
 
+/* Segment runs after event idx: n runs, run j at E + at[j] MiB of sz[j] MiB. */
+static void check_runs(const md_replay *r, long idx, size_t n, const int *at, const int *sz)
+{
+    const uint64_t E = 0x7F8000000000ULL;
+    md_replay_seg *g;
+    md_replay_block *b;
+    size_t ng, nb;
+    md_err e;
+    assert_int_equal(md_replay_segments_at(r, idx, &g, &ng, &b, &nb, &e), MD_OK);
+    assert_int_equal(ng, n);
+    for (size_t j = 0; j < ng; j++) {
+        assert_true(g[j].addr == E + (uint64_t)at[j] * MIB);
+        assert_true(g[j].size == (uint64_t)sz[j] * MIB);
+        uint64_t sum = 0; /* blocks cover the run, from its start */
+        for (size_t k = 0; k < g[j].nblocks; k++) {
+            assert_true(b[g[j].first_block + k].addr == g[j].addr + sum);
+            sum += b[g[j].first_block + k].size;
+        }
+        assert_true(sum == g[j].size);
+    }
+    free(g);
+    free(b);
+}
+
+/* Pages unmapped inside a free block and mapped again (synthetic
+ * unmap_remap, see tests/gen/make_synthetic.py): reserved falls and rises,
+ * the hole's free neighbours merge with the pages mapped again, so the
+ * 4 MiB block fits where it did; the unmapped reservation lists as two runs.
+ * Its last two events alone: the window's start is two runs, joined by the
+ * map, with the same end. */
+static void test_unmap_remap(void **st)
+{
+    (void)st;
+    const uint64_t alloc[] = {0, 1, 5, 6, 2, 2, 2, 2, 6}, resv[] = {6, 6, 6, 6, 6, 6, 4, 6, 6};
+    md_snapshot *s = load_ok("synthetic/unmap_remap.pickle");
+    md_replay *r = replay_ok(s, 0);
+    assert_int_equal(md_replay_nevents(r), 9);
+    for (long i = 0; i < 9; i++) {
+        assert_true(md_replay_at(r, i).allocated == alloc[i] * MIB);
+        assert_true(md_replay_at(r, i).reserved == resv[i] * MIB);
+    }
+    assert_int_equal(md_replay_anomalies(r), 0);
+    assert_int_equal(md_replay_reconstructed(r), 0);
+    check_runs(r, 6, 2, (const int[]){0, 4}, (const int[]){2, 2});
+    check_runs(r, 8, 1, (const int[]){0}, (const int[]){6});
+    md_replay_free(r);
+    md_snapshot_free(s);
+
+    s = load_ok("synthetic/unmap_remap_window.pickle");
+    r = replay_ok(s, 0);
+    assert_int_equal(md_replay_reconstructed(r), 1);
+    assert_int_equal(md_replay_anomalies(r), 0);
+    assert_true(md_replay_initial(r).allocated == 2 * MIB && md_replay_initial(r).reserved == 4 * MIB);
+    assert_true(md_replay_at(r, 0).reserved == 6 * MIB && md_replay_at(r, 0).allocated == 2 * MIB);
+    assert_true(md_replay_at(r, 1).allocated == 6 * MIB);
+    check_runs(r, -1, 2, (const int[]){0, 4}, (const int[]){2, 2});
+    check_runs(r, 1, 1, (const int[]){0}, (const int[]){6});
+    md_replay_free(r);
+    md_snapshot_free(s);
+}
+
 static void test_overflow_reconstruction(void **st)
 {
     (void)st;
@@ -684,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_legacy_list_and_devices),
         cmocka_unit_test(test_interleaved_devices),
         cmocka_unit_test(test_expandable_runs_match),
+        cmocka_unit_test(test_unmap_remap),
         cmocka_unit_test(test_overflow_reconstruction),
         cmocka_unit_test(test_peak_reserved_index),
         cmocka_unit_test(test_probe_from_kept_states),
