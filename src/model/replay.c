@@ -44,7 +44,7 @@ typedef struct rseg {
     uint64_t addr, size;
     uint32_t first; /* lowest block */
     uint32_t last;  /* highest block, a hint: checked before use (last_block) */
-    uint32_t nblocks;
+    uint32_t nblocks; /* in its list: the smaller of two joined ones moves */
     uint8_t expandable, alive;
 } rseg;
 
@@ -598,7 +598,7 @@ static void join_next(rstate *st, uint32_t gi)
     uint64_t lo = st->g[gi].addr, hi = st->g[up].addr + st->g[up].size;
     uint32_t first_up = st->g[up].first; /* to merge with the lower part's last */
     move_blocks(st, gone, keep);
-    md_map_del(&st->seg_by_addr, st->g[gone].addr);
+    md_map_del(&st->seg_by_addr, end); /* the upper one's start: no segment's now */
     if (md_map_get(&st->seg_by_end, end, &at) && at == gi)
         md_map_del(&st->seg_by_end, end);
     st->g[gone].alive = 0;
@@ -1525,7 +1525,6 @@ int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **liv
     return MD_OK;
 }
 
-/* The state's alive segments and their blocks, in the public forms. */
 static int push_seg(md_replay_seg **g, size_t *ng, size_t *cap, md_replay_seg v)
 {
     if (md_grow((void **)g, cap, *ng + 1, sizeof **g))
@@ -1534,9 +1533,9 @@ static int push_seg(md_replay_seg **g, size_t *ng, size_t *cap, md_replay_seg v)
     return 0;
 }
 
-/* st's segments and blocks, as torch's snapshot lists them: an expandable
- * segment as its runs of mapped pages, each a segment (none if all its
- * pages are unmapped). */
+/* st's alive segments and their blocks in the public forms, as torch's
+ * snapshot lists them: an expandable segment as its runs of mapped pages,
+ * each a segment (none if all its pages are unmapped). */
 static int segments_of(const rstate *st, md_replay_seg **segs, size_t *nsegs,
                        md_replay_block **blocks, size_t *nblocks)
 {
