@@ -304,14 +304,20 @@ static void state_free(rstate *st)
     md_omap_free(&st->order);
 }
 
-/* dst (uninitialised) = a copy of src, without src's free_at or block
- * order (made again where a copy needs it). */
-static int state_copy(rstate *dst, const rstate *src)
+/* A copy's fields that are src's alone: its free_at, and its block order
+ * (made again where a copy needs it). */
+static void unshare(rstate *dst)
 {
-    *dst = *src;
     dst->free_at = NULL;
     memset(&dst->order, 0, sizeof dst->order);
     dst->has_order = 0;
+}
+
+/* dst (uninitialised) = a copy of src (see unshare). */
+static int state_copy(rstate *dst, const rstate *src)
+{
+    *dst = *src;
+    unshare(dst);
     dst->bcap = src->nb ? src->nb : 1;
     dst->gcap = src->ng ? src->ng : 1;
     dst->b = malloc(dst->bcap * sizeof *dst->b);
@@ -349,9 +355,7 @@ static int state_copy_into(rstate *dst, const rstate *src)
     }
     md_omap_free(&keep.order);
     *dst = *src;
-    dst->free_at = NULL;
-    memset(&dst->order, 0, sizeof dst->order);
-    dst->has_order = 0;
+    unshare(dst);
     dst->b = keep.b, dst->bcap = keep.bcap, dst->g = keep.g, dst->gcap = keep.gcap;
     dst->by_addr = keep.by_addr, dst->seg_by_addr = keep.seg_by_addr;
     dst->seg_by_end = keep.seg_by_end;
@@ -490,18 +494,24 @@ static void ev_free_completed(rstate *st, const md_event *e, long idx)
     merge_free(st, (uint32_t)bi);
 }
 
+/* Forgets that segment gi ends at `end` (another may end there too). */
+static void drop_end(rstate *st, uint32_t gi, uint64_t end)
+{
+    uint64_t at;
+    if (md_map_get(&st->seg_by_end, end, &at) && at == gi)
+        md_map_del(&st->seg_by_end, end);
+}
+
 /* An expandable segment's end moved from `from` to its present end. */
 static int move_end(rstate *st, uint32_t gi, uint64_t from)
 {
-    uint64_t at;
-    if (md_map_get(&st->seg_by_end, from, &at) && at == gi)
-        md_map_del(&st->seg_by_end, from);
+    drop_end(st, gi, from);
     return md_map_put(&st->seg_by_end, st->g[gi].addr + st->g[gi].size, gi);
 }
 
 static void ev_segment_free(rstate *st, const md_event *e)
 {
-    uint64_t gi, at;
+    uint64_t gi;
     if (!md_map_get(&st->seg_by_addr, e->addr, &gi) || !st->g[gi].alive) {
         st->anomalies++;
         return;
@@ -517,8 +527,7 @@ static void ev_segment_free(rstate *st, const md_event *e)
     st->reserved -= g->size;
     g->alive = 0;
     md_map_del(&st->seg_by_addr, e->addr);
-    if (md_map_get(&st->seg_by_end, g->addr + g->size, &at) && at == gi)
-        md_map_del(&st->seg_by_end, g->addr + g->size);
+    drop_end(st, (uint32_t)gi, g->addr + g->size);
 }
 
 /* Segment gi's highest block: its hint where that still holds (the one
@@ -544,19 +553,26 @@ static int make_order(rstate *st)
     return 0;
 }
 
-/* The block of a segment holding addr, NIL if none: the one starting
- * there, else the nearest start below through the ordered index. */
-static uint32_t block_holding(rstate *st, uint64_t addr)
+/* The block of a segment starting nearest at or below addr (the ordered
+ * index made if it is not yet), NIL if none. */
+static uint32_t block_below(rstate *st, uint64_t addr)
 {
-    uint64_t bi, start;
+    uint64_t start;
     uint32_t i;
-    if (md_map_get(&st->by_addr, addr, &bi) && st->b[bi].seg != NIL)
-        return (uint32_t)bi;
-    if (!st->has_order && make_order(st))
-        return NIL;
-    if (!md_omap_floor(&st->order, addr, &start, &i) || addr - start >= st->b[i].size)
+    if ((!st->has_order && make_order(st)) || !md_omap_floor(&st->order, addr, &start, &i))
         return NIL;
     return i;
+}
+
+/* The block of a segment holding addr, NIL if none: the one starting
+ * there, else the nearest start below. */
+static uint32_t block_holding(rstate *st, uint64_t addr)
+{
+    uint64_t bi;
+    if (md_map_get(&st->by_addr, addr, &bi) && st->b[bi].seg != NIL)
+        return (uint32_t)bi;
+    uint32_t i = block_below(st, addr);
+    return i != NIL && addr - st->b[i].addr < st->b[i].size ? i : NIL;
 }
 
 /* Moves segment `from`'s blocks to the end of segment `to`'s list (from
@@ -599,8 +615,7 @@ static void join_next(rstate *st, uint32_t gi)
     uint32_t first_up = st->g[up].first; /* to merge with the lower part's last */
     move_blocks(st, gone, keep);
     md_map_del(&st->seg_by_addr, end); /* the upper one's start: no segment's now */
-    if (md_map_get(&st->seg_by_end, end, &at) && at == gi)
-        md_map_del(&st->seg_by_end, end);
+    drop_end(st, gi, end);
     st->g[gone].alive = 0;
     st->g[keep].addr = lo;
     st->g[keep].size = hi - lo;
@@ -617,15 +632,15 @@ static void join_next(rstate *st, uint32_t gi)
  * Only an unmap makes such holes: until one, no index is made for this. */
 static int hole_at(rstate *st, uint64_t addr, uint32_t *gi, uint32_t *prev)
 {
-    uint64_t at, start;
+    uint64_t at;
     uint32_t i;
     if (md_map_get(&st->seg_by_addr, addr, &at) && st->g[at].alive && st->g[at].expandable &&
         (st->g[at].first == NIL || st->b[st->g[at].first].addr > addr)) {
         *gi = (uint32_t)at, *prev = NIL;
         return 1;
     }
-    if (!addr || !st->unmapped || (!st->has_order && make_order(st)) ||
-        !md_omap_floor(&st->order, addr - 1, &start, &i) || start + st->b[i].size != addr)
+    if (!addr || !st->unmapped || (i = block_below(st, addr - 1)) == NIL ||
+        st->b[i].addr + st->b[i].size != addr)
         return 0;
     const rseg *g = &st->g[st->b[i].seg];
     if (!g->alive || !g->expandable || addr >= g->addr + g->size)
