@@ -9,6 +9,9 @@
 #include "memdiag.h"
 
 #define EXIT_USAGE 2 /* unusable input or arguments */
+/* malloc's: mmap'd from here up (main.c); what it pads the heap by (glibc's default) */
+#define CLI_MMAP_THRESHOLD (1 << 20)
+#define CLI_TOP_PAD (128 << 10)
 
 /* One line on stderr: "memdiag: <what>". */
 void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

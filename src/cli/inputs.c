@@ -178,7 +178,7 @@ static int load_all(char **paths, size_t n, cli_inputs *L)
             jobs[nj++].path = paths[i];
     }
     if (!rc)
-        cli_load_snapshots(jobs, nj);
+        L->heap_below = cli_load_snapshots(jobs, nj);
     for (size_t i = 0, j = 0; i < n && !rc; i++) {
         if (kind[i] == SEED_REPORT) {
             rc = add_json(L, paths[i]);
@@ -304,6 +304,7 @@ void cli_inputs_free(cli_inputs *L)
 {
     unload(L);
     free(L->cross);
+    free(L->heap_below);
     cli_free_paths(L->paths, L->npaths);
     memset(L, 0, sizeof *L);
 }

@@ -17,8 +17,10 @@ typedef struct cli_snap_job {
 
 /* Runs the jobs on up to one thread per CPU. Once a job fails, later jobs
  * are not started (their results would not be reported): take the results
- * in order and stop at the first failed one. */
-void cli_load_snapshots(cli_snap_job *jobs, size_t n);
+ * in order and stop at the first failed one. Returns a block of malloc's
+ * to free with the snapshots (the heap below the huge pages their reading
+ * took, prefault.c), or NULL. */
+void *cli_load_snapshots(cli_snap_job *jobs, size_t n);
 /* Frees what a job holds that was not moved out. */
 void cli_snap_job_free(cli_snap_job *j);
 
@@ -36,6 +38,7 @@ typedef struct cli_inputs {
     size_t *nsfind;
     md_finding *cross;        /* the job's cross-rank findings */
     size_t ncross;
+    void *heap_below;         /* malloc's block below the huge pages (load.c) */
 } cli_inputs;
 
 /* Expands and reads args (files, directories), builds every rank and the

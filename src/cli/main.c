@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     /* Big arrays (events, timeline) grow by realloc; a fixed mmap threshold
      * keeps them in mmap'd chunks that mremap grows without copying
      * (glibc would otherwise raise the threshold after the first free). */
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_MMAP_THRESHOLD, CLI_MMAP_THRESHOLD);
     /* and the heap is not given back to the kernel between stages: the
      * next stage's arrays reuse its pages instead of faulting in new ones */
     mallopt(M_TRIM_THRESHOLD, 256 << 20);

@@ -5,12 +5,15 @@
  * a populated page by any thread of the process makes its mapping present
  * for all of them (~5 us), so a thread that does both just ahead of
  * malloc's heap end takes the faults off the reading thread, on the CPU
- * the reading leaves idle (bench/RESULTS.md, session 21). */
+ * the reading leaves idle (bench/RESULTS.md, session 21). Where a small
+ * input leaves that thread too little to do, the heap goes on transparent
+ * huge pages instead: a fault for each 2 MB (session 28). */
 #include <malloc.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "cli.h"
 #include "prefault.h"
 
 #define PAGE ((uintptr_t)4096)
@@ -57,6 +60,45 @@ static double now_us(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/* ---- the heap on huge pages ------------------------------------------------- */
+
+#define HUGE ((uintptr_t)2 << 20) /* a transparent huge page */
+#define HUGE_GAP ((uintptr_t)64 << 10) /* small pages kept below the first huge one */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FOREIGN_MALLOC 1 /* the sanitizer's: no brk heap, no mallopt */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FOREIGN_MALLOC 1
+#endif
+#endif
+
+void *cli_heap_on_huge_pages(size_t bytes)
+{
+#ifdef FOREIGN_MALLOC
+    (void)bytes;
+    return NULL;
+#else
+    struct mallinfo2 mi = mallinfo2();
+    uintptr_t end = heap_end();
+    if (!mi.arena || !bytes || bytes > ((size_t)1 << 30) || mi.keepcost > end)
+        return NULL;
+    bytes = (bytes + HUGE - 1) & ~(HUGE - 1);
+    uintptr_t top = end - mi.keepcost; /* the top chunk, where malloc carves next */
+    uintptr_t first = (end + HUGE_GAP + HUGE - 1) & ~(HUGE - 1);
+    /* a block from the top up to just below a huge page's start: what malloc
+     * hands out next lies above it; only its header page is ever written */
+    mallopt(M_MMAP_THRESHOLD, (int)(2 * HUGE + HUGE_GAP));
+    mallopt(M_TOP_PAD, (int)(HUGE_GAP + bytes));
+    void *below = malloc(first - HUGE_GAP - top - 4 * sizeof(size_t));
+    mallopt(M_TOP_PAD, CLI_TOP_PAD);
+    mallopt(M_MMAP_THRESHOLD, CLI_MMAP_THRESHOLD);
+    if (below && heap_end() >= first + bytes)
+        madvise((void *)first, bytes, MADV_HUGEPAGE);
+    return below;
+#endif
 }
 
 #define PROBE_PAGES 9
