@@ -160,6 +160,12 @@ typedef struct md_load_opts {
      * compressed file). NULL: not told. */
     void (*on_events)(void *ctx, const md_event *events, size_t n, size_t expect, int state);
     void *events_ctx;
+    /* The events and the stacks' frame ids grow in malloc's heap until they
+     * reach 512 KiB, instead of starting in mappings of their own (where a
+     * heap array's doublings would copy them into fresh pages, a fault each
+     * 4 KiB): for a caller that has put the heap on huge pages (the CLI, for
+     * small inputs where faults are dear). */
+    int heap_first;
 } md_load_opts;
 enum { MD_EVENTS_MORE, MD_EVENTS_END, MD_EVENTS_PAUSE, MD_EVENTS_GONE };
 int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapshot **out,

@@ -334,6 +334,7 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     /* else, with a CPU to spare, page faults are taken there where that pays
      * (prefault.c, prefault_pays); MEMDIAG_PREFAULT=0 leaves them where they
      * fall (a benchmark's baseline), =1 takes them there whenever it can */
+    P.opts.heap_first = below != NULL;
     cli_prefault pf = {.running = 0};
     const char *pf_env = getenv("MEMDIAG_PREFAULT");
     if (nw < cpus && (pf_env && *pf_env ? strcmp(pf_env, "0") != 0

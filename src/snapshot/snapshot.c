@@ -175,9 +175,11 @@ static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
     }
     /* the frame ids live in a mapping of their own from the first stack
      * (SFRAMES_MIN makes md_big_grow map it): in the heap each doubling
-     * copied them into fresh pages, a third of a 1 MB file's page faults */
-    size_t want = s->nsframes + n < SFRAMES_MIN ? SFRAMES_MIN : s->nsframes + n;
-    if ((s->nsframes + n > s->sfcap &&
+     * copied them into fresh pages, a third of a 1 MB file's page faults
+     * (unless those come 2 MB at a time: heap_first) */
+    size_t need = s->nsframes + n;
+    size_t want = need < SFRAMES_MIN && !s->heap_first ? SFRAMES_MIN : need;
+    if ((need > s->sfcap &&
          md_big_grow((void **)&s->sframes, &s->sfcap, want, sizeof *ids)) ||
         md_grow((void **)&s->stacks, &s->stcap, s->nstacks + 1, sizeof *s->stacks))
         return -1;
@@ -989,7 +991,9 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
      * address space and, until md_big_trim, part of a huge page. */
     size_t usual = md_input_size(in) / 60;
     follow_events(&L, opts, md_input_size(in), usual);
-    md_big_grow((void **)&s->events, &s->evcap, usual, sizeof *s->events);
+    s->heap_first = opts && opts->heap_first;
+    if (!s->heap_first)
+        md_big_grow((void **)&s->events, &s->evcap, usual, sizeof *s->events);
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
