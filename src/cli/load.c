@@ -28,10 +28,12 @@
 #define PREFAULT_LEAD ((size_t)1 << 20)
 #define FOLLOW_MIN_BYTES ((off_t)16 << 20) /* see worth_following */
 #define PREFAULT_MIN_BYTES ((off_t)4 << 20) /* see prefault_pays */
-/* the heap put on huge pages for small inputs (huge_heap_pays): their
- * reading's 1-2.5 MB with room */
-#define HUGE_HEAP_BYTES ((size_t)4 << 20)
-#define HUGE_HEAP_INPUT_MAX ((size_t)4 << 20)
+/* the heap put on huge pages where faults are dear (huge_heap_bytes): all
+ * of a small input's reading (1-2.5 MB) with room, and a larger one's
+ * first stretch */
+#define HUGE_HEAP_SMALL ((size_t)4 << 20)
+#define HUGE_HEAP_LARGE ((size_t)2 << 20)
+#define HUGE_HEAP_INPUT_MAX ((size_t)4 << 20) /* "small": under this */
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2 }; /* pool.follow, 0: none */
 
@@ -289,20 +291,23 @@ static size_t input_estimate(const cli_snap_job *jobs, const off_t *plain, size_
     return bytes;
 }
 
-/* Whether the heap goes on huge pages (prefault.c; MEMDIAG_HUGEHEAP=0/1
- * to say): where faults are dear, for inputs under 4 MB, whose reading
- * takes a few hundred of them (10-12 us each): a 1.3 MB snapshot 8.7 ->
- * 5.7 ms, better than the prefault thread's 9.4 (and both: 7.0). Where
- * faults are cheap (1.4 us) it gains nothing and costs 3 MB. Larger inputs
- * keep small pages: more of their heap lies past the huge pages, whose
- * whole 2 MB are resident (synthetic-100000, 6 MB: 2.05x its size instead
- * of 1.76x). */
-static int huge_heap_pays(const cli_snap_job *jobs, const off_t *plain, size_t n, int *dear)
+/* How much of malloc's heap goes on huge pages (prefault.c), 0: none;
+ * where faults are dear (MEMDIAG_HUGEHEAP=0/1 to say otherwise), where a
+ * page costs 10-12 us and 2 MB 0.1 ms. An input under 4 MB (*small): 4 MB,
+ * with the events and frame ids in it (md_load_opts.heap_first) and no
+ * prefault thread: a 1.3 MB snapshot 8.7 -> 4.3 ms, 3 MB more resident
+ * (the prefault thread: 9.4; both: 7.0). A larger one: its first 2 MB, the
+ * thread taking the rest: 6-67 MB snapshots 8-17 % faster, up to 1.1 MB
+ * more resident (4 MB made a 6 MB snapshot 2.05x its size). Where faults
+ * are cheap (1.4 us) it gained nothing and cost 3 MB. */
+static size_t huge_heap_bytes(const cli_snap_job *jobs, const off_t *plain, size_t n, int *dear,
+                              int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
-    if (env && *env)
-        return strcmp(env, "0") != 0;
-    return input_estimate(jobs, plain, n) < HUGE_HEAP_INPUT_MAX && faults_dear(dear);
+    if (env && *env ? !strcmp(env, "0") : !faults_dear(dear))
+        return 0;
+    *small = input_estimate(jobs, plain, n) < HUGE_HEAP_INPUT_MAX;
+    return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
 }
 
 void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
@@ -326,19 +331,22 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
               2 * nw <= cpus ? 2 : 1, plain};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
-    /* where page faults are dear, a small input's heap goes on huge pages
-     * (huge_heap_pays); the block malloc keeps below them is the caller's */
-    int dear = -1;
-    void *below = huge_heap_pays(jobs, plain, n, &dear) ? cli_heap_on_huge_pages(HUGE_HEAP_BYTES)
-                                                        : NULL;
-    /* else, with a CPU to spare, page faults are taken there where that pays
-     * (prefault.c, prefault_pays); MEMDIAG_PREFAULT=0 leaves them where they
-     * fall (a benchmark's baseline), =1 takes them there whenever it can */
-    P.opts.heap_first = below != NULL;
+    /* where page faults are dear, the heap goes on huge pages, a small
+     * input's all of it (huge_heap_bytes); the block malloc keeps below them
+     * is the caller's */
+    int dear = -1, small = 0;
+    size_t huge = huge_heap_bytes(jobs, plain, n, &dear, &small);
+    void *below = huge ? cli_heap_on_huge_pages(huge) : NULL;
+    P.opts.heap_first = below && small;
+    /* and, with a CPU to spare, the rest of a larger one's faults are taken
+     * there where that pays (prefault.c, prefault_pays); MEMDIAG_PREFAULT=0
+     * leaves them where they fall (a benchmark's baseline), =1 takes them
+     * there whenever it can */
     cli_prefault pf = {.running = 0};
     const char *pf_env = getenv("MEMDIAG_PREFAULT");
     if (nw < cpus && (pf_env && *pf_env ? strcmp(pf_env, "0") != 0
-                                        : !below && prefault_pays(plain, n, P.follow, &dear)))
+                                        : !P.opts.heap_first &&
+                                              prefault_pays(plain, n, P.follow, &dear)))
         cli_prefault_start(&pf, PREFAULT_LEAD);
     /* the calling thread is a worker too; without threads it does it all */
     while (started + 1 < nw && !pthread_create(&tid[started], NULL, worker, &P))
