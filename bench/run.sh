@@ -41,9 +41,11 @@ rss_kb() {
     else echo nan; fi
 }
 # one CPU and no helper threads (no read-ahead, no prefault): the reading
-# speed a single core gives, best of 3
+# speed a single core gives, best of 3; the timer is pinned and memdiag
+# inherits it (taskset inside the timing added its own start: 3.5 ms on a
+# host where /bin/true takes 1.7)
 pin=""; command -v taskset >/dev/null 2>&1 && pin="taskset -c 0"
-one_cpu() { MEMDIAG_THREADS=1 MEMDIAG_PREFAULT=0 python3 bench/wall.py 3 $pin "$M" summary "$1"; }
+one_cpu() { MEMDIAG_THREADS=1 MEMDIAG_PREFAULT=0 $pin python3 bench/wall.py 3 "$M" summary "$1"; }
 # speedup: the median over rounds of pickle.load's time / memdiag's in the
 # same round (bench/pair.py), with the lowest and highest round beside it
 printf '%-30s %8s %10s %10s %8s %11s %7s %9s %9s\n' file MB memdiag_s pickle_s speedup range MB/s rss/file 1cpu_MB/s
