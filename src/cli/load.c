@@ -29,9 +29,9 @@
 #define FOLLOW_MIN_BYTES ((off_t)16 << 20) /* see worth_following */
 #define PREFAULT_MIN_BYTES ((off_t)4 << 20) /* see prefault_pays */
 /* the heap put on huge pages where faults are dear (huge_heap_bytes): all
- * of a small input's reading (1-2.5 MB) with room, and a larger one's
- * first stretch */
-#define HUGE_HEAP_SMALL ((size_t)4 << 20)
+ * of a small input's reading (2-5 MB, its arrays' doublings among it), and
+ * a larger one's first stretch */
+#define HUGE_HEAP_SMALL ((size_t)8 << 20)
 #define HUGE_HEAP_LARGE ((size_t)2 << 20)
 #define HUGE_HEAP_INPUT_MAX ((size_t)4 << 20) /* "small": under this */
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
@@ -293,13 +293,15 @@ static size_t input_estimate(const cli_snap_job *jobs, const off_t *plain, size_
 
 /* How much of malloc's heap goes on huge pages (prefault.c), 0: none;
  * where faults are dear (MEMDIAG_HUGEHEAP=0/1 to say otherwise), where a
- * page costs 10-12 us and 2 MB 0.1 ms. An input under 4 MB (*small): 4 MB,
- * with the events and frame ids in it (md_load_opts.heap_first) and no
- * prefault thread: a 1.3 MB snapshot 8.7 -> 4.3 ms, 3 MB more resident
- * (the prefault thread: 9.4; both: 7.0). A larger one: its first 2 MB, the
- * thread taking the rest: 6-67 MB snapshots 8-17 % faster, up to 1.1 MB
- * more resident (4 MB made a 6 MB snapshot 2.05x its size). Where faults
- * are cheap (1.4 us) it gained nothing and cost 3 MB. */
+ * page costs 10-12 us and 2 MB 0.1 ms. An input under 4 MB (*small): 8 MB
+ * (only what malloc writes is resident), with the events and frame ids in
+ * it (md_load_opts.heap_first) and no prefault thread: a 1.3 MB snapshot
+ * 8.7 -> 4.3 ms, 3 MB more resident (the prefault thread: 9.4; both: 7.0);
+ * synthetic-10000 10.4 -> 5.2 ms (4 MB of huge pages: 6.1, its events'
+ * doublings outgrew them). A larger one: its first 2 MB, the thread taking
+ * the rest: 6-67 MB snapshots 6-17 % faster, up to 1.8 MB more resident
+ * (4 MB made a 6 MB snapshot 2.05x its size). Where faults are cheap
+ * (1.4 us) it gained nothing and cost 3 MB. */
 static size_t huge_heap_bytes(const cli_snap_job *jobs, const off_t *plain, size_t n, int *dear,
                               int *small)
 {
