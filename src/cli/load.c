@@ -9,8 +9,8 @@
  * files of 16 MB and more, model/follow.c), and the ranks of its devices
  * (one process on several GPUs) are built two at a time. */
 #include <pthread.h>
-#include <stdint.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -88,8 +88,13 @@ void *cli_heap_on_huge_pages(size_t bytes)
     bytes = (bytes + HUGE - 1) & ~(HUGE - 1);
     uintptr_t top = end - mi.keepcost; /* the top chunk, where malloc carves next */
     uintptr_t first = (end + HUGE_GAP + HUGE - 1) & ~(HUGE - 1);
+    if (first - HUGE_GAP - top < 64) /* room for the block's header */
+        first += HUGE;
     /* a block from the top up to just below a huge page's start: what malloc
-     * hands out next lies above it; only its header page is ever written */
+     * hands out next lies above it; only its header page is ever written.
+     * The heap, not a mapping, gives it (the threshold), and grows past the
+     * range asked for in the same step (the pad), before any of it is
+     * written: advice comes too late for a 2 MB range with a page in it. */
     mallopt(M_MMAP_THRESHOLD, (int)(2 * HUGE + HUGE_GAP));
     mallopt(M_TOP_PAD, (int)(HUGE_GAP + bytes));
     void *below = malloc(first - HUGE_GAP - top - 4 * sizeof(size_t));
