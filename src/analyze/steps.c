@@ -22,6 +22,13 @@
 
 #define MIB (1024.0 * 1024.0)
 
+/* A block made before the recorded history, and the category its fate in
+ * the history gives it. */
+typedef struct pre_fate {
+    uint64_t addr;
+    uint8_t category; /* md_category */
+} pre_fate;
+
 struct md_analysis {
     const md_snapshot *s;
     const md_replay *r;
@@ -56,6 +63,10 @@ struct md_analysis {
     uint64_t *state_addr;   /* optimizer state made before the recorded history
                                (prehistory_state), by address, sorted */
     size_t nstate_addr;
+    pre_fate *pre_fates; /* other blocks made before the recorded history
+                            whose fate in it tells what they were
+                            (prehistory_fates), by address, sorted */
+    size_t npre_fates;
 };
 
 /* A moment given by an annotation: the state before time t, or up to and
@@ -850,7 +861,9 @@ static int by_size(const void *x, const void *y)
     const sized *a = x, *b = y;
     if (a->size != b->size)
         return a->size < b->size ? -1 : 1;
-    return (a->index > b->index) - (a->index < b->index);
+    if (a->index != b->index) /* then by address: blocks made before the history tie */
+        return (a->index > b->index) - (a->index < b->index);
+    return (a->addr > b->addr) - (a->addr < b->addr);
 }
 
 /* The allocations of [lo, hi] still live after `past`, each with its size,
@@ -954,13 +967,15 @@ static int take_param(md_analysis *a, const sized *cand, size_t *cap, size_t *ca
  * made none: the recording began mid-training), told by sizes alone: what
  * is left, of each parameter size, among the blocks made before the
  * history once its parameters are taken. Said only where every parameter
- * has it, k buffers each, one k for all (SGD's momentum: 1, Adam's
- * moments: 2): k x the gradients in all. Else (no momentum, an EMA copy
- * beside the state) nothing is said of them. */
+ * size has it, k buffers per gradient, one k for all (SGD's momentum: 1,
+ * Adam's moments: 2). A size may hold a few more blocks than its k per
+ * gradient (a ring buffer's window also catches blocks of the step before
+ * it, of a weight's size): those few stay unnamed. Where a size holds
+ * fewer, or a k+1-th set (an EMA copy beside the state), nothing is said. */
 typedef struct state_guess {
     const sized **rest; /* per size: its leftovers */
-    size_t *n;
-    size_t nsizes, cap_rest, cap_n, total;
+    size_t *n, *g;      /* per size: how many leftovers, how many gradients */
+    size_t nsizes, cap_rest, cap_n, cap_g;
     int k;              /* 0: none yet; -1: sizes disagree */
 } state_guess;
 
@@ -968,28 +983,35 @@ static int guess_state(state_guess *sg, const sized *rest, size_t n, size_t grad
 {
     if (!grads || sg->k < 0)
         return 0;
-    int k = n == grads ? 1 : n == 2 * grads ? 2 : -1;
+    size_t per = n / grads;
+    int k = per == 1 || per == 2 ? (int)per : -1;
     for (size_t j = 0; j < n && k > 0; j++)
         k = rest[j].index < 0 ? k : -1; /* made within the history: not this */
     sg->k = sg->k && sg->k != k ? -1 : k;
     if (sg->k < 0)
         return 0;
     if (md_grow((void **)&sg->rest, &sg->cap_rest, sg->nsizes + 1, sizeof *sg->rest) ||
-        md_grow((void **)&sg->n, &sg->cap_n, sg->nsizes + 1, sizeof *sg->n))
+        md_grow((void **)&sg->n, &sg->cap_n, sg->nsizes + 1, sizeof *sg->n) ||
+        md_grow((void **)&sg->g, &sg->cap_g, sg->nsizes + 1, sizeof *sg->g))
         return -1;
-    sg->rest[sg->nsizes] = rest, sg->n[sg->nsizes++] = n, sg->total += n;
+    sg->rest[sg->nsizes] = rest, sg->n[sg->nsizes] = n, sg->g[sg->nsizes++] = grads;
     return 0;
 }
 
+/* The guess taken where it covers every gradient (k each) and the blocks
+ * it leaves unnamed are at most an eighth of those it names. */
 static int prehistory_state(md_analysis *a, const state_guess *sg, size_t grads)
 {
-    if (sg->k <= 0 || sg->total != (size_t)sg->k * grads)
+    size_t k = sg->k > 0 ? (size_t)sg->k : 0, named = 0, extra = 0;
+    for (size_t i = 0; i < sg->nsizes; i++)
+        named += k * sg->g[i], extra += sg->n[i] - k * sg->g[i];
+    if (!k || named != k * grads || extra > named / 8)
         return 0;
-    a->state_addr = malloc(sg->total * sizeof *a->state_addr);
+    a->state_addr = malloc(named * sizeof *a->state_addr);
     if (!a->state_addr)
         return -1;
     for (size_t i = 0; i < sg->nsizes; i++)
-        for (size_t j = 0; j < sg->n[i]; j++)
+        for (size_t j = 0; j < k * sg->g[i]; j++)
             a->state_addr[a->nstate_addr++] = sg->rest[i][j].addr;
     qsort(a->state_addr, a->nstate_addr, sizeof *a->state_addr, cmp_addr);
     return 0;
@@ -1073,13 +1095,106 @@ static int unnamed_params(md_analysis *a)
     }
     if (!rc && !ns && ng)
         rc = prehistory_state(a, &sg, ng);
-    free(sg.rest), free(sg.n);
+    free(sg.rest), free(sg.n), free(sg.g);
     if (a->nunnamed)
         qsort(a->unnamed, a->nunnamed, sizeof(long), cmp_long);
     if (a->nunnamed_addr)
         qsort(a->unnamed_addr, a->nunnamed_addr, sizeof(uint64_t), cmp_addr);
     free(cand), free(named), free(grads), free(state);
     return rc;
+}
+
+/* The first event of the history's first optimizer step, n if none: an
+ * optimizer.step annotation's or an optimizer frame's, whichever is first. */
+static long first_optimizer_event(const md_analysis *a)
+{
+    long at = (long)a->n;
+    int64_t t0 = a->n ? a->ev[0].time_us : -1;
+    const md_snapshot *s = a->s;
+    for (size_t i = 0; t0 >= 0 && i < s->nanns; i++) {
+        const md_annotation *an = &s->anns[i];
+        if (an->device == a->step_device && an->stage == 1 && an->time_us >= t0 &&
+            match_prefix(md_strtab_get(&s->strs, an->name), "Optimizer.step#")) {
+            long k = index_before(a, an->time_us, 0) + 1;
+            at = k < at ? k : at;
+        }
+    }
+    for (long i = 0; i < at; i++)
+        if (md_stack_tags((md_stack_cache *)&a->cache, s, a->ev[i].stack) & MD_TAG_OPTIM)
+            return i;
+    return at;
+}
+
+static int cmp_fate(const void *x, const void *y)
+{
+    const pre_fate *a = x, *b = y;
+    return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+static pre_fate *find_fate(const md_analysis *a, uint64_t addr)
+{
+    pre_fate key = {addr, 0};
+    return a->npre_fates ? bsearch(&key, a->pre_fates, a->npre_fates, sizeof key, cmp_fate)
+                         : NULL;
+}
+
+/* What the history tells of the blocks made before it (by then parameters
+ * and optimizer state are named): one freed before the history's first
+ * optimizer step, once a backward was under way, is what the forward saved
+ * for that backward (a ring buffer's window opening in a backward: the
+ * step before's activations); one never freed, of a cuBLAS workspace's
+ * size, is that workspace (one per handle and stream: the autograd
+ * engine's thread has its own), where there are a few such: many are a
+ * frozen model's weights of that size (a 4096 x 4096 bf16 matrix is 32
+ * MiB). Others stay "other". */
+#define MAX_PRE_WORKSPACES 4
+
+static int prehistory_fates(md_analysis *a)
+{
+    enum { UNSEEN = MD_CAT_COUNT, FREED };
+    md_live *live = NULL;
+    size_t n = 0;
+    md_err e;
+    if (!md_replay_initial(a->r).allocated || !a->nsteps)
+        return 0;
+    if (md_replay_live(a->r, -1, &live, &n, &e))
+        return -1;
+    a->pre_fates = malloc((n ? n : 1) * sizeof *a->pre_fates);
+    for (size_t i = 0; a->pre_fates && i < n; i++)
+        a->pre_fates[i] = (pre_fate){live[i].addr, UNSEEN};
+    free(live);
+    if (!a->pre_fates)
+        return -1;
+    a->npre_fates = n;
+    qsort(a->pre_fates, n, sizeof *a->pre_fates, cmp_fate);
+    long opt0 = first_optimizer_event(a);
+    for (long i = 0, bwd = 0; i < opt0; i++) {
+        const md_event *ev = &a->ev[i];
+        bwd = bwd || backward_event(a, i);
+        pre_fate *f;
+        if ((ev->action == MD_ACT_FREE_REQUESTED || ev->action == MD_ACT_FREE_COMPLETED) &&
+            (f = find_fate(a, ev->addr)) && f->category == UNSEEN)
+            f->category = bwd ? MD_CAT_ACTIVATION : FREED;
+    }
+    if (md_replay_live(a->r, (long)a->n - 1, &live, &n, &e))
+        return -1;
+    pre_fate *ws[MAX_PRE_WORKSPACES + 1];
+    size_t nws = 0;
+    for (size_t i = 0; i < n && nws <= MAX_PRE_WORKSPACES; i++) {
+        uint64_t rq = live[i].requested;
+        pre_fate *f = live[i].alloc_index < 0 ? find_fate(a, live[i].addr) : NULL;
+        if (f && f->category == UNSEEN && (rq == 33554432ULL || rq == 8519680ULL))
+            ws[nws++] = f;
+    }
+    for (size_t i = 0; nws <= MAX_PRE_WORKSPACES && i < nws; i++)
+        ws[i]->category = MD_CAT_WORKSPACE;
+    free(live);
+    size_t k = 0;
+    for (size_t i = 0; i < a->npre_fates; i++)
+        if (a->pre_fates[i].category < MD_CAT_COUNT)
+            a->pre_fates[k++] = a->pre_fates[i];
+    a->npre_fates = k;
+    return 0;
 }
 
 int md_analysis_unnamed_param(const md_analysis *a, const md_live *l)
@@ -1178,7 +1293,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->start = a->nsteps ? a->steps[0].fwd_start : -1;
     if (a->pre_oom >= 0) /* the indicators count from before the attempts, as a capture does */
         a->start = first_tagged(a, -1, a->pre_oom, MD_TAG_FORWARD, 0) - 1;
-    if (unnamed_params(a))
+    if (unnamed_params(a) || prehistory_fates(a))
         goto nomem_after;
     if (a->nsteps ? md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters)
                   : md_find_calls(s, &a->cache, a->ev, a->n, &a->iters))
@@ -1206,6 +1321,7 @@ void md_analysis_free(md_analysis *a)
     free(a->unnamed);
     free(a->unnamed_addr);
     free(a->state_addr);
+    free(a->pre_fates);
     free(a->iters.steps);
     free(a->cache.tags);
     free(a->cache.ftags);
@@ -1337,8 +1453,11 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
         int state = (tags & MD_TAG_OPTIM) ||
                     (a->nstate_addr && bsearch(&l->addr, a->state_addr, a->nstate_addr,
                                                sizeof(uint64_t), cmp_addr));
+        const pre_fate *f;
         if (state || md_snapshot_has_history(a->s, md_replay_device(a->r)))
-            return state ? MD_CAT_OPTIMIZER_STATE : MD_CAT_OTHER;
+            return state                           ? MD_CAT_OPTIMIZER_STATE
+                   : (f = find_fate(a, l->addr)) ? (md_category)f->category
+                                                   : MD_CAT_OTHER;
         /* no history at all (enabled="state"): the block's own stack is all
          * there is; a history's blocks from before it are left as they were */
         return (tags & (MD_TAG_GRAD_ACCUM | MD_TAG_BACKWARD)) ? MD_CAT_GRADIENT
