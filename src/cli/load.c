@@ -165,16 +165,20 @@ out:
 }
 
 /* A plain pickle's size (it begins with PROTO), else -1: compressed, or
- * not a file that can be read. */
-static off_t plain_size(const char *path)
+ * not a file that can be read. *guess: its plain bytes, a compressed
+ * file's guessed at 20x its size (the seed exercise's: 16x gzip, 27x xz);
+ * -1 where it is not a regular file. */
+static off_t plain_size(const char *path, off_t *guess)
 {
     struct stat st;
+    *guess = -1;
     if (stat(path, &st) || !S_ISREG(st.st_mode))
         return -1;
     FILE *f = fopen(path, "rb");
     int first = f ? fgetc(f) : EOF;
     if (f)
         fclose(f);
+    *guess = first == 0x80 ? st.st_size : 20 * st.st_size;
     return first == 0x80 ? st.st_size : -1;
 }
 
@@ -273,21 +277,16 @@ static size_t cpu_count(void)
     return cpus > 0 ? (size_t)cpus : 1;
 }
 
-/* The plain bytes of these files: a compressed file's guessed at 20x its
- * size (the seed exercise's: 16x gzip, 27x xz); SIZE_MAX where one is not
- * a regular file. */
-static size_t input_estimate(const cli_snap_job *jobs, const off_t *plain, size_t n)
+/* The plain bytes of these files (plain_size's guesses); SIZE_MAX where
+ * one is not a regular file or none are known. */
+static size_t input_estimate(const off_t *guess, size_t n)
 {
     size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (plain && plain[i] >= 0)
-            bytes += (size_t)plain[i];
-        else if (!stat(jobs[i].path, &st) && S_ISREG(st.st_mode))
-            bytes += 20 * (size_t)st.st_size;
-        else
+    for (size_t i = 0; i < n; i++)
+        if (!guess || guess[i] < 0)
             return SIZE_MAX;
-    }
+        else
+            bytes += (size_t)guess[i];
     return bytes;
 }
 
@@ -302,13 +301,12 @@ static size_t input_estimate(const cli_snap_job *jobs, const off_t *plain, size_
  * the rest: 6-67 MB snapshots 6-17 % faster, up to 1.8 MB more resident
  * (4 MB made a 6 MB snapshot 2.05x its size). Where faults are cheap
  * (1.4 us) it gained nothing and cost 3 MB. */
-static size_t huge_heap_bytes(const cli_snap_job *jobs, const off_t *plain, size_t n, int *dear,
-                              int *small)
+static size_t huge_heap_bytes(const off_t *guess, size_t n, int *dear, int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
     if (env && *env ? !strcmp(env, "0") : !faults_dear(dear))
         return 0;
-    *small = input_estimate(jobs, plain, n) < HUGE_HEAP_INPUT_MAX;
+    *small = input_estimate(guess, n) < HUGE_HEAP_INPUT_MAX;
     return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
 }
 
@@ -325,10 +323,11 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * none, every replay after its read on the reading thread) */
     const char *fo_env = getenv("MEMDIAG_FOLLOW");
     int follow = !fo_env || !*fo_env ? FOLLOW_BY_SIZE : strcmp(fo_env, "0") ? FOLLOW_ALL : 0;
-    /* each file's size if plain, looked at once (following, prefaulting) */
-    off_t *plain = malloc((n ? n : 1) * sizeof *plain);
+    /* each file's size if plain, and its plain bytes guessed, looked at
+     * once (following, prefaulting, the huge heap) */
+    off_t *plain = malloc((n ? 2 * n : 1) * sizeof *plain), *guess = plain ? plain + n : NULL;
     for (size_t i = 0; plain && i < n; i++)
-        plain[i] = plain_size(jobs[i].path);
+        plain[i] = plain_size(jobs[i].path, &guess[i]);
     pool P = {jobs, n, 0, n, {.read_ahead = 2 * nw <= cpus}, 2 * nw <= cpus ? follow : 0,
               2 * nw <= cpus ? 2 : 1, plain};
     pthread_t tid[MAX_WORKERS];
@@ -337,7 +336,7 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * input's all of it (huge_heap_bytes); the block malloc keeps below them
      * is the caller's */
     int dear = -1, small = 0;
-    size_t huge = huge_heap_bytes(jobs, plain, n, &dear, &small);
+    size_t huge = huge_heap_bytes(guess, n, &dear, &small);
     void *below = huge ? cli_heap_on_huge_pages(huge) : NULL;
     P.opts.heap_first = below && small;
     /* and, with a CPU to spare, the rest of a larger one's faults are taken

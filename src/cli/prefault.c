@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "prefault.h"
+#include "../util/util.h"
 
 #define PAGE ((uintptr_t)4096)
 #define TOUCH_STEP ((uintptr_t)64 << 10) /* read per turn: stop is seen soon */
@@ -64,7 +65,7 @@ static double now_us(void)
 
 /* ---- the heap on huge pages ------------------------------------------------- */
 
-#define HUGE ((uintptr_t)2 << 20) /* a transparent huge page */
+#define HUGE ((uintptr_t)MD_HUGE_PAGE)
 #define HUGE_GAP ((uintptr_t)64 << 10) /* small pages kept below the first huge one */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -83,7 +84,7 @@ void *cli_heap_on_huge_pages(size_t bytes)
 #else
     struct mallinfo2 mi = mallinfo2();
     uintptr_t end = heap_end();
-    if (!mi.arena || !bytes || bytes > ((size_t)1 << 30) || mi.keepcost > end)
+    if (!mi.arena || !bytes || bytes > ((size_t)1 << 30))
         return NULL;
     bytes = (bytes + HUGE - 1) & ~(HUGE - 1);
     uintptr_t top = end - mi.keepcost; /* the top chunk, where malloc carves next */

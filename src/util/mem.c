@@ -37,7 +37,7 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
 /* ---- big arrays ---------------------------------------------------------- */
 
 #define BIG_MIN MD_BIG_MIN /* below: the heap (md_grow) */
-#define BIG_UNIT ((size_t)2 << 20)  /* a transparent huge page */
+#define BIG_UNIT MD_HUGE_PAGE
 
 static int big_mapped(size_t cap, size_t esz)
 {

@@ -29,6 +29,7 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz);
  * pages past the first `used` elements once the array is complete; an
  * array from md_big_grow is freed with md_big_free (same cap and esz). */
 #define MD_BIG_MIN ((size_t)512 << 10) /* bytes: from here on, a mapping */
+#define MD_HUGE_PAGE ((size_t)2 << 20)  /* a transparent huge page (x86-64, arm64 4K) */
 int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz);
 /* An empty big array (*cap 0) made with room for `room` elements at once,
  * so it need not move until it outgrows them: address space, not memory;
