@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../model/model.h"
+#include "../util/thread.h"
 #include "../util/util.h"
 #include "load.h"
 #include "prefault.h"
@@ -83,7 +85,7 @@ static void *build_some(void *arg)
 static int build_all(rank_builds *B, int threads, md_err *err)
 {
     pthread_t tid;
-    int helper = threads > 1 && B->n > 1 && !pthread_create(&tid, NULL, build_some, B);
+    int helper = threads > 1 && B->n > 1 && !md_thread_start(&tid, build_some, B, MD_STACK_WORK);
     build_some(B);
     if (helper)
         pthread_join(tid, NULL);
@@ -290,6 +292,16 @@ static size_t input_estimate(const off_t *guess, size_t n)
     return bytes;
 }
 
+/* Whether the data size is limited (ulimit -d): the huge heap's address
+ * space counts against it, all of it, though only what malloc writes is
+ * resident, and left too little for a 1.3 MB snapshot under 10 MB that
+ * 8 MB (no huge heap) had been enough for. */
+static int data_limited(void)
+{
+    struct rlimit rl;
+    return !getrlimit(RLIMIT_DATA, &rl) && rl.rlim_cur != RLIM_INFINITY;
+}
+
 /* How much of malloc's heap goes on huge pages (prefault.c), 0: none;
  * where faults are dear (MEMDIAG_HUGEHEAP=0/1 to say otherwise), where a
  * page costs 10-12 us and 2 MB 0.1 ms. An input under 4 MB (*small): 8 MB
@@ -304,7 +316,7 @@ static size_t input_estimate(const off_t *guess, size_t n)
 static size_t huge_heap_bytes(const off_t *guess, size_t n, int *dear, int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
-    if (env && *env ? !strcmp(env, "0") : !faults_dear(dear))
+    if (env && *env ? !strcmp(env, "0") : !faults_dear(dear) || data_limited())
         return 0;
     *small = input_estimate(guess, n) < HUGE_HEAP_INPUT_MAX;
     return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
@@ -350,7 +362,7 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
                                               prefault_pays(plain, n, P.follow, &dear)))
         cli_prefault_start(&pf, PREFAULT_LEAD);
     /* the calling thread is a worker too; without threads it does it all */
-    while (started + 1 < nw && !pthread_create(&tid[started], NULL, worker, &P))
+    while (started + 1 < nw && !md_thread_start(&tid[started], worker, &P, MD_STACK_WORK))
         started++;
     worker(&P);
     for (size_t k = 0; k < started; k++)

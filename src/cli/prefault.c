@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "prefault.h"
+#include "../util/thread.h"
 #include "../util/util.h"
 
 #define PAGE ((uintptr_t)4096)
@@ -135,7 +136,7 @@ void cli_prefault_start(cli_prefault *pf, size_t lead)
     atomic_init(&pf->stop, 0);
     pf->from = heap_end();
     mallopt(M_TOP_PAD, (int)lead);
-    pf->running = !pthread_create(&pf->tid, NULL, prefault_loop, pf);
+    pf->running = !md_thread_start(&pf->tid, prefault_loop, pf, MD_STACK_HELPER);
 }
 
 void cli_prefault_stop(cli_prefault *pf)

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+#include "../util/thread.h"
 #include "model.h"
 
 #define FEED_MAX 4096 /* events fed at once: how long a GONE may wait */
@@ -101,7 +102,7 @@ md_follow *md_follow_start(void)
     atomic_init(&f->pauses, 0);
     atomic_init(&f->acked, 0);
     atomic_init(&f->exited, 0);
-    if (pthread_create(&f->thread, NULL, follow_main, f)) {
+    if (md_thread_start(&f->thread, follow_main, f, MD_STACK_WORK)) {
         md_pass_free(f->pass);
         free(f);
         return NULL;

@@ -18,7 +18,9 @@
 #include <sys/stat.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 #include "input.h"
+#include "thread.h"
 #include "util.h"
 
 enum codec { C_RAW, C_GZIP, C_ZSTD, C_XZ };
@@ -73,16 +75,16 @@ static void ahead_start(md_input *in);
 /* A decoder's error after `made` bytes of this read: they are still
  * returned (the reader then fails exactly where the data ends, however the
  * reads fall), the error with the next read. */
-__attribute__((format(printf, 4, 5)))
-static long codec_fail(md_input *in, size_t made, md_err *err, const char *fmt, ...)
+__attribute__((format(printf, 5, 6)))
+static long codec_fail(md_input *in, size_t made, md_err *err, int code, const char *fmt, ...)
 {
     char what[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    md_err_set(made ? &in->pending : err, MD_E_FORMAT, -1, "%s", what);
-    return made ? (long)made : MD_E_FORMAT;
+    md_err_set(made ? &in->pending : err, code, -1, "%s", what);
+    return made ? (long)made : code;
 }
 
 static long raw_fill(md_input *in, void *buf, size_t n)
@@ -235,9 +237,14 @@ static long read_gzip(md_input *in, unsigned char *buf, size_t n, md_err *err)
             }
             in->done = 1;
         } else if (zr == Z_BUF_ERROR && in->eof_in) {
-            return codec_fail(in, (size_t)(in->z.next_out - buf), err, "gzip stream is truncated");
+            return codec_fail(in, (size_t)(in->z.next_out - buf), err, MD_E_FORMAT,
+                              "gzip stream is truncated");
+        } else if (zr == Z_MEM_ERROR) {
+            return codec_fail(in, (size_t)(in->z.next_out - buf), err, MD_E_NOMEM,
+                              "out of memory for the gzip decoder");
         } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
-            return codec_fail(in, (size_t)(in->z.next_out - buf), err, "gzip data is corrupt");
+            return codec_fail(in, (size_t)(in->z.next_out - buf), err, MD_E_FORMAT,
+                              "gzip data is corrupt");
         }
     }
     return (long)(in->z.next_out - buf);
@@ -253,13 +260,16 @@ static long read_zstd(md_input *in, unsigned char *buf, size_t n, md_err *err)
         size_t before = ob.pos, consumed = in->ipos;
         size_t r = ZSTD_decompressStream(in->zs, &ob, &ib);
         in->ipos = ib.pos;
+        if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+            return codec_fail(in, ob.pos, err, MD_E_NOMEM, "out of memory for the zstd decoder");
         if (ZSTD_isError(r))
-            return codec_fail(in, ob.pos, err, "zstd data is corrupt: %s", ZSTD_getErrorName(r));
+            return codec_fail(in, ob.pos, err, MD_E_FORMAT, "zstd data is corrupt: %s",
+                              ZSTD_getErrorName(r));
         if (ob.pos == before && in->ipos == consumed && in->eof_in) {
             /* no progress and no input left: done only if the last frame
              * was complete (zlast == 0) */
             if (in->zlast != 0)
-                return codec_fail(in, ob.pos, err, "zstd stream is truncated");
+                return codec_fail(in, ob.pos, err, MD_E_FORMAT, "zstd stream is truncated");
             break;
         }
         in->zlast = r;
@@ -281,10 +291,15 @@ static long read_xz(md_input *in, unsigned char *buf, size_t n, md_err *err)
         if (r == LZMA_STREAM_END)
             in->done = 1;
         else if (r == LZMA_BUF_ERROR && in->eof_in)
-            return codec_fail(in, n - in->xz.avail_out, err, "xz stream is truncated");
+            return codec_fail(in, n - in->xz.avail_out, err, MD_E_FORMAT,
+                              "xz stream is truncated");
+        else if (r == LZMA_MEM_ERROR) /* a dictionary of up to 64 MiB (xz -9) */
+            return codec_fail(in, n - in->xz.avail_out, err, MD_E_NOMEM,
+                              "out of memory for the xz decoder (it needs %llu MiB)",
+                              (unsigned long long)((lzma_memusage(&in->xz) + (1 << 20) - 1) >> 20));
         else if (r != LZMA_OK && r != LZMA_BUF_ERROR)
-            return codec_fail(in, n - in->xz.avail_out, err, "xz data is corrupt (code %d)",
-                              (int)r);
+            return codec_fail(in, n - in->xz.avail_out, err, MD_E_FORMAT,
+                              "xz data is corrupt (code %d)", (int)r);
     }
     return (long)(n - in->xz.avail_out);
 }
@@ -376,7 +391,7 @@ static void ahead_start(md_input *in)
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     in->ahead = a;
-    if (pthread_create(&a->thread, NULL, ahead_main, in)) {
+    if (md_thread_start(&a->thread, ahead_main, in, MD_STACK_HELPER)) {
         pthread_cond_destroy(&a->cv);
         pthread_mutex_destroy(&a->mu);
         ahead_free(a);
