@@ -782,10 +782,128 @@ static int state_growth(fctx *c, uint64_t kept, const leak_arg *la)
 
 static size_t ooms_in(const fctx *c, long from, long to);
 
+/* Sizes kept by the window's steps, and how many of each the blocks made
+ * before the history still hold (window_repeats). */
+typedef struct size_count {
+    uint64_t size;
+    size_t kept, before;
+} size_count;
+
+static size_count *count_size(size_count **v, size_t *n, size_t *cap, uint64_t size)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].size == size)
+            return &(*v)[i];
+    if (md_grow((void **)v, cap, *n + 1, sizeof **v))
+        return NULL;
+    (*v)[*n] = (size_count){size, 0, 0};
+    return &(*v)[(*n)++];
+}
+
+/* Of the blocks live at `at`: those the window's steps but the last made
+ * (la's range) against those made before the history that are neither
+ * weights, optimizer state nor workspaces. Returns the bytes of the latter
+ * (*times: how many times over they hold each kept size, the least), where
+ * they hold every size the kept blocks have, 4 in 5 of the kept bytes at
+ * least, as often as the window's steps kept it; else 0. */
+static uint64_t window_repeats(fctx *c, long at, const leak_arg *la, double *times)
+{
+    const md_live_set *ls = live_at(c, at);
+    size_count *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t before = 0, kept = 0, matched = 0;
+    for (size_t i = 0; ls && i < ls->n; i++) {
+        const md_live *l = &ls->live[i];
+        int pre = l->alloc_index < 0 &&
+                  (l->category == MD_CAT_OTHER || l->category == MD_CAT_ACTIVATION);
+        int mine = l->alloc_index > la->after && l->alloc_index <= la->until &&
+                   l->category != MD_CAT_WORKSPACE;
+        size_count *sc = pre || mine ? count_size(&v, &n, &cap, l->block_size) : NULL;
+        if (sc && pre)
+            sc->before++, before += l->block_size;
+        else if (sc)
+            sc->kept++;
+    }
+    *times = 0;
+    for (size_t i = 0; i < n; i++) {
+        kept += v[i].kept * v[i].size;
+        if (v[i].kept && v[i].before >= v[i].kept) {
+            matched += v[i].kept * v[i].size;
+            double t = (double)v[i].before / (double)v[i].kept;
+            *times = *times == 0 || t < *times ? t : *times;
+        }
+    }
+    free(v);
+    return kept && 5 * matched >= 4 * kept ? before : 0;
+}
+
+/* A window of the training (a ring buffer that overflowed, a recording
+ * started mid-run) too short for the rule's 3 steps: 2 steps, so one
+ * interval. It is a leak where memory held after zero_grad grew, the first
+ * step left at least half of that growth live at the end, and the blocks
+ * made before the window (not weights, state or workspaces) hold the sizes
+ * it left, each as often at least: the steps before it kept theirs the
+ * same way. An OOM dump's ring buffer often holds only the last steps. */
+static void find_window_leak(fctx *c, const md_held_growth *g)
+{
+    if (c->nit != 2 || md_analysis_indicators(c->a)->first_step_recorded ||
+        md_analysis_call_site(c->a) || g->ups != 1 || growth_follows_inputs(c))
+        return;
+    long last = c->it[1].after_zero;
+    leak_arg la = {.after = c->it[0].fwd_start, .until = c->it[0].after_zero};
+    double times;
+    uint64_t before = window_repeats(c, last, &la, &times);
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    if (!before)
+        return;
+    md_finding *f = add(c, "leak", g->sum + (double)before >= 0.25 * (double)peak
+                                       ? MD_SEV_CRITICAL : MD_SEV_WARNING, (uint64_t)g->sum);
+    if (!f)
+        return;
+    uint64_t kept = collect_sites(c, f, last, retained_pred, &la);
+    size_t nstacks = la.nomem ? SIZE_MAX : count_stacks(la.fstacks, la.nf, md_snapshot_nstacks(c->s));
+    free(la.fstacks);
+    if (2 * (double)kept < g->sum || la.state_bytes * 2 >= kept) {
+        c->n--; /* what the step left is not what grew, or is the optimizer's */
+        return;
+    }
+    leak_kind kind = leak_kind_of(f, kept, &la, nstacks, (double)la.nf);
+    static const char *const what[] = {
+        [KEPT_GRAPHS] = "each step's autograd graph (forward activations) is kept alive",
+        [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
+        [KEPT_TENSORS] = "tensors created each step are kept",
+        [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
+        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
+        [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept",
+        [KEPT_MODELS] = "models built during the run are kept (their parameters)"};
+    MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s",
+               md_mib((uint64_t)g->sum), what[kind]);
+    MD_EVIDENCE(f, "the recorded history begins in step %d's work (a ring buffer's window, or "
+                "a recording started mid-run): 2 whole steps; allocated after zero_grad grows "
+                "by %.1f MiB from step %d to step %d", c->it[0].number - 1,
+                md_mib((uint64_t)g->sum), c->it[0].number, c->it[1].number);
+    if (nstacks != SIZE_MAX)
+        MD_EVIDENCE(f, "%.1f MiB allocated in step %d is still live after the last step, "
+                    "%.1f MiB of it made by its forward pass: %zu allocations from %zu call "
+                    "stacks", md_mib(kept), c->it[0].number, md_mib(la.forward_bytes), la.nf,
+                    nstacks);
+    MD_EVIDENCE(f, "%.1f MiB made before the recorded history, not weights, optimizer state or "
+                "workspaces, is still live after the last step, in the sizes step %d left, each "
+                "%.1f times over at least: the steps before the window kept theirs the same way",
+                md_mib(before), c->it[0].number, times);
+    MD_EVIDENCE(f, "the growth is %.1f%% of the peak (%.1f MiB) per step; with what came before "
+                "the window, %.1f MiB is held", 100.0 * g->sum / (double)peak, md_mib(peak),
+                md_mib((uint64_t)(g->sum + (double)before)));
+    leak_advice(c, f, kind, g->sum, "step");
+}
+
 static void find_leak(fctx *c)
 {
-    if (c->nit < MIN_LEAK_STEPS)
+    if (c->nit < MIN_LEAK_STEPS) {
+        md_held_growth g = held_growth(c);
+        find_window_leak(c, &g);
         return;
+    }
     uint64_t peak = md_replay_peak_allocated(c->r);
     md_held_growth g = held_growth(c);
     size_t nd = c->nit - 1, ups = md_held_growth_leak(&g);
