@@ -292,14 +292,15 @@ static size_t input_estimate(const off_t *guess, size_t n)
     return bytes;
 }
 
-/* Whether the data size is limited (ulimit -d): the huge heap's address
- * space counts against it, all of it, though only what malloc writes is
- * resident, and left too little for a 1.3 MB snapshot under 10 MB that
- * 8 MB (no huge heap) had been enough for. */
-static int data_limited(void)
+/* Whether data size or address space is limited (ulimit -d, -v): the
+ * huge heap's address space counts against either, all of it, though only
+ * what malloc writes is resident, and left too little for a 1.3 MB
+ * snapshot under 10 MB that 8 MB (no huge heap) had been enough for. */
+static int memory_limited(void)
 {
-    struct rlimit rl;
-    return !getrlimit(RLIMIT_DATA, &rl) && rl.rlim_cur != RLIM_INFINITY;
+    struct rlimit d, as;
+    return (!getrlimit(RLIMIT_DATA, &d) && d.rlim_cur != RLIM_INFINITY) ||
+           (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY);
 }
 
 /* How much of malloc's heap goes on huge pages (prefault.c), 0: none;
@@ -316,7 +317,7 @@ static int data_limited(void)
 static size_t huge_heap_bytes(const off_t *guess, size_t n, int *dear, int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
-    if (env && *env ? !strcmp(env, "0") : !faults_dear(dear) || data_limited())
+    if (env && *env ? !strcmp(env, "0") : !faults_dear(dear) || memory_limited())
         return 0;
     *small = input_estimate(guess, n) < HUGE_HEAP_INPUT_MAX;
     return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
