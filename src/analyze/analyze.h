@@ -33,6 +33,7 @@ enum {
     MD_TAG_PER_EDGE = 0x1000000,    /* torch_geometric's per-edge work: the gather, message,
                                        edge_update, softmax over edges */
     MD_TAG_EDGE_SOFTMAX = 0x2000000, /* torch_geometric.utils.softmax: attention over edges */
+    MD_TAG_GEN_SCORES = 0x4000000,   /* transformers' generate(): its logits processors' scores */
     MD_TAG_KNOWN = 0x80000000u
 };
 

@@ -51,6 +51,7 @@ typedef struct fctx {
                                  the state live at the end is what it made */
     int no_backward;          /* -1: not known yet; else no_backward()'s answer */
     int no_grad_said;         /* a leak's advice said inference_mode already */
+    int scores_said;          /* a leak's advice said generate()'s scores already */
     uint64_t untrained;       /* gradients kept for parameters no optimizer steps */
     size_t untrained_count;
 } fctx;
@@ -300,7 +301,7 @@ static int retained_pred(const fctx *c, const md_live *l, md_category cat, void 
  * inputs until reset(): its own code is then the largest site. */
 typedef enum {
     KEPT_GRAPHS, KEPT_OUTPUTS, KEPT_TENSORS, KEPT_METRIC, KEPT_BACKWARD, KEPT_KV_CACHE,
-    KEPT_MODELS
+    KEPT_MODELS, KEPT_SCORES
 } leak_kind;
 #define OUTPUT_MAX_SITES 4
 #define OUTPUT_MAX_PER_STEP 8.0
@@ -383,6 +384,8 @@ static leak_kind leak_kind_of(const md_finding *f, uint64_t kept, const leak_arg
         return KEPT_METRIC;
     if (f->nsites && strstr(f->sites[0].site, "transformers/cache_utils.py"))
         return KEPT_KV_CACHE;
+    if (f->nsites && strstr(f->sites[0].site, "transformers/generation/logits_process.py"))
+        return KEPT_SCORES;
     if (kept && la->param_bytes * 2 >= kept)
         return KEPT_MODELS; /* models built mid-run, each kept: a sweep's results */
     if (kept && la->backward_bytes * 2 >= kept)
@@ -424,6 +427,15 @@ static int no_backward(fctx *c)
     "under torch.inference_mode() (or torch.no_grad(); model.eval() alone does not stop " \
     "autograd)"
 
+/* generate()'s scores: return_dict_in_generate with output_scores (or
+ * output_logits) keeps a (batch x beams, vocab) fp32 tensor per new token
+ * in the output, for as long as the output is referenced. */
+#define GEN_SCORES_ADVICE                                                                          \
+    "generate(..., output_scores=True) keeps a batch x vocab tensor of fp32 scores per new "      \
+    "token in its output (output_logits=True another): leave them off where only the sequences " \
+    "are used; where the scores are, reduce them at once (model.compute_transition_scores(), "    \
+    "then .cpu()) and keep out.sequences, not the output."
+
 static void leak_advice(fctx *c, md_finding *f, leak_kind kind, double per, const char *unit)
 {
     char each[32];
@@ -461,6 +473,8 @@ static void leak_advice(fctx *c, md_finding *f, leak_kind kind, double per, cons
                   "cache when its session ends, bound how many stay on the GPU, or keep them in "
                   "host memory (OffloadedCache) or quantized (QuantizedCache); that frees about "
                   "%s per %s.", each, unit);
+    else if (kind == KEPT_SCORES && (c->scores_said = 1))
+        MD_ADVICE(f, GEN_SCORES_ADVICE " That frees about %s per %s.", each, unit);
     else if (kind == KEPT_METRIC)
         MD_ADVICE(f, "Metrics with list states (AUROC, AveragePrecision, ROC or PR curves with "
                   "thresholds=None, CatMetric, retrieval metrics) keep every update's tensors on the "
@@ -690,7 +704,7 @@ static void say_small_leak(fctx *c, md_finding *f, const md_held_growth *g, uint
         [KEPT_GRAPHS] = "forward tensors", [KEPT_OUTPUTS] = "forward outputs",
         [KEPT_TENSORS] = "tensors made", [KEPT_METRIC] = "a metric's tensors",
         [KEPT_BACKWARD] = "tensors made in backward", [KEPT_KV_CACHE] = "KV caches",
-        [KEPT_MODELS] = "models' parameters"};
+        [KEPT_MODELS] = "models' parameters", [KEPT_SCORES] = "generate()'s scores"};
     leak_kind kind = leak_kind_of(f, kept, la, nstacks, kept_per_step(c, la));
     const char *unit = leak_unit(c);
     double per = (double)f->bytes;
@@ -875,7 +889,8 @@ static void find_window_leak(fctx *c, const md_held_growth *g)
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
         [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
         [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept",
-        [KEPT_MODELS] = "models built during the run are kept (their parameters)"};
+        [KEPT_MODELS] = "models built during the run are kept (their parameters)",
+        [KEPT_SCORES] = "each generate() output keeps every new token's scores (output_scores=True)"};
     MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s",
                md_mib((uint64_t)g->sum), what[kind]);
     MD_EVIDENCE(f, "the recorded history begins in step %d's work (a ring buffer's window, or "
@@ -937,7 +952,8 @@ static void find_leak(fctx *c)
         [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
         [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
         [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept",
-        [KEPT_MODELS] = "models built during the run are kept (their parameters)"};
+        [KEPT_MODELS] = "models built during the run are kept (their parameters)",
+        [KEPT_SCORES] = "each generate() output keeps every new token's scores (output_scores=True)"};
     const char *unit = leak_unit(c);
     char kept_what[128];
     snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */
@@ -3044,6 +3060,42 @@ static void find_eval_logits(fctx *c)
               "Saving: most of %.1f MiB.", md_mib(held));
 }
 
+static int scores_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
+{
+    (void)cat, (void)arg;
+    return (md_stack_tags(md_analysis_cache(c->a), c->s, l->stack) & MD_TAG_GEN_SCORES) != 0;
+}
+
+/* generate()'s scores at the peak (output_scores=True: one tensor per new
+ * token, kept in the output until it is dropped; the output kept until the
+ * next call replaces it holds its call's too): a quarter of the peak or
+ * more, from 16 tensors or more (a few are one step's own processing). */
+static void find_generate_scores(fctx *c)
+{
+    long p = md_replay_peak_index(c->r);
+    uint64_t peak = md_replay_peak_allocated(c->r), held = 0;
+    const md_live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
+    size_t count = 0;
+    for (size_t i = 0; ls && i < ls->n; i++)
+        if (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & MD_TAG_GEN_SCORES) {
+            held += ls->live[i].block_size;
+            count++;
+        }
+    if (c->scores_said || count < 16 || (double)held < 0.25 * (double)peak)
+        return;
+    md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
+                                                                       : MD_SEV_INFO, held);
+    if (!f)
+        return;
+    MD_SUMMARY(f, "generate() keeps every new token's scores (output_scores=True): %.1f MiB, "
+               "%.0f%% of the peak", md_mib(held), 100.0 * (double)held / (double)peak);
+    MD_EVIDENCE(f, "%zu tensors made by transformers' logits processors (logits_process.py) "
+                "live at the peak of %.1f MiB: one batch x vocab tensor per generated token, "
+                "held by the output's scores while it is referenced", count, md_mib(peak));
+    collect_sites(c, f, p, scores_pred, NULL);
+    MD_ADVICE(f, GEN_SCORES_ADVICE " Saving: most of %.1f MiB.", md_mib(held));
+}
+
 /* Whether `size` requested bytes hold as many elements as the loss's
  * largest fp32 tensor of `big` bytes, in fp32 or 16-bit, within 2 % (a
  * shifted copy drops one token a sequence; a (batch, heads, seq, seq) mask
@@ -3895,6 +3947,7 @@ int md_diagnose(const md_analysis *a, md_finding **out, size_t *n, md_err *err)
     find_per_sample(&c);
     find_logits(&c);
     find_eval_logits(&c);
+    find_generate_scores(&c);
     find_backward_peak(&c);
     find_message_passing(&c);
     find_cast_cache(&c);

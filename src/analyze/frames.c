@@ -261,6 +261,8 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
             tags |= MD_TAG_GP;
         else if (frame_in(s, f, "/torch_geometric/"))
             tags |= per_edge(s, f);
+        else if (frame_in(s, f, "transformers/generation/logits_process.py"))
+            tags |= MD_TAG_GEN_SCORES;
         else if (frame_in(s, f, "torch/serialization.py") && name_is(s, f, "load"))
             tags |= MD_TAG_TORCH_LOAD;
         else if (frame_in(s, f, "torch/nn/functional.py"))

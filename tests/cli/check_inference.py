@@ -18,6 +18,12 @@ check, finding = runs.check, runs.finding
 runs.leaks({"growbatch": None, "beam": None, "embedleak": 96.0},
            snapshot_only=("growbatch", "beam", "embedleak"))
 check("beam: no logits finding in generation", not runs.findings("beam", "logits"))
+lg = finding("growbatch", "logits")
+check("growbatch: the outputs' scores (output_scores=True) at the peak named, 45% of it",
+      lg["summary"] == "generate() keeps every new token's scores (output_scores=True): "
+      "119.4 MiB, 45% of the peak" and lg["severity"] == "info" and
+      "output_scores" in lg["advice"] and
+      lg["sites"][0]["site"].endswith("generation/logits_process.py:233 __call__"))
 leak = finding("embedleak", "leak")
 check("embedleak: the kept outputs, 9 of them from the encoder's last layer",
       "a few tensors made in each forward pass are kept" in leak["summary"] and
