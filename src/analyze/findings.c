@@ -796,6 +796,21 @@ static int state_growth(fctx *c, uint64_t kept, const leak_arg *la)
 
 static size_t ooms_in(const fctx *c, long from, long to);
 
+/* What a leak of this kind keeps, in words; unit: step, iteration or call. */
+static void kept_what(char *dst, size_t n, leak_kind kind, const char *unit)
+{
+    static const char *const what[] = { /* %s: the unit */
+        [KEPT_GRAPHS] = "each %s's autograd graph (forward activations) is kept alive",
+        [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
+        [KEPT_TENSORS] = "tensors created each %s are kept",
+        [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
+        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
+        [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept",
+        [KEPT_MODELS] = "models built during the run are kept (their parameters)",
+        [KEPT_SCORES] = "each generate() output keeps every new token's scores (output_scores=True)"};
+    snprintf(dst, n, what[kind], unit); /* formats with one %s or none */
+}
+
 /* Sizes kept by the window's steps, and how many of each the blocks made
  * before the history still hold (window_repeats). */
 typedef struct size_count {
@@ -882,17 +897,10 @@ static void find_window_leak(fctx *c, const md_held_growth *g)
         return;
     }
     leak_kind kind = leak_kind_of(f, kept, &la, nstacks, (double)la.nf);
-    static const char *const what[] = {
-        [KEPT_GRAPHS] = "each step's autograd graph (forward activations) is kept alive",
-        [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
-        [KEPT_TENSORS] = "tensors created each step are kept",
-        [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
-        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
-        [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept",
-        [KEPT_MODELS] = "models built during the run are kept (their parameters)",
-        [KEPT_SCORES] = "each generate() output keeps every new token's scores (output_scores=True)"};
+    char what[128];
+    kept_what(what, sizeof what, kind, "step");
     MD_SUMMARY(f, "memory grows by %.1f MiB every step and is never freed: %s",
-               md_mib((uint64_t)g->sum), what[kind]);
+               md_mib((uint64_t)g->sum), what);
     MD_EVIDENCE(f, "the recorded history begins in step %d's work (a ring buffer's window, or "
                 "a recording started mid-run): 2 whole steps; allocated after zero_grad grows "
                 "by %.1f MiB from step %d to step %d", c->it[0].number - 1,
@@ -945,24 +953,15 @@ static void find_leak(fctx *c)
         return;
     }
     leak_kind kind = leak_kind_of(f, kept, &la, nstacks, kept_per_step(c, &la));
-    static const char *const what[] = { /* %s: the unit, step or iteration or call */
-        [KEPT_GRAPHS] = "each %s's autograd graph (forward activations) is kept alive",
-        [KEPT_OUTPUTS] = "a few tensors made in each forward pass are kept (outputs, not whole graphs)",
-        [KEPT_TENSORS] = "tensors created each %s are kept",
-        [KEPT_METRIC] = "a torchmetrics metric keeps what each update() gave it",
-        [KEPT_BACKWARD] = "tensors made in each backward pass are kept (not parameter gradients)",
-        [KEPT_KV_CACHE] = "attention KV caches (past_key_values) are kept",
-        [KEPT_MODELS] = "models built during the run are kept (their parameters)",
-        [KEPT_SCORES] = "each generate() output keeps every new token's scores (output_scores=True)"};
     const char *unit = leak_unit(c);
-    char kept_what[128];
-    snprintf(kept_what, sizeof kept_what, what[kind], unit); /* formats with one %s or none */
+    char what[128];
+    kept_what(what, sizeof what, kind, unit);
     if (ups == nd)
         MD_SUMMARY(f, "memory grows by %.1f MiB every %s and is never freed: %s",
-                   md_mib((uint64_t)per), unit, kept_what);
+                   md_mib((uint64_t)per), unit, what);
     else
         MD_SUMMARY(f, "memory grows in %zu of %zu %ss, %.1f MiB a %s on average, and is never "
-                   "freed: %s", ups, nd, unit, md_mib((uint64_t)per), unit, kept_what);
+                   "freed: %s", ups, nd, unit, md_mib((uint64_t)per), unit, what);
     say_compared(c, f);
     if (ups == nd)
         MD_EVIDENCE(f, "allocated %s grows in every one of %zu %ss: %.1f MiB per %s "
@@ -3028,20 +3027,30 @@ static int loss_frame(fctx *c, uint32_t stack)
     return (md_stack_tags(md_analysis_cache(c->a), c->s, stack) & MD_TAG_LOSS) != 0;
 }
 
+/* The bytes live at the peak made under a frame with `tag`, *count the
+ * allocations. */
+static uint64_t tagged_at_peak(fctx *c, unsigned tag, size_t *count)
+{
+    long p = md_replay_peak_index(c->r);
+    const md_live_set *ls = p >= 0 && md_replay_peak_allocated(c->r) ? live_at(c, p) : NULL;
+    uint64_t held = 0;
+    *count = 0;
+    for (size_t i = 0; ls && i < ls->n; i++)
+        if (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & tag) {
+            held += ls->live[i].block_size;
+            ++*count;
+        }
+    return held;
+}
+
 /* The Trainer's evaluation keeps every batch's logits on the GPU until the
  * evaluation ends (without eval_accumulation_steps): at the peak, at least
  * 30% of it in the gathering frames. */
 static void find_eval_logits(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
-    uint64_t peak = md_replay_peak_allocated(c->r), held = 0;
-    const md_live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
-    size_t count = 0;
-    for (size_t i = 0; ls && i < ls->n; i++)
-        if (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & MD_TAG_EVAL_GATHER) {
-            held += ls->live[i].block_size;
-            count++;
-        }
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    size_t count;
+    uint64_t held = tagged_at_peak(c, MD_TAG_EVAL_GATHER, &count);
     if (!held || (double)held < 0.30 * (double)peak)
         return;
     md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
@@ -3073,14 +3082,9 @@ static int scores_pred(const fctx *c, const md_live *l, md_category cat, void *a
 static void find_generate_scores(fctx *c)
 {
     long p = md_replay_peak_index(c->r);
-    uint64_t peak = md_replay_peak_allocated(c->r), held = 0;
-    const md_live_set *ls = p >= 0 && peak ? live_at(c, p) : NULL;
-    size_t count = 0;
-    for (size_t i = 0; ls && i < ls->n; i++)
-        if (md_stack_tags(md_analysis_cache(c->a), c->s, ls->live[i].stack) & MD_TAG_GEN_SCORES) {
-            held += ls->live[i].block_size;
-            count++;
-        }
+    uint64_t peak = md_replay_peak_allocated(c->r);
+    size_t count;
+    uint64_t held = tagged_at_peak(c, MD_TAG_GEN_SCORES, &count);
     if (c->scores_said || count < 16 || (double)held < 0.25 * (double)peak)
         return;
     md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
