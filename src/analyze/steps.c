@@ -1257,7 +1257,10 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->cache.user = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.user);
     if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
         goto nomem;
-    a->step_device = annotation_device(s, md_replay_device(r));
+    /* no history, no steps: a snapshot's annotations without its trace
+     * gave steps whose every phase was the state when it was taken */
+    int history = md_snapshot_has_history(s, md_replay_device(r));
+    a->step_device = history ? annotation_device(s, md_replay_device(r)) : -1;
     int got = a->step_device >= 0 ? process_steps(a, &ends, &cap, &lo) : 0;
     if (got < 0)
         goto nomem;
@@ -1267,11 +1270,11 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
         lo = NULL;
         a->nsteps = 0;
         a->step_device = md_replay_device(r);
-        n = ends_from_annotations(a, a->step_device, &ends, &cap);
+        n = history ? ends_from_annotations(a, a->step_device, &ends, &cap) : 0;
         if (n > 0) {
             a->source = MD_STEPS_FROM_ANNOTATIONS;
             zero_grad_from_frames(a, ends, n);
-        } else {
+        } else if (history) {
             n = ends_from_frames(a, &ends, &cap);
             if (n > 0)
                 a->source = MD_STEPS_FROM_FRAMES;

@@ -1,11 +1,13 @@
 /* test_seed.c - a snapshot whose trace explains none of its final state
  * (no trace at all: torch.cuda.memory_snapshot() of a job recording
- * nothing) replays to exactly that state: every live block laid out of its
- * segment at its address and size, the free space between them, every
- * segment (model/replay.c seed_state, which finds each block's segment by
- * a binary search and its free block from the last one laid there). The
- * files come from tests/gen/state_only.py: a real H200 snapshot with its
- * trace emptied, and 40 synthetic segments listed out of address order. */
+ * nothing) replays to exactly that state: its totals, live set and cache
+ * as listed (model/replay.c state_as_listed), and its segments as the
+ * block model lays them (seed_state, which finds each block's segment by
+ * a binary search and its free block from the last one laid there): every
+ * live block carved out of its segment at its address and size, the free
+ * space between them, every segment. The files come from
+ * tests/gen/state_only.py: a real H200 snapshot with its trace emptied,
+ * and 40 synthetic segments listed out of address order. */
 #include "testutil.h"
 
 static int by_addr(const void *a, const void *b)
@@ -17,6 +19,12 @@ static int by_addr(const void *a, const void *b)
 static int live_by_addr(const void *a, const void *b)
 {
     const md_live *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int replay_block_by_addr(const void *a, const void *b)
+{
+    const md_replay_block *x = a, *y = b;
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
@@ -77,6 +85,35 @@ static void check_state(const char *rel, int d)
         assert_int_equal(l[i].alloc_index, -1);
     }
     free(l);
+
+    /* the block model's segments: the same live blocks, the same free space */
+    md_replay_seg *rg;
+    md_replay_block *rb;
+    size_t nrg, nrb, k = 0;
+    uint64_t seg_bytes = 0, free_seen = 0, largest_seen = 0;
+    assert_int_equal(md_replay_segments_at(r, -1, &rg, &nrg, &rb, &nrb, &e), MD_OK);
+    assert_int_equal(nrg, segs);
+    for (size_t i = 0; i < nrg; i++)
+        seg_bytes += rg[i].size;
+    assert_int_equal(seg_bytes, reserved);
+    qsort(rb, nrb, sizeof *rb, replay_block_by_addr);
+    for (size_t i = 0; i < nrb; i++) {
+        if (rb[i].state == MD_BS_FREE) {
+            free_seen += rb[i].size;
+            largest_seen = rb[i].size > largest_seen ? rb[i].size : largest_seen;
+            continue;
+        }
+        assert_true(k < n);
+        assert_int_equal(rb[i].addr, live[k].address);
+        assert_int_equal(rb[i].size, live[k].size);
+        assert_int_equal(rb[i].stack, live[k].stack);
+        k++;
+    }
+    assert_int_equal(k, n);
+    assert_int_equal(free_seen, free_total);
+    assert_int_equal(largest_seen, largest_free);
+    free(rg);
+    free(rb);
     free(live);
     md_replay_free(r);
     md_snapshot_free(s);
