@@ -1,0 +1,39 @@
+#!/bin/sh
+# The reader benchmark on the device host (no GPU work: its CPUs and page
+# faults differ from the development machine's, and bench/RESULTS.md keeps
+# both). The static CLI and the shared H200 snapshots are carried, as the
+# device has neither the -dev packages nor ../shared:
+#   cp ../shared/fixtures/bench/big_*.xz bench/out/ (decompressed), then
+#   run: OUT=... sh tests/gpu/bench_host.sh, carry build/memdiag,
+#        bench/out/big_gamma.pickle, bench/out/big_beta_all.pickle
+# Results in $OUT: host.txt, run.txt (bench/run.sh), seed.txt (the seed
+# exercise's snapshots, bench/pair.py), ab.txt (memdiag's own switches).
+set -u
+OUT=${OUT:?set OUT}
+M=build/memdiag
+[ -x "$M" ] || { echo "no $M: carry build/memdiag" >"$OUT/host.txt"; exit 1; }
+{
+    nproc
+    grep -m1 "model name" /proc/cpuinfo
+    /usr/bin/python3 --version 2>&1 || python3 --version
+    cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null
+    date -u
+} >"$OUT/host.txt" 2>&1
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(python3 -c 'import sys; print(sys.executable)')
+timeout 300 sh bench/run.sh 10000 100000 >"$OUT/run.txt" 2>&1
+for f in tests/data/seed-exercise/snap-*.pickle; do
+    printf '%s ' "$(basename "$f")"
+    python3 bench/pair.py 5 "$f" "$M" "$PY"
+done >"$OUT/seed.txt" 2>&1
+# what memdiag's helpers do here: threads, prefault, the huge heap
+{
+    for f in tests/data/seed-exercise/snap-gamma-medium-rank0.pickle \
+             bench/out/synthetic-10000.pickle bench/out/synthetic-100000.pickle \
+             bench/out/big_gamma.pickle; do
+        echo "== $f"
+        python3 bench/ab.py 21 "/bin/true" "$M summary $f" "MEMDIAG_THREADS=1 $M summary $f" \
+            "MEMDIAG_PREFAULT=0 $M summary $f" "MEMDIAG_HUGEHEAP=1 $M summary $f"
+    done
+} >"$OUT/ab.txt" 2>&1
+echo done >>"$OUT/host.txt"
