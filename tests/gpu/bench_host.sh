@@ -1,11 +1,11 @@
 #!/bin/sh
 # The reader benchmark on the device host (no GPU work: its CPUs and page
 # faults differ from the development machine's, and bench/RESULTS.md keeps
-# both). The static CLI and the shared H200 snapshots are carried, as the
-# device has neither the -dev packages nor ../shared:
-#   cp ../shared/fixtures/bench/big_*.xz bench/out/ (decompressed), then
-#   run: OUT=... sh tests/gpu/bench_host.sh, carry build/memdiag,
-#        bench/out/big_gamma.pickle, bench/out/big_beta_all.pickle
+# both). The static CLI and the shared H200 snapshots (compressed: the tree
+# and what is carried must fit in 64 MiB) are carried, as the device has
+# neither the -dev packages nor ../shared:
+#   mkdir -p bench/out/shared && cp ../shared/fixtures/bench/*.xz bench/out/shared/
+#   run: OUT=... sh tests/gpu/bench_host.sh, carry build/memdiag, bench/out/shared
 # Results in $OUT: host.txt, run.txt (bench/run.sh), seed.txt (the seed
 # exercise's snapshots, bench/pair.py), ab.txt (memdiag's own switches).
 set -u
@@ -19,6 +19,10 @@ M=build/memdiag
     cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null
     date -u
 } >"$OUT/host.txt" 2>&1
+mkdir -p bench/out
+for x in bench/out/shared/*.xz; do
+    [ -e "$x" ] && xz -dc "$x" >"bench/out/$(basename "$x" .xz)"
+done
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(python3 -c 'import sys; print(sys.executable)')
 timeout 300 sh bench/run.sh 10000 100000 >"$OUT/run.txt" 2>&1
