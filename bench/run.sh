@@ -22,6 +22,10 @@ for x in ../shared/fixtures/bench/*.xz bench/data/real/*.pickle.xz; do
     b=bench/out/$(basename "$x" .xz)
     [ -s "$b" ] || xz -dc "$x" >"$b"
 done
+# a snapshot with no trace (torch.cuda.memory_snapshot() of a job recording
+# nothing) as large as a big job's: big_gamma's state 32 times (16 MB)
+[ -s bench/out/big_gamma.pickle ] && [ ! -s bench/out/stateonly-32.pickle ] &&
+    python3 bench/state_heavy.py bench/out/big_gamma.pickle bench/out/stateonly-32.pickle 32 >/dev/null
 # and an inference job's (transformers' generate(), 716 169 events: tests/data/patterns)
 g=tests/data/patterns/generate/rank0.pickle.xz
 [ -s bench/out/generate-llama.pickle ] || xz -dc "$g" >bench/out/generate-llama.pickle

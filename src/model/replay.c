@@ -1334,7 +1334,7 @@ static int state_as_listed(md_replay *r)
 /* The live set of a device with no trace: its blocks in use, by address. */
 static int listed_live(const md_replay *r, md_live **live, size_t *nlive)
 {
-    md_live *v = malloc((r->nfinal ? r->nfinal : 1) * sizeof *v);
+    md_live *v = md_malloc_filled(r->nfinal * sizeof *v);
     size_t k = 0;
     if (!v)
         return -1;
@@ -1516,7 +1516,7 @@ static int snapshot_state(const rstate *st, md_live **live, size_t *nlive, md_ca
     if (live) { /* sized once: grown by doubling, each copy went to fresh pages */
         for (size_t i = 0; i < st->nb; i++)
             cap += st->b[i].state == B_ALLOC;
-        if (cap && !(v = malloc(cap * sizeof *v)))
+        if (cap && !(v = md_malloc_filled(cap * sizeof *v)))
             return -1;
     }
     for (size_t i = 0; i < st->nb; i++) {
@@ -1551,7 +1551,7 @@ static int copy_final(const md_replay *r, md_live **live, size_t *nlive, md_cach
         return listed_live(r, live, nlive);
     if (!r->nfinal)
         return 0;
-    if (!(*live = malloc(r->nfinal * sizeof **live)))
+    if (!(*live = md_malloc_filled(r->nfinal * sizeof **live)))
         return -1;
     memcpy(*live, r->final_live, r->nfinal * sizeof **live);
     return 0;

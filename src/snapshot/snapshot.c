@@ -435,7 +435,9 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
 static int push_block(loader *L, const md_block *blk, size_t *at)
 {
     md_snapshot *s = L->s;
-    if (md_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof *blk))
+    /* a mapping past 512 KiB (md_big_grow): a state-only snapshot of
+     * 250 000 blocks wrote 8 MB here a 4 KiB fault at a time */
+    if (md_big_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof *blk))
         return -1;
     L->block_stacks |= blk->stack != 0;
     *at = s->nblocks;
@@ -641,7 +643,7 @@ static int segment_blocks(loader *L, const md_pv *blocks, md_segment *g, md_err 
 
 /* lay_blocks where no segment's run starts before the place it goes to:
  * the runs moved down one by one (what earlier ones wrote lies below
- * every later run), and the array shrunk to n. A copy into a fresh array
+ * every later run), the pages past n given back. A copy into a fresh array
  * held both at once: a state-only snapshot of 250 000 blocks (a segment
  * holding a block dict among records is laid by copies, leaving the
  * records behind) peaked 8 MB higher. */
@@ -655,9 +657,7 @@ static int lay_blocks_down(md_snapshot *s, size_t n)
         k += g->nblocks;
     }
     s->nblocks = n;
-    md_block *b = n ? realloc(s->blocks, n * sizeof *b) : NULL;
-    if (b) /* else the larger array stays: it holds the same blocks */
-        s->blocks = b, s->blkcap = n;
+    md_big_trim(s->blocks, s->blkcap, n, sizeof *s->blocks);
     return 0;
 }
 
@@ -678,8 +678,9 @@ static int lay_blocks(md_snapshot *s)
         return 0;
     if (ahead) /* each run at or after where it goes: moved down in place */
         return lay_blocks_down(s, n);
-    md_block *b = malloc((n ? n : 1) * sizeof *b);
-    if (!b)
+    md_block *b = NULL;
+    size_t cap = 0;
+    if (md_big_grow((void **)&b, &cap, n ? n : 1, sizeof *b))
         return -1;
     for (size_t i = 0, k = 0; i < s->nsegs; i++) {
         md_segment *g = &s->segs[i];
@@ -688,9 +689,10 @@ static int lay_blocks(md_snapshot *s)
         g->first_block = k;
         k += g->nblocks;
     }
-    free(s->blocks);
+    md_big_free(s->blocks, s->blkcap, sizeof *s->blocks);
     s->blocks = b;
-    s->nblocks = s->blkcap = n;
+    s->nblocks = n;
+    s->blkcap = cap;
     return 0;
 }
 
@@ -735,7 +737,7 @@ static int add_segment(loader *L, const md_pv *v, const md_pv *const f_in[K_COUN
     const md_pv *blocks = f[K_BLOCKS];
     if (blocks && (rc = segment_blocks(L, blocks, &g, err)))
         return rc;
-    if (md_grow((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
+    if (md_big_grow((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->segs[s->nsegs++] = g;
     return MD_OK;
@@ -1048,6 +1050,8 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
     s->fslots = s->sslots = NULL;
     md_big_trim(s->events, s->evcap, s->nevents, sizeof *s->events);
     md_big_trim(s->sframes, s->sfcap, s->nsframes, sizeof *s->sframes);
+    md_big_trim(s->segs, s->segcap, s->nsegs, sizeof *s->segs);
+    md_big_trim(s->blocks, s->blkcap, s->nblocks, sizeof *s->blocks);
     if (rc) {
         events_gone(&L, MD_EVENTS_GONE);
         md_snapshot_free(s);
@@ -1102,8 +1106,8 @@ void md_snapshot_free(md_snapshot *s)
     free(s->sslots);
     md_big_free(s->events, s->evcap, sizeof *s->events);
     free(s->dev);
-    free(s->segs);
-    free(s->blocks);
+    md_big_free(s->segs, s->segcap, sizeof *s->segs);
+    md_big_free(s->blocks, s->blkcap, sizeof *s->blocks);
     free(s->anns);
     free(s);
 }

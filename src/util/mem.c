@@ -1,4 +1,5 @@
 /* mem.c - growable arrays, hashing, the string intern table and a u64 map. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -127,6 +128,18 @@ void md_big_trim(void *buf, size_t cap, size_t used, size_t esz)
     size_t from = (used * esz + 4095) & ~(size_t)4095, end = big_bytes(cap, esz);
     if (from < end) /* splits a huge page; its unused 4 KiB pages go back */
         madvise((char *)buf + from, end - from, MADV_DONTNEED);
+}
+
+void *md_malloc_filled(size_t n)
+{
+    char *p = malloc(n ? n : 1);
+    if (p && n >= MD_BIG_MIN) { /* a hint: only whole huge pages, so none counts more */
+        uintptr_t lo = ((uintptr_t)p + BIG_UNIT - 1) & ~(uintptr_t)(BIG_UNIT - 1);
+        uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(BIG_UNIT - 1);
+        if (hi > lo)
+            madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+    return p;
 }
 
 void md_big_free(void *buf, size_t cap, size_t esz)

@@ -38,6 +38,10 @@ int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz);
 int md_big_reserve(void **buf, size_t *cap, size_t room, size_t hint, size_t esz);
 void md_big_trim(void *buf, size_t cap, size_t used, size_t esz);
 void md_big_free(void *buf, size_t cap, size_t esz);
+/* malloc(n) for an array about to be written whole that its caller frees
+ * with free() (the public API's live sets): past MD_BIG_MIN, malloc maps
+ * it apart, and the whole huge pages inside are asked for as such. */
+void *md_malloc_filled(size_t n);
 
 #define MD_PUSH(arr, n, cap, val, fail)                                        \
     do {                                                                       \
