@@ -49,6 +49,9 @@ struct md_analysis {
     md_stack_cache cache;
     md_live_set lives[MD_LIVE_CACHE]; /* filled lazily; mutable behind const */
     int next_live;
+    md_live_set held; /* fetched before the blocks from before the history were
+                         named (repeats_at_last_step), not yet categorized: a
+                         live set prefetch_lives then need not replay again */
     uint8_t *set_cat; /* by allocation index: its block's category + 1 in a live
                          set, 0 not yet (categorize_set) */
     long pre_oom; /* the last out-of-memory error before the first step's
@@ -815,6 +818,18 @@ static void prefetch_lives(md_analysis *a)
     size_t nlive[4];
     md_cache_state cs[4];
     md_err e;
+    if (a->held.valid) { /* fetched already: its place taken from the batch */
+        size_t k2 = 0;
+        for (size_t i = 0; i < u; i++)
+            if (idx[i] != a->held.index)
+                idx[k2++] = idx[i];
+        md_live_set *ls = take_slot(a);
+        *ls = a->held;
+        ls->valid = 0;
+        memset(&a->held, 0, sizeof a->held);
+        categorize_set(a, ls);
+        u = k2;
+    }
     if (md_replay_probe(a->r, idx, u, live, nlive, cs, &e))
         return; /* the lazy path will compute them one by one */
     for (size_t i = 0; i < u; i++) {
@@ -1138,6 +1153,102 @@ static pre_fate *find_fate(const md_analysis *a, uint64_t addr)
                          : NULL;
 }
 
+/* A block size: how often the history's first step left it live to the
+ * end as an activation, and how often blocks made before the history
+ * hold it. */
+typedef struct size_tally {
+    uint64_t size;
+    size_t kept, before;
+} size_tally;
+
+static int cmp_tally(const void *x, const void *y)
+{
+    const size_tally *a = x, *b = y;
+    return (a->size > b->size) - (a->size < b->size);
+}
+
+static size_tally *find_tally(size_tally *t, size_t n, uint64_t size)
+{
+    size_tally key = {size, 0, 0};
+    return bsearch(&key, t, n, sizeof key, cmp_tally);
+}
+
+/* The sizes the history's first step left live to the end (final live set
+ * live[0..n)) as activations, counted; NULL with *nt 0 where none. */
+static size_tally *kept_by_first_step(const md_analysis *a, const md_live *live, size_t n,
+                                      size_t *nt, int *nomem)
+{
+    const md_step *s0 = &a->steps[0];
+    size_tally *t = NULL;
+    size_t k = 0, cap = 0;
+    *nt = 0;
+    for (size_t i = 0; i < n; i++) {
+        const md_live *l = &live[i];
+        if (l->alloc_index <= s0->fwd_start || l->alloc_index > s0->after_zero ||
+            md_categorize(a, l) != MD_CAT_ACTIVATION)
+            continue;
+        if (md_grow((void **)&t, &cap, k + 1, sizeof *t)) {
+            free(t);
+            *nomem = 1;
+            return NULL;
+        }
+        t[k++] = (size_tally){l->block_size, 1, 0};
+    }
+    qsort(t, k, sizeof *t, cmp_tally);
+    for (size_t i = 0; i < k; i++) /* one entry a size */
+        if (*nt && t[*nt - 1].size == t[i].size)
+            t[*nt - 1].kept++;
+        else
+            t[(*nt)++] = t[i];
+    return t;
+}
+
+/* Blocks made before the history in the sizes its first step left live to
+ * the end as activations, each size held at least as often, for 4/5 of
+ * those bytes: the steps before it left theirs the same way (a graph kept
+ * every step, a ring buffer's window of the last steps), so they are
+ * activations too, not "other" (the seed's gamma ring: 201.9 MiB). Fates
+ * still `unseen` only; -1 out of memory. */
+static int repeat_fates(md_analysis *a, const md_live *live, size_t n, uint8_t unseen)
+{
+    size_t nt;
+    int nomem = 0;
+    size_tally *t = kept_by_first_step(a, live, n, &nt, &nomem), *x;
+    uint64_t kept = 0, matched = 0;
+    for (size_t i = 0; i < n; i++) {
+        pre_fate *f = live[i].alloc_index < 0 ? find_fate(a, live[i].addr) : NULL;
+        if (f && f->category == unseen && (x = find_tally(t, nt, live[i].block_size)))
+            x->before++;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        kept += t[i].kept * t[i].size;
+        matched += t[i].before >= t[i].kept ? t[i].kept * t[i].size : 0;
+    }
+    for (size_t i = 0; kept && 5 * matched >= 4 * kept && i < n; i++) {
+        pre_fate *f = live[i].alloc_index < 0 ? find_fate(a, live[i].addr) : NULL;
+        if (f && f->category == unseen && (x = find_tally(t, nt, live[i].block_size)) &&
+            x->before >= x->kept)
+            f->category = MD_CAT_ACTIVATION;
+    }
+    free(t);
+    return nomem ? -1 : 0;
+}
+
+/* repeat_fates on what is live after the last step's zero_grad, where there
+ * are two steps or more: what the first left is then what outlived a step. */
+static int repeats_at_last_step(md_analysis *a, uint8_t unseen)
+{
+    md_live_set *h = &a->held;
+    md_err e;
+    if (a->nsteps < 2)
+        return 0;
+    h->index = a->steps[a->nsteps - 1].after_zero;
+    if (md_replay_probe(a->r, &h->index, 1, &h->live, &h->n, &h->cache, &e))
+        return -1;
+    h->valid = 1; /* kept for prefetch_lives, which categorizes it */
+    return repeat_fates(a, h->live, h->n, unseen);
+}
+
 /* What the history tells of the blocks made before it (by then parameters
  * and optimizer state are named): one freed before the history's first
  * optimizer step, once a backward was under way, is what the forward saved
@@ -1146,7 +1257,8 @@ static pre_fate *find_fate(const md_analysis *a, uint64_t addr)
  * size, is that workspace (one per handle and stream: the autograd
  * engine's thread has its own), where there are a few such: many are a
  * frozen model's weights of that size (a 4096 x 4096 bf16 matrix is 32
- * MiB). Others stay "other". */
+ * MiB); ones in the sizes the first step leaves live are what the steps
+ * before left (repeat_fates). Others stay "other". */
 #define MAX_PRE_WORKSPACES 4
 
 static int prehistory_fates(md_analysis *a)
@@ -1189,6 +1301,8 @@ static int prehistory_fates(md_analysis *a)
     for (size_t i = 0; nws <= MAX_PRE_WORKSPACES && i < nws; i++)
         ws[i]->category = MD_CAT_WORKSPACE;
     free(live);
+    if (repeats_at_last_step(a, UNSEEN))
+        return -1;
     size_t k = 0;
     for (size_t i = 0; i < a->npre_fates; i++)
         if (a->pre_fates[i].category < MD_CAT_COUNT)
@@ -1319,6 +1433,7 @@ void md_analysis_free(md_analysis *a)
         return;
     for (int i = 0; i < MD_LIVE_CACHE; i++)
         free(a->lives[i].live);
+    free(a->held.live);
     free(a->steps);
     free(a->zero_bwd);
     free(a->unnamed);
