@@ -832,7 +832,8 @@ static size_count *count_size(size_count **v, size_t *n, size_t *cap, uint64_t s
 /* Of the blocks live at `at`: those the window's steps but the last made
  * (la's range) against those made before the history that are neither
  * weights, optimizer state nor workspaces. Returns the bytes of the latter
- * (*times: how many times over they hold each kept size, the least), where
+ * in the sizes they repeat (*times: how many times over they hold each
+ * kept size, the least), where
  * they hold every size the kept blocks have, 4 in 5 of the kept bytes at
  * least, as often as the window's steps kept it; else 0. */
 static uint64_t window_repeats(fctx *c, long at, const leak_arg *la, double *times)
@@ -849,15 +850,16 @@ static uint64_t window_repeats(fctx *c, long at, const leak_arg *la, double *tim
                    l->category != MD_CAT_WORKSPACE;
         size_count *sc = pre || mine ? count_size(&v, &n, &cap, l->block_size) : NULL;
         if (sc && pre)
-            sc->before++, before += l->block_size;
+            sc->before++;
         else if (sc)
             sc->kept++;
     }
     *times = 0;
     for (size_t i = 0; i < n; i++) {
         kept += v[i].kept * v[i].size;
-        if (v[i].kept && v[i].before >= v[i].kept) {
+        if (v[i].kept && v[i].before >= v[i].kept) { /* the sizes repeated: what is said */
             matched += v[i].kept * v[i].size;
+            before += v[i].before * v[i].size;
             double t = (double)v[i].before / (double)v[i].kept;
             *times = *times == 0 || t < *times ? t : *times;
         }
