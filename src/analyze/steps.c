@@ -1194,6 +1194,8 @@ static size_tally *kept_by_first_step(const md_analysis *a, const md_live *live,
         }
         t[k++] = (size_tally){l->block_size, 1, 0};
     }
+    if (!k)
+        return NULL;
     qsort(t, k, sizeof *t, cmp_tally);
     for (size_t i = 0; i < k; i++) /* one entry a size */
         if (*nt && t[*nt - 1].size == t[i].size)
@@ -1215,6 +1217,8 @@ static int repeat_fates(md_analysis *a, const md_live *live, size_t n, uint8_t u
     int nomem = 0;
     size_tally *t = kept_by_first_step(a, live, n, &nt, &nomem), *x;
     uint64_t kept = 0, matched = 0;
+    if (!t)
+        return nomem ? -1 : 0;
     for (size_t i = 0; i < n; i++) {
         pre_fate *f = live[i].alloc_index < 0 ? find_fate(a, live[i].addr) : NULL;
         if (f && f->category == unseen && (x = find_tally(t, nt, live[i].block_size)))
