@@ -185,6 +185,27 @@ int md_shared_gpus(const md_sample_rank *r, size_t nr, md_finding **out, size_t 
 
 /* Category of a live allocation given the analysis (steps, lifetimes). */
 md_category md_categorize(const md_analysis *a, const md_live *l);
+
+/* Blocks made before a recorded history against what a step of it left
+ * live, by size (repeats.c). Zero-initialized; md_repeats_free after. */
+typedef struct md_size_tally {
+    uint64_t size;
+    size_t kept, before; /* blocks the step left, blocks from before */
+} md_size_tally;
+typedef struct md_repeats {
+    md_size_tally *v;
+    size_t n, cap;
+    int nomem; /* a count was lost for want of memory */
+} md_repeats;
+void md_repeats_kept(md_repeats *r, uint64_t size);
+void md_repeats_before(md_repeats *r, uint64_t size);
+/* Whether the blocks from before hold every size kept at least as often
+ * for 4/5 of the kept bytes; *before: their bytes in those sizes, *times:
+ * how many times over they hold each such size, the least. */
+int md_repeats_hold(const md_repeats *r, uint64_t *before, double *times);
+/* Whether the blocks from before hold `size` at least as often as kept. */
+int md_repeats_size(const md_repeats *r, uint64_t size);
+void md_repeats_free(md_repeats *r);
 const md_snapshot *md_analysis_snapshot(const md_analysis *a);
 const md_replay *md_analysis_replay(const md_analysis *a);
 

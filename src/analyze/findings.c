@@ -811,61 +811,27 @@ static void kept_what(char *dst, size_t n, leak_kind kind, const char *unit)
     snprintf(dst, n, what[kind], unit); /* formats with one %s or none */
 }
 
-/* Sizes kept by the window's steps, and how many of each the blocks made
- * before the history still hold (window_repeats). */
-typedef struct size_count {
-    uint64_t size;
-    size_t kept, before;
-} size_count;
-
-static size_count *count_size(size_count **v, size_t *n, size_t *cap, uint64_t size)
-{
-    for (size_t i = 0; i < *n; i++)
-        if ((*v)[i].size == size)
-            return &(*v)[i];
-    if (md_grow((void **)v, cap, *n + 1, sizeof **v))
-        return NULL;
-    (*v)[*n] = (size_count){size, 0, 0};
-    return &(*v)[(*n)++];
-}
-
 /* Of the blocks live at `at`: those the window's steps but the last made
  * (la's range) against those made before the history that are neither
  * weights, optimizer state nor workspaces. Returns the bytes of the latter
- * in the sizes they repeat (*times: how many times over they hold each
- * kept size, the least), where
- * they hold every size the kept blocks have, 4 in 5 of the kept bytes at
- * least, as often as the window's steps kept it; else 0. */
+ * in the sizes they repeat, where they repeat what the steps kept
+ * (md_repeats_hold, *times as there); else 0. */
 static uint64_t window_repeats(fctx *c, long at, const leak_arg *la, double *times)
 {
     const md_live_set *ls = live_at(c, at);
-    size_count *v = NULL;
-    size_t n = 0, cap = 0;
-    uint64_t before = 0, kept = 0, matched = 0;
+    md_repeats r = {0};
+    uint64_t before;
     for (size_t i = 0; ls && i < ls->n; i++) {
         const md_live *l = &ls->live[i];
-        int pre = l->alloc_index < 0 &&
-                  (l->category == MD_CAT_OTHER || l->category == MD_CAT_ACTIVATION);
-        int mine = l->alloc_index > la->after && l->alloc_index <= la->until &&
-                   l->category != MD_CAT_WORKSPACE;
-        size_count *sc = pre || mine ? count_size(&v, &n, &cap, l->block_size) : NULL;
-        if (sc && pre)
-            sc->before++;
-        else if (sc)
-            sc->kept++;
+        if (l->alloc_index < 0 && (l->category == MD_CAT_OTHER || l->category == MD_CAT_ACTIVATION))
+            md_repeats_before(&r, l->block_size);
+        else if (l->alloc_index > la->after && l->alloc_index <= la->until &&
+                 l->category != MD_CAT_WORKSPACE)
+            md_repeats_kept(&r, l->block_size);
     }
-    *times = 0;
-    for (size_t i = 0; i < n; i++) {
-        kept += v[i].kept * v[i].size;
-        if (v[i].kept && v[i].before >= v[i].kept) { /* the sizes repeated: what is said */
-            matched += v[i].kept * v[i].size;
-            before += v[i].before * v[i].size;
-            double t = (double)v[i].before / (double)v[i].kept;
-            *times = *times == 0 || t < *times ? t : *times;
-        }
-    }
-    free(v);
-    return kept && 5 * matched >= 4 * kept ? before : 0;
+    int hold = md_repeats_hold(&r, &before, times);
+    md_repeats_free(&r);
+    return hold ? before : 0;
 }
 
 /* A window of the training (a ring buffer that overflowed, a recording
@@ -3045,6 +3011,18 @@ static uint64_t tagged_at_peak(fctx *c, unsigned tag, size_t *count)
     return held;
 }
 
+/* A logits finding of `held` bytes at the peak, a warning from half of
+ * it, its summary `what` followed by the bytes and their share. */
+static md_finding *add_logits_share(fctx *c, uint64_t held, uint64_t peak, const char *what)
+{
+    md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
+                                                                       : MD_SEV_INFO, held);
+    if (f)
+        MD_SUMMARY(f, "%s: %.1f MiB, %.0f%% of the peak", what, md_mib(held),
+                   100.0 * (double)held / (double)peak);
+    return f;
+}
+
 /* The Trainer's evaluation keeps every batch's logits on the GPU until the
  * evaluation ends (without eval_accumulation_steps): at the peak, at least
  * 30% of it in the gathering frames. */
@@ -3055,12 +3033,10 @@ static void find_eval_logits(fctx *c)
     uint64_t held = tagged_at_peak(c, MD_TAG_EVAL_GATHER, &count);
     if (!held || (double)held < 0.30 * (double)peak)
         return;
-    md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
-                                                                       : MD_SEV_INFO, held);
+    md_finding *f = add_logits_share(c, held, peak,
+                                     "the Trainer's evaluation gathers every batch's logits on the GPU");
     if (!f)
         return;
-    MD_SUMMARY(f, "the Trainer's evaluation gathers every batch's logits on the GPU: %.1f MiB, "
-               "%.0f%% of the peak", md_mib(held), 100.0 * (double)held / (double)peak);
     MD_EVIDENCE(f, "%zu allocation%s of the evaluation loop's gathering (nested_concat, "
                 "torch_pad_and_concatenate) live at the peak of %.1f MiB; each batch's "
                 "concatenation copies all the batches before it", count, count == 1 ? "" : "s",
@@ -3089,12 +3065,10 @@ static void find_generate_scores(fctx *c)
     uint64_t held = tagged_at_peak(c, MD_TAG_GEN_SCORES, &count);
     if (c->scores_said || count < 16 || (double)held < 0.25 * (double)peak)
         return;
-    md_finding *f = add(c, "logits", (double)held >= 0.5 * (double)peak ? MD_SEV_WARNING
-                                                                       : MD_SEV_INFO, held);
+    md_finding *f = add_logits_share(c, held, peak,
+                                     "generate() keeps every new token's scores (output_scores=True)");
     if (!f)
         return;
-    MD_SUMMARY(f, "generate() keeps every new token's scores (output_scores=True): %.1f MiB, "
-               "%.0f%% of the peak", md_mib(held), 100.0 * (double)held / (double)peak);
     MD_EVIDENCE(f, "%zu tensors made by transformers' logits processors (logits_process.py) "
                 "live at the peak of %.1f MiB: one batch x vocab tensor per generated token, "
                 "held by the output's scores while it is referenced", count, md_mib(peak));

@@ -1153,89 +1153,36 @@ static pre_fate *find_fate(const md_analysis *a, uint64_t addr)
                          : NULL;
 }
 
-/* A block size: how often the history's first step left it live to the
- * end as an activation, and how often blocks made before the history
- * hold it. */
-typedef struct size_tally {
-    uint64_t size;
-    size_t kept, before;
-} size_tally;
-
-static int cmp_tally(const void *x, const void *y)
-{
-    const size_tally *a = x, *b = y;
-    return (a->size > b->size) - (a->size < b->size);
-}
-
-static size_tally *find_tally(size_tally *t, size_t n, uint64_t size)
-{
-    size_tally key = {size, 0, 0};
-    return bsearch(&key, t, n, sizeof key, cmp_tally);
-}
-
-/* The sizes the history's first step left live to the end (final live set
- * live[0..n)) as activations, counted; NULL with *nt 0 where none. */
-static size_tally *kept_by_first_step(const md_analysis *a, const md_live *live, size_t n,
-                                      size_t *nt, int *nomem)
-{
-    const md_step *s0 = &a->steps[0];
-    size_tally *t = NULL;
-    size_t k = 0, cap = 0;
-    *nt = 0;
-    for (size_t i = 0; i < n; i++) {
-        const md_live *l = &live[i];
-        if (l->alloc_index <= s0->fwd_start || l->alloc_index > s0->after_zero ||
-            md_categorize(a, l) != MD_CAT_ACTIVATION)
-            continue;
-        if (md_grow((void **)&t, &cap, k + 1, sizeof *t)) {
-            free(t);
-            *nomem = 1;
-            return NULL;
-        }
-        t[k++] = (size_tally){l->block_size, 1, 0};
-    }
-    if (!k)
-        return NULL;
-    qsort(t, k, sizeof *t, cmp_tally);
-    for (size_t i = 0; i < k; i++) /* one entry a size */
-        if (*nt && t[*nt - 1].size == t[i].size)
-            t[*nt - 1].kept++;
-        else
-            t[(*nt)++] = t[i];
-    return t;
-}
-
-/* Blocks made before the history in the sizes its first step left live to
- * the end as activations, each size held at least as often, for 4/5 of
- * those bytes: the steps before it left theirs the same way (a graph kept
- * every step, a ring buffer's window of the last steps), so they are
- * activations too, not "other" (the seed's gamma ring: 201.9 MiB). Fates
- * still `unseen` only; -1 out of memory. */
+/* Blocks made before the history in the sizes its first step left live
+ * (live[0..n): after the last step) as activations, repeating them
+ * (md_repeats_hold): the steps before it left theirs the same way (a
+ * graph kept every step, a ring buffer's window of the last steps), so
+ * they are activations too, not "other" (the seed's gamma ring: 198.8
+ * MiB). Fates still `unseen` only; -1 out of memory. */
 static int repeat_fates(md_analysis *a, const md_live *live, size_t n, uint8_t unseen)
 {
-    size_t nt;
-    int nomem = 0;
-    size_tally *t = kept_by_first_step(a, live, n, &nt, &nomem), *x;
-    uint64_t kept = 0, matched = 0;
-    if (!t)
-        return nomem ? -1 : 0;
-    for (size_t i = 0; i < n; i++) {
+    const md_step *s0 = &a->steps[0];
+    md_repeats r = {0};
+    uint64_t before;
+    double times;
+    for (size_t i = 0; i < n; i++)
+        if (live[i].alloc_index > s0->fwd_start && live[i].alloc_index <= s0->after_zero &&
+            md_categorize(a, &live[i]) == MD_CAT_ACTIVATION)
+            md_repeats_kept(&r, live[i].block_size);
+    for (size_t i = 0; r.n && i < n; i++) {
         pre_fate *f = live[i].alloc_index < 0 ? find_fate(a, live[i].addr) : NULL;
-        if (f && f->category == unseen && (x = find_tally(t, nt, live[i].block_size)))
-            x->before++;
+        if (f && f->category == unseen)
+            md_repeats_before(&r, live[i].block_size);
     }
-    for (size_t i = 0; i < nt; i++) {
-        kept += t[i].kept * t[i].size;
-        matched += t[i].before >= t[i].kept ? t[i].kept * t[i].size : 0;
-    }
-    for (size_t i = 0; kept && 5 * matched >= 4 * kept && i < n; i++) {
+    int hold = r.n && md_repeats_hold(&r, &before, &times);
+    for (size_t i = 0; hold && i < n; i++) {
         pre_fate *f = live[i].alloc_index < 0 ? find_fate(a, live[i].addr) : NULL;
-        if (f && f->category == unseen && (x = find_tally(t, nt, live[i].block_size)) &&
-            x->before >= x->kept)
+        if (f && f->category == unseen && md_repeats_size(&r, live[i].block_size))
             f->category = MD_CAT_ACTIVATION;
     }
-    free(t);
-    return nomem ? -1 : 0;
+    int rc = r.nomem ? -1 : 0;
+    md_repeats_free(&r);
+    return rc;
 }
 
 /* repeat_fates on what is live after the last step's zero_grad, where there
