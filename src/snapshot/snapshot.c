@@ -974,6 +974,8 @@ static int loader_init(loader *L, md_snapshot *s)
     return 0;
 }
 
+#define GUESS_HUGE_MIN ((size_t)4 << 20) /* input bytes; see md_snapshot_read_with */
+
 /* Has on_events told of the trace as it is read, in an events array
  * reserved for as many as the input could hold (so it need not move while
  * another thread reads it), huge pages only where the usual count fits. */
@@ -1013,13 +1015,18 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
     /* A snapshot takes 55-180 bytes of pickle per trace entry: an array for
-     * size / 60 entries starts out in its own mapping (md_big_grow) rather
-     * than in the heap to be copied there later. Only a hint: too many costs
-     * address space and, until md_big_trim, part of a huge page. */
-    size_t usual = md_input_size(in) / 60;
-    follow_events(&L, opts, md_input_size(in), usual);
+     * size / 60 entries starts out in its own mapping rather than in the
+     * heap to be copied there later. Only a guess: too many costs address
+     * space and, until md_big_trim, part of a huge page, which a small
+     * input cannot afford (beta-medium, 1.8 MB and 190 bytes an entry: a
+     * 2 MB page for 0.4 MB of events, 4.2 MB resident instead of 2.8); so
+     * huge pages on the guess only from GUESS_HUGE_MIN of input. */
+    size_t bytes = md_input_size(in), usual = bytes / 60;
+    follow_events(&L, opts, bytes, usual);
     s->heap_first = opts && opts->heap_first;
-    if (!s->heap_first)
+    if (!s->heap_first && !s->evcap &&
+        md_big_reserve((void **)&s->events, &s->evcap, usual, bytes >= GUESS_HUGE_MIN ? usual : 0,
+                       sizeof *s->events))
         md_big_grow((void **)&s->events, &s->evcap, usual, sizeof *s->events);
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
