@@ -15,6 +15,7 @@ check() { # check NAME COMMAND... : the command must succeed
 check "README examples agree with the binary" python3 tests/cli/readme_examples.py "$M" README.md
 
 # real snapshots: summary works and shows the indicators
+check "the static CLI lays the code a summary runs first (src/cli/hot.ld)" python3 tests/cli/check_hot_text.py "$M"
 check "summary of a real snapshot" sh -c "$M summary $D/seed-exercise/snap-alpha-small-rank0.pickle | grep -q 'maximum_peak_allocated_mib *155.2'"
 check "compressed input" sh -c "$M summary $D/alpha-small.pickle.zst | grep -q 'first_step_persistent_change_mib *64.0'"
 check "- reads standard input" sh -c "cat $D/alpha-small.pickle.zst | $M summary - | grep -q 'first_step_persistent_change_mib *64.0'"

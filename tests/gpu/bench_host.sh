@@ -7,11 +7,15 @@
 #   mkdir -p bench/out/shared && cp ../shared/fixtures/bench/*.xz bench/out/shared/
 #   run: OUT=... sh tests/gpu/bench_host.sh, carry build/memdiag, bench/out/shared
 # Results in $OUT: host.txt, run.txt (bench/run.sh), seed.txt (the seed
-# exercise's snapshots, bench/pair.py), ab.txt (memdiag's own switches).
+# exercise's snapshots, bench/pair.py), ab.txt (memdiag's own switches),
+# rss.txt (peak RSS on the seed exercise's snapshots; OLD=another build's
+# too, carried stripped beside it: `strip -o bench/out/md-old OLD/memdiag`).
+# M=bench/out/md-new (a stripped build/memdiag) where the tree is too big for both.
 set -u
 OUT=${OUT:?set OUT}
-M=build/memdiag
+M=${M:-build/memdiag}
 [ -x "$M" ] || { echo "no $M: carry build/memdiag" >"$OUT/host.txt"; exit 1; }
+export MEMDIAG="$M" # bench/run.sh's
 {
     nproc
     grep -m1 "model name" /proc/cpuinfo
@@ -40,4 +44,10 @@ done >"$OUT/seed.txt" 2>&1
             "MEMDIAG_PREFAULT=0 $M summary $f" "MEMDIAG_HUGEHEAP=1 $M summary $f"
     done
 } >"$OUT/ab.txt" 2>&1
+for f in tests/data/seed-exercise/snap-*.pickle bench/out/synthetic-10000.pickle; do
+    for b in "$M" ${OLD:-}; do
+        printf '%s %s %s %s\n' "$(basename "$f")" "$(stat -c %s "$f")" "$b" \
+            "$(for k in 1 2 3; do /usr/bin/time -f %M "$b" summary "$f" 2>&1 >/dev/null | tail -n 1; done | sort -n | head -n 1)"
+    done
+done >"$OUT/rss.txt" 2>&1
 echo done >>"$OUT/host.txt"
