@@ -343,6 +343,11 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out,
                md_err *err);
 void md_analysis_free(md_analysis *a);
 const md_step *md_analysis_steps(const md_analysis *a, size_t *n);
+/* The event after which memory is reported at its peak: the replay's
+ * (md_replay_peak_index), or where the history began inside a step and
+ * the peak falls in that step's end, the first moment of a whole step
+ * that reaches the same bytes, if any. */
+long md_analysis_peak_index(const md_analysis *a);
 int md_analysis_step_source(const md_analysis *a); /* MD_STEPS_* or 0 */
 /* Several optimizers stepping in turn (a GAN's discriminator and
  * generator, actor-critic): how many optimizer steps make one training

@@ -2384,7 +2384,7 @@ static int said_kind(const fctx *c, const char *kind)
 
 static void find_backward_peak(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r);
     const md_step *st = p >= 0 ? step_holding(c, p) : NULL;
     if (!st || !peak || p <= st->after_forward || p > st->after_backward ||
@@ -2528,7 +2528,7 @@ static int edge_pred(const fctx *c, const md_live *l, md_category cat, void *arg
  * activations finding saw them), at least ACTIVATIONS_SHARE of it. */
 static void find_message_passing(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r);
     const md_step *st = p >= 0 ? step_holding(c, p) : NULL;
     if (!st || !peak || p > st->after_forward || said_kind(c, "activations"))
@@ -2710,7 +2710,7 @@ static void find_cast_cache(fctx *c)
 
 static void find_activations(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r);
     if (p < 0 || !c->nst || !peak)
         return;
@@ -2832,7 +2832,7 @@ static void held_graph_at(fctx *c, long p, long call, held_graph *g)
 
 static void find_forward_graphs(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r);
     long call = p >= 0 ? call_start(c, p) : -1;
     if (call < 0 || !peak || c->no_grad_said || !no_backward(c))
@@ -2951,7 +2951,7 @@ static uint64_t per_sample_batch(fctx *c, long p, per_sample_arg *pa, uint64_t *
  * parameters, and 90% of the parameter bytes each with one of its own. */
 static void find_per_sample(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r), *psz = NULL, held = 0;
     if (p < 0 || !peak || !c->nst)
         return;
@@ -2999,7 +2999,7 @@ static int loss_frame(fctx *c, uint32_t stack)
  * allocations. */
 static uint64_t tagged_at_peak(fctx *c, unsigned tag, size_t *count)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     const md_live_set *ls = p >= 0 && md_replay_peak_allocated(c->r) ? live_at(c, p) : NULL;
     uint64_t held = 0;
     *count = 0;
@@ -3059,7 +3059,7 @@ static int scores_pred(const fctx *c, const md_live *l, md_category cat, void *a
  * more, from 16 tensors or more (a few are one step's own processing). */
 static void find_generate_scores(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r);
     size_t count;
     uint64_t held = tagged_at_peak(c, MD_TAG_GEN_SCORES, &count);
@@ -3175,7 +3175,7 @@ static void say_kept_micro(fctx *c, md_finding *f, uint64_t kept, size_t count, 
 
 static void find_logits(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r);
     /* a training loss's: generation's log-softmax over a beam is no loss to
      * chunk, and its KV cache can match the logits' size */
@@ -3441,7 +3441,7 @@ static int small_block(const fctx *c, const md_live *l, md_category cat, void *a
  * 15 % of the peak: fragmentation inside the blocks, with their sites. */
 static void find_rounding(fctx *c)
 {
-    long p = md_replay_peak_index(c->r);
+    long p = md_analysis_peak_index(c->a);
     uint64_t peak = md_replay_peak_allocated(c->r);
     const md_live_set *ls = live_at(c, p);
     uint64_t blocks = 0, data = 0;
@@ -4020,8 +4020,8 @@ static uint64_t site_part(const md_analysis *a, const md_live_set *ls, int cat, 
 static int say_category_part(md_finding *f, const md_analysis *ah, const md_analysis *al,
                              const char *who, uint64_t diff)
 {
-    const md_live_set *lh = md_analysis_live(ah, md_replay_peak_index(md_analysis_replay(ah)));
-    const md_live_set *ll = md_analysis_live(al, md_replay_peak_index(md_analysis_replay(al)));
+    const md_live_set *lh = md_analysis_live(ah, md_analysis_peak_index(ah));
+    const md_live_set *ll = md_analysis_live(al, md_analysis_peak_index(al));
     double by[MD_CAT_COUNT] = {0};
     for (size_t i = 0; lh && ll && i < lh->n; i++)
         by[lh->live[i].category] += (double)lh->live[i].block_size;
@@ -4080,7 +4080,7 @@ typedef struct dp_use {
 static void dp_use_at_peak(const md_analysis *a, dp_use *u)
 {
     memset(u, 0, sizeof *u);
-    const md_live_set *ls = md_analysis_live(a, md_replay_peak_index(md_analysis_replay(a)));
+    const md_live_set *ls = md_analysis_live(a, md_analysis_peak_index(a));
     const md_snapshot *s = md_analysis_snapshot(a);
     md_stack_cache *cache = md_analysis_cache(a);
     for (size_t i = 0; ls && i < ls->n; i++) {
@@ -4333,7 +4333,7 @@ int md_diagnose_stray(const md_analysis *a, const md_stray *w, md_finding **out,
     MD_EVIDENCE(f, "%.1f MiB of it still held at the end of the trace",
                 md_mib(md_replay_at(c.r, last_index(&c)).allocated));
     any_arg by = {{0}};
-    collect_sites(&c, f, md_replay_peak_index(c.r), any_pred, &by);
+    collect_sites(&c, f, md_analysis_peak_index(c.a), any_pred, &by);
     *out = c.out;
     *n = c.n;
     return MD_OK;

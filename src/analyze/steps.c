@@ -70,6 +70,7 @@ struct md_analysis {
                             whose fate in it tells what they were
                             (prehistory_fates), by address, sorted */
     size_t npre_fates;
+    long peak_index; /* the moment reported as the peak (peak_moment) */
 };
 
 /* A moment given by an annotation: the state before time t, or up to and
@@ -796,13 +797,36 @@ static void categorize_set(md_analysis *a, md_live_set *ls)
     ls->valid = 1;
 }
 
+/* The moment reported as the peak: the first at which allocated memory
+ * reaches its maximum; where the history began inside a step (a ring of
+ * the last events, a recording started mid-run) and that moment is in the
+ * step's end, the first in a whole step that reaches it too, if one does:
+ * what is live there was all made in sight (frames, phases), where half
+ * of that first step was made before the history began. */
+static long peak_moment(const md_analysis *a)
+{
+    long p = md_replay_peak_index(a->r);
+    if (p < 0 || !a->nsteps || p >= a->steps[0].fwd_start || !md_replay_reconstructed(a->r))
+        return p;
+    const md_point *pts = md_replay_points(a->r);
+    for (long i = a->steps[0].fwd_start; i < (long)a->n; i++)
+        if (pts[i].allocated == pts[p].allocated)
+            return i;
+    return p;
+}
+
+long md_analysis_peak_index(const md_analysis *a)
+{
+    return a->peak_index;
+}
+
 /* One replay for the points every report needs: the peak, the end of the
  * last step, the end of the trace, and where reserved memory peaked. */
 static void prefetch_lives(md_analysis *a)
 {
     long idx[4];
     size_t k = 0;
-    idx[k++] = md_replay_peak_index(a->r);
+    idx[k++] = a->peak_index;
     idx[k++] = (long)a->n - 1;
     if (a->nsteps)
         idx[k++] = a->steps[a->nsteps - 1].after_zero;
@@ -1361,6 +1385,7 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
     a->start = a->nsteps ? a->steps[0].fwd_start : -1;
     if (a->pre_oom >= 0) /* the indicators count from before the attempts, as a capture does */
         a->start = first_tagged(a, -1, a->pre_oom, MD_TAG_FORWARD, 0) - 1;
+    a->peak_index = peak_moment(a);
     if (unnamed_params(a) || prehistory_fates(a))
         goto nomem_after;
     if (a->nsteps ? md_find_iterations(s, &a->cache, a->ev, a->steps, a->nsteps, &a->iters)
@@ -1510,6 +1535,17 @@ int md_analysis_backward_between(const md_analysis *a, long from, long to)
     return lived_into_backward(a, from, to);
 }
 
+/* A history that began inside a step (a ring of the last events, a
+ * recording started mid-run) opens with that step's end: what its forward
+ * made there and its backward freed was saved for that backward, as in
+ * any recorded step (a transformers ring window's first loss and layers:
+ * 734 MiB of its peak, counted as temporaries). */
+static int saved_before_steps(const md_analysis *a, unsigned tags, long i, long fr)
+{
+    return md_replay_reconstructed(a->r) && (tags & MD_TAG_FORWARD) && !(tags & MD_TAG_BACKWARD) &&
+           lived_into_backward(a, i, fr);
+}
+
 md_category md_categorize(const md_analysis *a, const md_live *l)
 {
     unsigned tags = md_stack_tags((md_stack_cache *)&a->cache, a->s, l->stack);
@@ -1543,8 +1579,9 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
          * that ran out of memory and was tried again smaller, or by the
          * set-up (a buffer to hold the GPU, a checkpoint copied in) */
         if (fr >= 0 && fr <= a->steps[0].fwd_start)
-            return (i < a->pre_oom && (tags & MD_TAG_FORWARD)) ? MD_CAT_ACTIVATION
-                                                               : MD_CAT_TEMPORARY;
+            return ((i < a->pre_oom && (tags & MD_TAG_FORWARD)) || saved_before_steps(a, tags, i, fr))
+                       ? MD_CAT_ACTIVATION
+                       : MD_CAT_TEMPORARY;
         return md_analysis_unnamed_param(a, l) ? MD_CAT_PARAMETER : MD_CAT_INPUT;
     }
     long k = step_of(a, i);

@@ -85,7 +85,7 @@ static long moment(const md_rank *rk, const char *at, char *what, size_t nwhat)
     const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
     if (!at || !strcmp(at, "peak")) {
         snprintf(what, nwhat, "at the peak");
-        return md_replay_peak_index(rk->r);
+        return md_analysis_peak_index(rk->a);
     }
     if (!strcmp(at, "end")) {
         snprintf(what, nwhat, "at the end of the trace");

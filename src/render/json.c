@@ -78,7 +78,7 @@ static void peak(md_jw *w, const md_rank *rk)
 {
     size_t n;
     const md_event *ev = md_snapshot_events(rk->s, rk->device, &n);
-    long p = md_replay_peak_index(rk->r);
+    long p = md_analysis_peak_index(rk->a);
     md_jw_key(w, "peak");
     md_jw_open(w, '{');
     KV(w, "allocated_mib", md_jw_mib(w, md_mib(md_replay_peak_allocated(rk->r))));

@@ -71,7 +71,7 @@ static void locate_peak(md_rank *rk)
 {
     size_t n;
     const md_step *st = md_analysis_steps(rk->a, &n);
-    long p = md_replay_peak_index(rk->r);
+    long p = md_analysis_peak_index(rk->a);
     rk->peak_step = -1;
     rk->peak_phase = -1;
     rk->peak_failed = 0;
@@ -144,7 +144,7 @@ int md_rank_build_with(md_rank *rk, const md_snapshot *s, int device, int rank, 
     if (!rc)
         rc = md_analyze(s, rk->r, &rk->a, err);
     if (!rc)
-        rc = md_sites_at(rk->a, md_replay_peak_index(rk->r), &rk->sites, &rk->nsites,
+        rc = md_sites_at(rk->a, md_analysis_peak_index(rk->a), &rk->sites, &rk->nsites,
                          rk->by_cat, err);
     if (!rc)
         rc = md_diagnose(rk->a, &rk->findings, &rk->nfindings, err);

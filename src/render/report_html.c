@@ -295,7 +295,7 @@ static void compare_html(FILE *o, const md_rank *rk, size_t n)
 static void rank_head(FILE *o, const md_rank *rk)
 {
     axis a = axis_of(rk);
-    long p = md_replay_peak_index(rk->r);
+    long p = md_analysis_peak_index(rk->a);
     size_t nst;
     md_analysis_steps(rk->a, &nst);
     fprintf(o, "<h2>rank %d (cuda:%d%s): ", rk->rank, rk->device,
@@ -403,7 +403,7 @@ static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int t
     rank_head(o, rk);
     fprintf(o, "<h3>Memory over time</h3>\n" TIMELINE_KEY "<div id=\"t%zu\"></div>\n"
                "<script>\nconst T%zu = ", k, k);
-    if (rank_timeline(o, rk, -1, (long)rk->nevents - 1, md_replay_peak_index(rk->r),
+    if (rank_timeline(o, rk, -1, (long)rk->nevents - 1, md_analysis_peak_index(rk->a),
                       md_mib(md_replay_peak_allocated(rk->r))))
         return -1;
     fputs(";\n</script>\n", o);
@@ -424,7 +424,7 @@ static int rank_section(FILE *o, FILE *calls, const md_rank *rk, size_t k, int t
     md_flame_node *v;
     size_t n;
     md_err err;
-    if (md_flame_at(rk->a, md_replay_peak_index(rk->r), 0, &v, &n, &err))
+    if (md_flame_at(rk->a, md_analysis_peak_index(rk->a), 0, &v, &n, &err))
         return -1;
     fprintf(o, "<h3>Flame graph at the peak</h3>\n<div id=\"f%zu\"></div>\n<script>\n"
                "const F%zu = ", k, k);

@@ -72,7 +72,7 @@ static void header(FILE *o, const md_rank *rk, int devices)
 
 static void peak_line(FILE *o, const md_rank *rk)
 {
-    long p = md_replay_peak_index(rk->r);
+    long p = md_analysis_peak_index(rk->a);
     md_point end = md_replay_at(rk->r, (long)rk->nevents - 1);
     if (!rk->history) {
         fprintf(o, "  live        %.1f MiB allocated, %.1f MiB reserved when the snapshot was taken "

@@ -617,7 +617,7 @@ def list_sequence():
     return {"segments": [], "device_traces": [tr]}
 
 
-def multi_device(truncated=False):
+def multi_device(truncated=False, high_before=False):
     """One process, two GPUs, a model split over them, optimizer annotations
     on cuda:0 only (torch tags them with the current device). Per step at
     t (us): cuda:0's forward (4 MiB) at t, cuda:1's (3 MiB) at t+5; the
@@ -628,7 +628,9 @@ def multi_device(truncated=False):
     forward 2, after it 5 (the backward began on cuda:1), after backward 3,
     after the step 3, after zero_grad 2 MiB. truncated: cuda:1's history
     begins at step 2's forward (its ring buffer overflowed), so only step 3
-    is whole there."""
+    is whole there. high_before: step 2's gradient on cuda:1 is 2 MiB, so
+    its end, before the history's first whole step, holds a peak (7 MiB)
+    no later moment reaches."""
     t0, bases = 1700000000000000, {0: A, 1: B}
     tr = {0: [], 1: []}
 
@@ -648,12 +650,13 @@ def multi_device(truncated=False):
         t = 1000 * (k + 1)
         ev(0, t, "alloc", 2 * MIB, 4 * MIB, FRAMES_USER)
         ev(1, t + 5, "alloc", 2 * MIB, 3 * MIB, FRAMES_USER)
-        ev(1, t + 8, "alloc", 5 * MIB, 1 * MIB, [])
+        grad = 2 * MIB if high_before and k == 2 else MIB
+        ev(1, t + 8, "alloc", 5 * MIB, grad, [])
         free(1, t + 9, 2 * MIB, 3 * MIB)
         ev(0, t + 10, "alloc", 6 * MIB, 2 * MIB, [])
         free(0, t + 11, 2 * MIB, 4 * MIB)
         free(0, t + 42, 6 * MIB, 2 * MIB)
-        free(1, t + 43, 5 * MIB, 1 * MIB)
+        free(1, t + 43, 5 * MIB, grad)
         for name, a, b in (("Optimizer.step#SGD.step", 20, 30),
                            ("Optimizer.zero_grad#SGD.zero_grad", 40, 44)):
             anns += [{"stage": "START", "name": name, "device": 0, "time_us": t0 + t + a},
@@ -984,6 +987,7 @@ def main():
         "list_sequence.pickle": (list_sequence(), 4),
         "multi_device.pickle": (multi_device(), 4),
         "multi_device_truncated.pickle": (multi_device(truncated=True), 4),
+        "multi_device_truncated_high.pickle": (multi_device(truncated=True, high_before=True), 4),
         "hostile_names.pickle": (hostile_names(), 4),
         "optimizers_in_turn.pickle": (optimizers_in_turn(), 4),
         "calls.pickle": (calls(), 4),
