@@ -7,17 +7,20 @@
 # of runs of the ordered binary outside the hot section, until none are
 # left. Needs valgrind and perf; run after changes to what summary runs.
 #   sh scripts/hot_text.sh
+# (CFLAGS, LINK and the commands are split into words on purpose)
+# shellcheck disable=SC2086,SC2046
 set -eu
 cd "$(dirname "$0")/.."
-command -v valgrind >/dev/null && command -v perf >/dev/null ||
-    { echo "hot_text.sh: needs valgrind and perf" >&2; exit 2; }
+if ! command -v valgrind >/dev/null || ! command -v perf >/dev/null; then
+    echo "hot_text.sh: needs valgrind and perf" >&2
+    exit 2
+fi
 make -s build/memdiag
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 CFLAGS=${CFLAGS:--O2 -g -flto=auto -ffat-lto-objects}
 LINK="build/src/cli/*.o build/libmemdiag.a -static-pie -ljansson -lzstd -llzma -lz -lm -lpthread"
 INPUTS=$(ls tests/data/seed-exercise/*.pickle)
-# shellcheck disable=SC2086
 cc $CFLAGS -ffunction-sections -o "$T/md" $LINK -Wl,-Map="$T/md.map"
 nm -n "$T/md" >"$T/md.nm"
 for f in $INPUTS; do
@@ -30,7 +33,6 @@ for f in $INPUTS; do
 done | sed "s/'[0-9]*$//" | sort -u >"$T/funcs"
 # rounds: the ordered binary's exec faults outside its hot section
 for round in 1 2 3 4 5 6; do
-    # shellcheck disable=SC2046
     python3 scripts/hot_text.py "$T/md.map" "$T/md.nm" $(cat "$T/funcs") >"$T/hot.ld"
     cc $CFLAGS -ffunction-sections -o "$T/hot" $LINK -Wl,-T,"$T/hot.ld"
     set -- $(readelf -SW "$T/hot" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text.memdiag_hot") print $(i + 2), $(i + 4) }')
