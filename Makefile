@@ -75,6 +75,12 @@ $(BUILD)/libmemdiag_capture.so: $(SRC_CAP:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/memdiag: $(OBJ_CLI) $(BUILD)/libmemdiag.a src/cli/hot.ld
 	$(CC) $(CFLAGS) $(CLI_ORDER) -o $@ $(OBJ_CLI) $(BUILD)/libmemdiag.a $(CLI_LINK)
 
+# The CLI's link without its order, for scripts/hot_text.sh to link it
+# again with a map: the compiler and flags, then what follows `-o OUT`.
+cli-link:
+	@echo '$(CC) $(CFLAGS)'
+	@echo '$(OBJ_CLI) $(BUILD)/libmemdiag.a $(CLI_LINK)'
+
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libmemdiag.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(filter-out -flto%,$(CFLAGS)) -fno-lto -Iinclude -Isrc $(CUDA_FLAGS) -o $@ $< $(BUILD)/libmemdiag.a -lcmocka $(LIBS)
@@ -134,4 +140,4 @@ help:
 	@echo "make fuzz   fuzz the pickle/snapshot reader (FUZZ_SECONDS=60)"
 	@echo "make bench  reader benchmarks (bench/RESULTS.md)"
 
-.PHONY: all deps test asan tsan fuzz demo bench clean help
+.PHONY: all deps test asan tsan fuzz demo bench clean help cli-link

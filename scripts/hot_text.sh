@@ -7,7 +7,7 @@
 # of runs of the ordered binary outside the hot section, until none are
 # left. Needs valgrind and perf; run after changes to what summary runs.
 #   sh scripts/hot_text.sh
-# (CFLAGS, LINK and the commands are split into words on purpose)
+# (CC_FLAGS, LINK and the commands are split into words on purpose)
 # shellcheck disable=SC2086,SC2046
 set -eu
 cd "$(dirname "$0")/.."
@@ -18,10 +18,11 @@ fi
 make -s build/memdiag
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-CFLAGS=${CFLAGS:--O2 -g -flto=auto -ffat-lto-objects}
-LINK="build/src/cli/*.o build/libmemdiag.a -static-pie -ljansson -lzstd -llzma -lz -lm -lpthread"
+# the Makefile's own link of the CLI (`make cli-link`), relinked here
+CC_FLAGS=$(make -s cli-link | sed -n 1p)
+LINK=$(make -s cli-link | sed -n 2p)
 INPUTS=$(ls tests/data/seed-exercise/*.pickle)
-cc $CFLAGS -ffunction-sections -o "$T/md" $LINK -Wl,-Map="$T/md.map"
+$CC_FLAGS -ffunction-sections -o "$T/md" $LINK -Wl,-Map="$T/md.map"
 nm -n "$T/md" >"$T/md.nm"
 for f in $INPUTS; do
     for c in summary "diagnose --json"; do
@@ -34,7 +35,7 @@ done | sed "s/'[0-9]*$//" | sort -u >"$T/funcs"
 # rounds: the ordered binary's exec faults outside its hot section
 for round in 1 2 3 4 5 6; do
     python3 scripts/hot_text.py "$T/md.map" "$T/md.nm" $(cat "$T/funcs") >"$T/hot.ld"
-    cc $CFLAGS -ffunction-sections -o "$T/hot" $LINK -Wl,-T,"$T/hot.ld"
+    $CC_FLAGS -ffunction-sections -o "$T/hot" $LINK -Wl,-T,"$T/hot.ld"
     set -- $(readelf -SW "$T/hot" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text.memdiag_hot") print $(i + 2), $(i + 4) }')
     lo=$1 size=$2
     entry=$(nm "$T/hot" | awk '$3 == "_start" { print $1 }')

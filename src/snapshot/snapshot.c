@@ -1024,10 +1024,9 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
     size_t bytes = md_input_size(in), usual = bytes / 60;
     follow_events(&L, opts, bytes, usual);
     s->heap_first = opts && opts->heap_first;
-    if (!s->heap_first && !s->evcap &&
-        md_big_reserve((void **)&s->events, &s->evcap, usual, bytes >= GUESS_HUGE_MIN ? usual : 0,
-                       sizeof *s->events))
-        md_big_grow((void **)&s->events, &s->evcap, usual, sizeof *s->events);
+    if (!s->heap_first && !s->evcap) /* a hint: on failure the array grows as it fills */
+        (void)md_big_reserve((void **)&s->events, &s->evcap, usual,
+                             bytes >= GUESS_HUGE_MIN ? usual : 0, sizeof *s->events);
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
