@@ -83,10 +83,12 @@ typedef struct md_event {
     uint64_t addr;
     uint64_t size;     /* requested bytes, as torch records them */
     int64_t time_us;   /* -1 when the snapshot has no times (torch < 2.2) */
-    uint64_t stream;
     uint32_t stack;    /* stack id, 0 = no frames recorded */
-    uint16_t action;   /* md_action */
-    uint16_t flags;    /* MD_EV_* */
+    /* the stream's index among the snapshot's (md_snapshot_stream): 32
+     * bytes an event, not 40, where a trace has a few streams at most */
+    uint16_t stream;
+    uint8_t action;    /* md_action */
+    uint8_t flags;     /* MD_EV_* */
 } md_event;
 
 #define MD_EV_POOL_PRIVATE 0x1 /* pool_id present and not (0,0) */
@@ -178,6 +180,9 @@ void md_snapshot_free(md_snapshot *s);
 const char *md_snapshot_path(const md_snapshot *s);
 int md_snapshot_ndevices(const md_snapshot *s); /* device_traces length */
 const md_event *md_snapshot_events(const md_snapshot *s, int device, size_t *n);
+/* The stream (torch's cudaStream_t value, 0: the default stream) of an
+ * event's stream index; index 0 is always stream 0. */
+uint64_t md_snapshot_stream(const md_snapshot *s, unsigned index);
 /* Whether the device's trace is a history (two events or more): 0 for a
  * snapshot taken without one (no _record_memory_history, enabled="state"
  * whose trace keeps only the last event, torch.cuda.memory_snapshot()'s

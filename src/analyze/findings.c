@@ -3304,7 +3304,7 @@ static size_t stream_use_at(fctx *c, long at, const md_live_set *ls, uint64_t re
         int sign = ev[i].action == MD_ACT_SEGMENT_ALLOC || ev[i].action == MD_ACT_SEGMENT_MAP ? 1
                    : ev[i].action == MD_ACT_SEGMENT_FREE || ev[i].action == MD_ACT_SEGMENT_UNMAP ? -1
                                                                                                  : 0;
-        stream_use *x = sign ? stream_slot(u, &n, ev[i].stream) : NULL;
+        stream_use *x = sign ? stream_slot(u, &n, md_snapshot_stream(c->s, ev[i].stream)) : NULL;
         if (sign && !x)
             return 0;
         if (x) {
@@ -3316,7 +3316,7 @@ static size_t stream_use_at(fctx *c, long at, const md_live_set *ls, uint64_t re
         return 0;
     for (size_t j = 0; j < ls->n; j++) {
         long i = ls->live[j].alloc_index;
-        stream_use *x = i >= 0 ? stream_slot(u, &n, ev[i].stream) : NULL;
+        stream_use *x = i >= 0 ? stream_slot(u, &n, md_snapshot_stream(c->s, ev[i].stream)) : NULL;
         if (!x)
             return 0;
         x->allocated += ls->live[j].block_size;

@@ -1031,7 +1031,8 @@ static int seed_state(const md_replay *r, rstate *st)
     uint32_t cur_seg = NIL, cur = NIL; /* the last block laid, and its segment */
     for (size_t i = 0; i < r->npre; i++) {
         const md_live *l = &r->pre[i];
-        md_event e = {l->addr, l->requested, -1, 0, l->stack, MD_ACT_ALLOC, 0};
+        md_event e = {.addr = l->addr, .size = l->requested, .time_us = -1, .stack = l->stack,
+                      .action = MD_ACT_ALLOC};
         uint64_t bi;
         /* carve the block out of the free block that contains it */
         uint32_t gi = seg_holding(st, order, l->addr, &at);

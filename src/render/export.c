@@ -53,7 +53,7 @@ int md_render_csv(FILE *o, const md_rank *rk)
         step_phase(st, nst, &k, (long)i, &step, &phase);
         fprintf(o, "%zu,%lld,%s,%llu,%llu,%llu,%llu,%llu,%llu,", i, (long long)e->time_us,
                 md_action_name(e->action), (unsigned long long)e->addr,
-                (unsigned long long)e->size, (unsigned long long)e->stream,
+                (unsigned long long)e->size, (unsigned long long)md_snapshot_stream(rk->s, e->stream),
                 (unsigned long long)p.allocated, (unsigned long long)p.reserved,
                 (unsigned long long)p.requested);
         if (step >= 0)

@@ -152,7 +152,7 @@ static int trace_entry(pw *w, const md_snapshot *s, const md_event *e)
     key(w, "action"), p_str(w, md_action_name(e->action));
     key(w, action_key(e)), p_u64(w, e->addr);
     key(w, "size"), p_u64(w, e->size);
-    key(w, "stream"), p_u64(w, e->stream);
+    key(w, "stream"), p_u64(w, md_snapshot_stream(s, e->stream));
     if (e->time_us >= 0)
         key(w, "time_us"), p_i64(w, e->time_us);
     int rc = 0;

@@ -59,6 +59,8 @@ typedef struct loader {
     void *events_ctx;
     size_t note_at;
     double bytes; /* the input's size, for the expected count */
+    md_omap stream_ix; /* stream -> index in s->streams */
+    uint16_t last_stream; /* the index the last event had */
 } loader;
 
 #define NOTE_EVERY 2048 /* events between two calls of on_events */
@@ -348,24 +350,50 @@ static md_action action_of(const loader *L, uint32_t sid)
     return k < NACTIONS - 1 ? (md_action)(k + 1) : MD_ACT_UNKNOWN;
 }
 
-/* The event of a trace entry's fields (v: by K_*, NULL where absent). */
-static void entry_fields(const loader *L, md_event *e, const md_pv *const v[K_POOL_ID + 1])
+/* The index of stream in s->streams, added if new: 0 with *ix set, else
+ * -1 (out of memory, or more streams than an index holds). */
+static int stream_index(loader *L, uint64_t stream, uint16_t *ix)
+{
+    md_snapshot *s = L->s;
+    uint64_t k;
+    uint32_t v;
+    if (s->streams[L->last_stream] == stream) { /* a trace's streams come in runs */
+        *ix = L->last_stream;
+        return 0;
+    }
+    if (!stream || (md_omap_floor(&L->stream_ix, stream, &k, &v) && k == stream)) {
+        *ix = L->last_stream = stream ? (uint16_t)v : 0;
+        return 0;
+    }
+    if (s->nstreams > UINT16_MAX ||
+        md_grow((void **)&s->streams, &s->strcap, s->nstreams + 1, sizeof *s->streams) ||
+        md_omap_put(&L->stream_ix, stream, (uint32_t)s->nstreams))
+        return -1;
+    s->streams[s->nstreams] = stream;
+    *ix = L->last_stream = (uint16_t)s->nstreams++;
+    return 0;
+}
+
+/* The event of a trace entry's fields (v: by K_*, NULL where absent); -1
+ * where its stream cannot be indexed. */
+static int entry_fields(loader *L, md_event *e, const md_pv *const v[K_POOL_ID + 1])
 {
     uint64_t u = 0;
-    *e = (md_event){0, 0, -1, 0, 0, 0, 0};
-    e->action = (uint16_t)action_of(L, v[K_ACTION]->s);
+    *e = (md_event){.time_us = -1};
+    e->action = (uint8_t)action_of(L, v[K_ACTION]->s);
     if (md_pv_u64(v[K_ADDR], &u))
         e->addr = u;
     if (md_pv_u64(v[K_SIZE], &u))
         e->size = u;
-    if (md_pv_u64(v[K_STREAM], &u))
-        e->stream = u;
+    if (md_pv_u64(v[K_STREAM], &u) && stream_index(L, u, &e->stream))
+        return -1;
     if (md_pv_u64(v[K_TIME_US], &u))
         e->time_us = (int64_t)u;
     const md_pv *pool = v[K_POOL_ID];
     if (pool && pool->t == PV_TUPLE && pool->o->n == 2 &&
         (pool->o->items[0].i != 0 || pool->o->items[1].i != 0))
         e->flags |= MD_EV_POOL_PRIVATE;
+    return 0;
 }
 
 static int add_segment(loader *L, const md_pv *v, const md_pv *const f[K_COUNT], md_err *err);
@@ -416,7 +444,8 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
     /* Filled in place: a local copied into the array would be stored field
      * by field and reloaded whole, which stalls the store buffer. */
     md_event *e = &s->events[s->nevents];
-    entry_fields(L, e, v);
+    if (entry_fields(L, e, v))
+        return md_err_set(err, MD_E_LIMIT, off, "more than 65536 streams, or out of memory");
     int rc = stack_id(L, v[K_FRAMES], &e->stack, off, err);
     if (rc)
         return rc;
@@ -966,6 +995,11 @@ static int loader_init(loader *L, md_snapshot *s)
             return -1;
         L->state_sid[k] = (uint32_t)id;
     }
+    /* stream index 0 is the default stream, 0 */
+    if (md_grow((void **)&s->streams, &s->strcap, 1, sizeof *s->streams))
+        return -1;
+    s->streams[0] = 0;
+    s->nstreams = 1;
     /* stack id 0 is the empty stack */
     if (md_grow((void **)&s->stacks, &s->stcap, 1, sizeof *s->stacks))
         return -1;
@@ -1045,6 +1079,7 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
     }
     L.p = NULL;
     md_pkl_free(p);
+    md_omap_free(&L.stream_ix);
     if (L.cpp_seen)
         s->features |= MD_HAS_CPP_FRAMES;
     /* no trace at all (a recording stopped and cleared, or never kept):
@@ -1111,6 +1146,7 @@ void md_snapshot_free(md_snapshot *s)
     free(s->stacks);
     free(s->sslots);
     md_big_free(s->events, s->evcap, sizeof *s->events);
+    free(s->streams);
     free(s->dev);
     md_big_free(s->segs, s->segcap, sizeof *s->segs);
     md_big_free(s->blocks, s->blkcap, sizeof *s->blocks);
@@ -1125,6 +1161,11 @@ int md_snapshot_ndevices(const md_snapshot *s) { return s->ndev; }
 unsigned md_snapshot_features(const md_snapshot *s) { return s->features; }
 const md_settings *md_snapshot_settings(const md_snapshot *s) { return &s->settings; }
 size_t md_snapshot_nstacks(const md_snapshot *s) { return s->nstacks; }
+
+uint64_t md_snapshot_stream(const md_snapshot *s, unsigned index)
+{
+    return index < s->nstreams ? s->streams[index] : 0;
+}
 
 const md_event *md_snapshot_events(const md_snapshot *s, int device, size_t *n)
 {

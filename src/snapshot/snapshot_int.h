@@ -25,6 +25,8 @@ struct md_snapshot {
     uint32_t *sslots;       /* stack intern table */
     size_t nsslots;
     md_event *events;       /* every device's events */
+    uint64_t *streams;      /* md_event.stream -> stream; [0] = 0 */
+    size_t nstreams, strcap;
     size_t nevents, evcap;
     md_range *dev;          /* device -> range in events */
     int ndev;

@@ -17,7 +17,7 @@ static inline int same_event(const md_event *x, const md_event *y)
 {
     return x->addr == y->addr && x->size == y->size && x->time_us == y->time_us &&
            x->stream == y->stream && x->stack == y->stack && x->action == y->action &&
-           x->flags == y->flags;
+           x->flags == y->flags; /* streams by index: snapshot_difference compares the tables */
 }
 
 static inline int same_segment(const md_segment *x, const md_segment *y)
@@ -54,6 +54,8 @@ static inline const char *snapshot_difference(const md_snapshot *a, const md_sna
         return "frames";
     if (!SAME_ARRAY(a, b, sframes, nsframes) || !SAME_ARRAY(a, b, stacks, nstacks))
         return "stacks";
+    if (!SAME_ARRAY(a, b, streams, nstreams))
+        return "streams";
     if (a->nevents != b->nevents)
         return "event count";
     for (size_t i = 0; i < a->nevents; i++)

@@ -88,7 +88,7 @@ static void test_odd_records(void **st)
     assert_int_equal(ev[5].flags, MD_EV_POOL_PRIVATE);
     assert_int_equal(ev[6].addr, 1); /* True */
     assert_int_equal(ev[6].size, 0); /* None */
-    assert_int_equal(ev[6].stream, UINT64_MAX);
+    assert_int_equal(md_snapshot_stream(s, ev[6].stream), UINT64_MAX);
     assert_int_equal(ev[7].addr, A + 12288);
     for (int i = 8; i < 10; i++) {
         size_t nf;
@@ -97,7 +97,7 @@ static void test_odd_records(void **st)
         assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, fr[0])->name), "train");
     }
     assert_int_equal(ev[8].stack, ev[9].stack);
-    assert_int_equal(ev[10].stream, 7); /* the key's bytes now name 'stream' */
+    assert_int_equal(md_snapshot_stream(s, ev[10].stream), 7); /* the key's bytes now name 'stream' */
     assert_int_equal(ev[10].size, 0);
     md_snapshot_free(s);
 }

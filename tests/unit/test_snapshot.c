@@ -104,6 +104,7 @@ static void assert_same_events(const md_snapshot *a, const md_snapshot *b)
         assert_int_equal(ea[k].addr, eb[k].addr);
         assert_int_equal(ea[k].size, eb[k].size);
         assert_int_equal(ea[k].action, eb[k].action);
+        assert_int_equal(md_snapshot_stream(a, ea[k].stream), md_snapshot_stream(b, eb[k].stream));
         assert_same_stack(a, ea[k].stack, b, eb[k].stack);
     }
 }
@@ -373,6 +374,53 @@ static void test_distinct_stacks(void **st)
             assert_int_equal(ev[301 + k].stack, ev[1 + k].stack);
     }
     md_snapshot_free(s);
+}
+
+/* A pickle of one device's trace: n allocs, the k-th on stream k + 1. */
+static unsigned char *many_streams(size_t n, size_t *len)
+{
+    static const unsigned char entry[] = "}(X\x06\0\0\0actionX\x05\0\0\0allocX\x04\0\0\0addrJ"
+                                         "\0\0\0\0X\x04\0\0\0sizeK\x01X\x06\0\0\0streamJ\0\0\0\0u";
+    const size_t esz = sizeof entry - 1, addr_at = 33, stream_at = 60;
+    unsigned char *p = malloc(64 + n * esz), *w = p;
+    assert_non_null(p);
+    static const unsigned char head[] = "\x80\x02}X\x08\0\0\0segments]sX\x0d\0\0\0device_traces]](";
+    memcpy(w, head, sizeof head - 1), w += sizeof head - 1;
+    for (size_t k = 0; k < n; k++, w += esz) {
+        uint32_t addr = (uint32_t)(k + 1) * 512, stream = (uint32_t)k + 1;
+        memcpy(w, entry, esz);
+        memcpy(w + addr_at, &addr, 4); /* BININT: little-endian, as here */
+        memcpy(w + stream_at, &stream, 4);
+    }
+    memcpy(w, "eas.", 4), w += 4;
+    *len = (size_t)(w - p);
+    return p;
+}
+
+/* Events hold a 16-bit stream index: 65 535 streams besides the default
+ * one are each known again by it; one more is refused, with where. */
+static void test_stream_index_limit(void **st)
+{
+    (void)st;
+    size_t len;
+    unsigned char *d = many_streams(65535, &len);
+    md_snapshot *s = NULL;
+    md_err e = {0};
+    assert_int_equal(md_snapshot_load_mem(d, len, "streams", &s, &e), MD_OK);
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, 0, &n);
+    assert_int_equal(n, 65535);
+    for (size_t k = 0; k < n; k += 4093)
+        assert_int_equal(md_snapshot_stream(s, ev[k].stream), k + 1);
+    assert_int_equal(md_snapshot_stream(s, ev[n - 1].stream), n);
+    md_snapshot_free(s);
+    free(d);
+    d = many_streams(65536, &len);
+    s = NULL;
+    assert_int_not_equal(md_snapshot_load_mem(d, len, "streams", &s, &e), MD_OK);
+    assert_null(s);
+    assert_non_null(strstr(e.msg, "more than 65536 streams"));
+    free(d);
 }
 
 /* Frames lists guessed from the list that followed the previous one the
@@ -766,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_truncated_real_file),
         cmocka_unit_test(test_cut_compressed_alike),
         cmocka_unit_test(test_distinct_stacks),
+        cmocka_unit_test(test_stream_index_limit),
         cmocka_unit_test(test_list_sequence),
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_v2_0_history_blocks),
