@@ -559,7 +559,7 @@ phases:
  * allocate nothing on this device) to its end. */
 static void step_peaks(md_analysis *a, const step_src *src)
 {
-    const md_point *pts = md_replay_points(a->r);
+    const md_tpoint *pts = md_replay_points(a->r);
     for (size_t k = 0; k < a->nsteps; k++) {
         md_step *st = &a->steps[k];
         st->peak = md_replay_at(a->r, src[k].lo).allocated;
@@ -808,7 +808,7 @@ static long peak_moment(const md_analysis *a)
     long p = md_replay_peak_index(a->r);
     if (p < 0 || !a->nsteps || p >= a->steps[0].fwd_start || !md_replay_reconstructed(a->r))
         return p;
-    const md_point *pts = md_replay_points(a->r);
+    const md_tpoint *pts = md_replay_points(a->r);
     for (long i = a->steps[0].fwd_start; i < (long)a->n; i++)
         if (pts[i].allocated == pts[p].allocated)
             return i;

@@ -8,9 +8,13 @@
 uint64_t md_round_size(const md_settings *cfg, uint64_t size);
 const md_event *md_replay_events(const md_replay *r);
 int md_replay_device(const md_replay *r);
-/* The timeline: the point after each of md_replay_nevents events (what
- * md_replay_at gives one call at a time), for loops over whole stretches. */
-const md_point *md_replay_points(const md_replay *r);
+/* The timeline: allocated and requested after each of md_replay_nevents
+ * events (md_replay_at adds reserved, one call at a time), for loops over
+ * whole stretches. */
+typedef struct md_tpoint {
+    uint64_t allocated, requested;
+} md_tpoint;
+const md_tpoint *md_replay_points(const md_replay *r);
 /* The first event after which reserved stands at its peak, -1 if none
  * (the peak is the initial state's, never met again after an event). */
 long md_replay_peak_reserved_index(const md_replay *r);
