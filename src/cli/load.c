@@ -30,12 +30,18 @@
 #define PREFAULT_LEAD ((size_t)1 << 20)
 #define FOLLOW_MIN_BYTES ((off_t)16 << 20) /* see worth_following */
 #define PREFAULT_MIN_BYTES ((off_t)4 << 20) /* see prefault_pays */
-/* the heap put on huge pages where faults are dear (huge_heap_bytes): all
- * of a small input's reading (2-5 MB, its arrays' doublings among it), and
- * a larger one's first stretch */
+/* the heap put on huge pages where faults are dear (huge_heap_bytes): a
+ * large input's first stretch; a small input's all of it (2-5 MB, its
+ * arrays' doublings among it) only when asked (MEMDIAG_HUGEHEAP=1) */
 #define HUGE_HEAP_SMALL ((size_t)8 << 20)
 #define HUGE_HEAP_LARGE ((size_t)2 << 20)
 #define HUGE_HEAP_INPUT_MAX ((size_t)4 << 20) /* "small": under this */
+/* Under this much input (plain bytes, guessed for a compressed file) no
+ * helper runs unless asked: each adds resident memory (the huge heap its
+ * 2 MB pages, the prefault thread its 1 MB lead) that would take a small
+ * snapshot past twice its size (0.73 MB gamma-small: 1.35 MB alone, 4.6
+ * with the huge heap, 2.4 with the prefault thread), for 1-3 ms saved */
+#define HELPERS_INPUT_MIN ((size_t)4 << 20)
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2 }; /* pool.follow, 0: none */
 
@@ -205,15 +211,18 @@ static int faults_dear(int *dear)
     return *dear;
 }
 
-/* Whether faulting the heap in on the spare CPU pays (prefault.c): where a
- * fault is dear (shadow page tables, 11-15 us) always; where it is cheap
+/* Whether faulting the heap in on the spare CPU pays (prefault.c): for an
+ * input (plain bytes, guessed) under HELPERS_INPUT_MIN never; above it,
+ * where a fault is dear (shadow page tables, 11-15 us) always; where cheap
  * (0.6-2 us) only for plain files of 4 MB or more that no follower takes
  * that CPU from. On a 1 us host: big_gamma (6.4 MB) -5 %; 0.9-1.8 MB files
  * +8 % (the thread's start and its 1 MB lead cost more than a few hundred
  * faults, and the lead is 1 MB more resident); a followed 45 MB file +13 %;
  * compressed files 0 to +5 %. */
-static int prefault_pays(const off_t *sizes, size_t n, int follow, int *dear)
+static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow, int *dear)
 {
+    if (input < HELPERS_INPUT_MIN)
+        return 0; /* memory first (HELPERS_INPUT_MIN) */
     off_t plain = sizes ? 0 : -1;
     int followed = follow == FOLLOW_ALL;
     for (size_t i = 0; i < n && plain >= 0; i++) {
@@ -304,8 +313,9 @@ static int memory_limited(void)
 }
 
 /* How much of malloc's heap goes on huge pages (prefault.c), 0: none;
- * where faults are dear (MEMDIAG_HUGEHEAP=0/1 to say otherwise), where a
- * page costs 10-12 us and 2 MB 0.1 ms. An input under 4 MB (*small): 8 MB
+ * where faults are dear and the input is not small (HELPERS_INPUT_MIN;
+ * MEMDIAG_HUGEHEAP=0/1 to say otherwise), where a page costs 10-12 us and
+ * 2 MB 0.1 ms. An input under 4 MB (*small), when asked: 8 MB
  * (only what malloc writes is resident), with the events and frame ids in
  * it (md_load_opts.heap_first) and no prefault thread: a 1.3 MB snapshot
  * 8.7 -> 4.3 ms, 3 MB more resident (the prefault thread: 9.4; both: 7.0);
@@ -317,9 +327,11 @@ static int memory_limited(void)
 static size_t huge_heap_bytes(const off_t *guess, size_t n, int *dear, int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
-    if (env && *env ? !strcmp(env, "0") : !faults_dear(dear) || memory_limited())
+    size_t input = input_estimate(guess, n);
+    if (env && *env ? !strcmp(env, "0")
+                    : input < HELPERS_INPUT_MIN || !faults_dear(dear) || memory_limited())
         return 0;
-    *small = input_estimate(guess, n) < HUGE_HEAP_INPUT_MAX;
+    *small = input < HUGE_HEAP_INPUT_MAX;
     return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
 }
 
@@ -360,7 +372,8 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     const char *pf_env = getenv("MEMDIAG_PREFAULT");
     if (nw < cpus && (pf_env && *pf_env ? strcmp(pf_env, "0") != 0
                                         : !P.opts.heap_first &&
-                                              prefault_pays(plain, n, P.follow, &dear)))
+                                              prefault_pays(plain, n, input_estimate(guess, n),
+                                                            P.follow, &dear)))
         cli_prefault_start(&pf, PREFAULT_LEAD);
     /* the calling thread is a worker too; without threads it does it all */
     while (started + 1 < nw && !md_thread_start(&tid[started], worker, &P, MD_STACK_WORK))
