@@ -29,14 +29,12 @@
  * the best medians; it is also at most what more memory is resident */
 #define PREFAULT_LEAD ((size_t)1 << 20)
 #define FOLLOW_MIN_BYTES ((off_t)16 << 20) /* see worth_following */
-#define PREFAULT_MIN_BYTES ((off_t)4 << 20) /* see prefault_pays */
 /* the heap put on huge pages where faults are dear (huge_heap_bytes): a
  * large input's first stretch; a small input's all of it (2-5 MB, its
  * arrays' doublings among it) only when asked (MEMDIAG_HUGEHEAP=1) */
 #define HUGE_HEAP_SMALL ((size_t)8 << 20)
 #define HUGE_HEAP_LARGE ((size_t)2 << 20)
-#define HUGE_HEAP_INPUT_MAX ((size_t)4 << 20) /* "small": under this */
-/* Under this much input (plain bytes, guessed for a compressed file) no
+/* Under this much input, a "small" one (plain bytes, guessed where compressed), no
  * helper runs unless asked: each adds resident memory (the huge heap its
  * 2 MB pages, the prefault thread its 1 MB lead) that would take a small
  * snapshot past twice its size (0.73 MB gamma-small: 1.35 MB alone, 4.6
@@ -222,14 +220,14 @@ static int faults_dear(int *dear)
 static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow, int *dear)
 {
     if (input < HELPERS_INPUT_MIN)
-        return 0; /* memory first (HELPERS_INPUT_MIN) */
+        return 0; /* memory first; so plain files reaching below hold 4 MB or more */
     off_t plain = sizes ? 0 : -1;
     int followed = follow == FOLLOW_ALL;
     for (size_t i = 0; i < n && plain >= 0; i++) {
         plain = sizes[i] < 0 ? -1 : plain + sizes[i];
         followed |= follow == FOLLOW_BY_SIZE && worth_following(sizes[i]);
     }
-    if (plain >= PREFAULT_MIN_BYTES && !followed)
+    if (plain >= 0 && !followed)
         return 1;
     return faults_dear(dear);
 }
@@ -324,14 +322,13 @@ static int memory_limited(void)
  * the rest: 6-67 MB snapshots 6-17 % faster, up to 1.8 MB more resident
  * (4 MB made a 6 MB snapshot 2.05x its size). Where faults are cheap
  * (1.4 us) it gained nothing and cost 3 MB. */
-static size_t huge_heap_bytes(const off_t *guess, size_t n, int *dear, int *small)
+static size_t huge_heap_bytes(size_t input, int *dear, int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
-    size_t input = input_estimate(guess, n);
     if (env && *env ? !strcmp(env, "0")
                     : input < HELPERS_INPUT_MIN || !faults_dear(dear) || memory_limited())
         return 0;
-    *small = input < HUGE_HEAP_INPUT_MAX;
+    *small = input < HELPERS_INPUT_MIN;
     return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
 }
 
@@ -361,7 +358,8 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * input's all of it (huge_heap_bytes); the block malloc keeps below them
      * is the caller's */
     int dear = -1, small = 0;
-    size_t huge = huge_heap_bytes(guess, n, &dear, &small);
+    size_t input = input_estimate(guess, n);
+    size_t huge = huge_heap_bytes(input, &dear, &small);
     void *below = huge ? cli_heap_on_huge_pages(huge) : NULL;
     P.opts.heap_first = below && small;
     /* and, with a CPU to spare, the rest of a larger one's faults are taken
@@ -372,8 +370,7 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     const char *pf_env = getenv("MEMDIAG_PREFAULT");
     if (nw < cpus && (pf_env && *pf_env ? strcmp(pf_env, "0") != 0
                                         : !P.opts.heap_first &&
-                                              prefault_pays(plain, n, input_estimate(guess, n),
-                                                            P.follow, &dear)))
+                                              prefault_pays(plain, n, input, P.follow, &dear)))
         cli_prefault_start(&pf, PREFAULT_LEAD);
     /* the calling thread is a worker too; without threads it does it all */
     while (started + 1 < nw && !md_thread_start(&tid[started], worker, &P, MD_STACK_WORK))

@@ -97,7 +97,6 @@ struct md_replay {
     md_tpoint *pts;
     struct rsv_step { size_t at; uint64_t reserved; } *rsv; /* event, value after it */
     size_t nrsv, rsvcap;
-    uint64_t rsv_last; /* reserved after the events so far */
     int rsv_failed;    /* no memory for a change: the pass is not kept */
     int32_t *free_at; /* alloc event index -> index of its free, -1 = never */
     size_t ptscap, freecap; /* md_big_grow capacities */
@@ -1120,7 +1119,6 @@ static int rsv_change(md_replay *r, size_t i, uint64_t v)
         return -1;
     }
     r->rsv[r->nrsv++] = (struct rsv_step){i, v};
-    r->rsv_last = v;
     return 0;
 }
 
@@ -1143,7 +1141,6 @@ static void pass_start(md_replay *r, const rstate *st)
 {
     r->initial = (md_point){st->allocated, st->reserved, st->requested};
     r->nrsv = 0;
-    r->rsv_last = st->reserved;
     r->peak_alloc = st->allocated;
     r->peak_reserved = st->reserved;
     r->peak_index = -1;
@@ -1160,6 +1157,7 @@ static size_t pass_events(md_replay *r, rstate *st, const md_event *ev, size_t f
                        int first)
 {
     size_t check_at = r->check_at; /* a compare an event, not a division */
+    uint64_t reserved = r->nrsv ? r->rsv[r->nrsv - 1].reserved : r->initial.reserved;
     for (size_t i = from; i < to; i++) {
         apply(st, &ev[i], (long)i);
         if (first && st->anomalies) {
@@ -1167,8 +1165,11 @@ static size_t pass_events(md_replay *r, rstate *st, const md_event *ev, size_t f
             return i;
         }
         r->pts[i] = (md_tpoint){st->allocated, st->requested};
-        if (st->reserved != r->rsv_last && rsv_change(r, i, st->reserved))
-            return i; /* rsv_failed */
+        if (st->reserved != reserved) {
+            if (rsv_change(r, i, st->reserved))
+                return i; /* rsv_failed */
+            reserved = st->reserved;
+        }
         if (i == check_at) {
             check_at = r->roll ? 2 * check_at + 1 : check_at + r->every;
             if (r->roll && r->nchecks == NCHECKS)
