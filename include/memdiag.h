@@ -107,20 +107,20 @@ typedef struct md_block {
     uint8_t state; /* md_block_state */
 } md_block;
 
+/* 64 bytes: a state-only snapshot lists tens of thousands. Its active
+ * and requested bytes are its blocks' (md_snapshot_blocks). */
 typedef struct md_segment {
-    int device;
     uint64_t address;
     uint64_t total_size;
     uint64_t allocated_size;
-    uint64_t active_size;
-    uint64_t requested_size;
     uint64_t stream;
     int64_t pool_id[2];
+    uint32_t first_block; /* index into md_snapshot_blocks() (< 2^30) */
+    uint32_t nblocks;
+    uint32_t stack;
+    int16_t device;       /* -1: not a device index (negative or past 32767) */
     uint8_t is_small;
     uint8_t is_expandable;
-    uint32_t stack;
-    size_t first_block; /* index into md_snapshot_blocks() */
-    size_t nblocks;
 } md_segment;
 
 typedef struct md_annotation {
@@ -162,11 +162,13 @@ typedef struct md_load_opts {
      * compressed file). NULL: not told. */
     void (*on_events)(void *ctx, const md_event *events, size_t n, size_t expect, int state);
     void *events_ctx;
-    /* The events and the stacks' frame ids grow in malloc's heap until they
-     * reach 512 KiB, instead of starting in mappings of their own (where a
-     * heap array's doublings would copy them into fresh pages, a fault each
-     * 4 KiB): for a caller that has put the heap on huge pages (the CLI, for
-     * small inputs where faults are dear). */
+    /* The events, the stacks' frame ids, the segments and the blocks grow
+     * in malloc's heap until they reach 512 KiB, instead of starting in
+     * mappings of their own (where a heap array's doublings would copy them
+     * into fresh pages, a fault each 4 KiB, and leave the copies resident
+     * beside the mapping): for a caller that has put the heap on huge pages
+     * (the CLI, for small inputs where faults are dear), or that runs under
+     * a limit counting each 2 MB mapping whole (ulimit -d or -v). */
     int heap_first;
 } md_load_opts;
 enum { MD_EVENTS_MORE, MD_EVENTS_END, MD_EVENTS_PAUSE, MD_EVENTS_GONE };
@@ -256,14 +258,19 @@ long md_replay_free_index(const md_replay *r, long alloc_index);
 /* Problems the replay tolerated (free of an unknown address, ...). */
 size_t md_replay_anomalies(const md_replay *r);
 
-/* One live allocation at a point in time. */
+/* Stack ids stay below this: the reader refuses a snapshot with more
+ * distinct stacks (MD_E_LIMIT), so md_live holds one in 24 bits. */
+#define MD_MAX_STACKS ((1u << 24) - 1)
+
+/* One live allocation at a point in time: 32 bytes, as a live set can
+ * hold every block of a snapshot (a state-only one's 250 000: 8 MB). */
 typedef struct md_live {
     uint64_t addr;
     uint64_t block_size;
     uint64_t requested;
-    long alloc_index;  /* event index of the alloc, -1 = before recording */
-    uint32_t stack;
-    uint8_t category;  /* md_category */
+    int32_t alloc_index;     /* event index of the alloc (< 2^30), -1 = before recording */
+    uint32_t stack : 24;     /* < MD_MAX_STACKS */
+    uint32_t category : 8;   /* md_category */
 } md_live;
 
 /* The live set after event `index` (-1 = initial state). The array is

@@ -691,7 +691,8 @@ typedef struct steady_arg {
 static int steady_pred(const fctx *c, const md_live *l, md_category cat, void *arg)
 {
     steady_arg *sa = arg;
-    if (!bsearch(&l->stack, sa->stacks, sa->n, sizeof *sa->stacks, cmp_u32))
+    uint32_t stack = l->stack;
+    if (!bsearch(&stack, sa->stacks, sa->n, sizeof *sa->stacks, cmp_u32))
         return 0;
     return retained_pred(c, l, cat, &sa->la);
 }

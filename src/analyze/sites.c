@@ -87,12 +87,6 @@ nomem:
     return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
 }
 
-static int cmp_block_size(const void *a, const void *b)
-{
-    const md_live *x = a, *y = b;
-    return x->block_size < y->block_size ? 1 : x->block_size > y->block_size ? -1 : 0;
-}
-
 static int cmp_size_group(const void *a, const void *b)
 {
     const md_size_group *x = a, *y = b;
@@ -100,28 +94,35 @@ static int cmp_size_group(const void *a, const void *b)
     return bx < by ? 1 : bx > by ? -1 : (x->size < y->size) - (x->size > y->size);
 }
 
+/* The live set's block sizes counted by a map of the sizes seen (a few
+ * hundred), not by sorting a copy of all of them: a state-only snapshot's
+ * 62 000 blocks took 1 MB more at the end for the copy and the sort. */
 int md_sizes_at(const md_analysis *an, long index, md_size_group **out, size_t *n, md_err *err)
 {
     const md_live_set *ls = md_analysis_live(an, index);
-    md_live *live = ls && ls->n ? malloc(ls->n * sizeof *live) : NULL;
-    md_size_group *g = ls && ls->n ? malloc(ls->n * sizeof *g) : NULL;
+    md_size_group *g = NULL;
+    size_t ng = 0, cap = 0;
+    md_map at;
     *out = NULL;
     *n = 0;
-    if (!ls || (ls->n && (!live || !g))) {
-        free(live);
-        free(g);
+    if (!ls || md_map_init(&at, 64))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
-    }
-    memcpy(live, ls->live, ls->n * sizeof *live);
-    qsort(live, ls->n, sizeof *live, cmp_block_size);
-    size_t ng = 0;
     for (size_t i = 0; i < ls->n; i++) {
-        if (!ng || g[ng - 1].size != live[i].block_size)
-            g[ng++] = (md_size_group){live[i].block_size, 0};
-        g[ng - 1].count++;
+        uint64_t size = ls->live[i].block_size, k;
+        if (md_map_get(&at, size, &k)) {
+            g[k].count++;
+            continue;
+        }
+        if (md_grow((void **)&g, &cap, ng + 1, sizeof *g) || md_map_put(&at, size, ng) < 0) {
+            free(g);
+            md_map_free(&at);
+            return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+        }
+        g[ng++] = (md_size_group){size, 1};
     }
-    free(live);
-    qsort(g, ng, sizeof *g, cmp_size_group);
+    md_map_free(&at);
+    if (ng > 1)
+        qsort(g, ng, sizeof *g, cmp_size_group);
     *out = g;
     *n = ng;
     return MD_OK;

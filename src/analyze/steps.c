@@ -1291,8 +1291,8 @@ int md_analysis_unnamed_param(const md_analysis *a, const md_live *l)
     if (l->alloc_index < 0)
         return a->nunnamed_addr && bsearch(&l->addr, a->unnamed_addr, a->nunnamed_addr,
                                            sizeof(uint64_t), cmp_addr) != NULL;
-    return a->nunnamed &&
-           bsearch(&l->alloc_index, a->unnamed, a->nunnamed, sizeof(long), cmp_long) != NULL;
+    long k = l->alloc_index; /* a->unnamed holds longs */
+    return a->nunnamed && bsearch(&k, a->unnamed, a->nunnamed, sizeof k, cmp_long) != NULL;
 }
 
 /* Room for each step's first backward event after its optimizer step,

@@ -302,7 +302,8 @@ static size_t input_estimate(const off_t *guess, size_t n)
 /* Whether data size or address space is limited (ulimit -d, -v): the
  * huge heap's address space counts against either, all of it, though only
  * what malloc writes is resident, and left too little for a 1.3 MB
- * snapshot under 10 MB that 8 MB (no huge heap) had been enough for. */
+ * snapshot under 10 MB that 8 MB (no huge heap) had been enough for; so
+ * do the reader's arrays' mappings (md_load_opts.heap_first). */
 static int memory_limited(void)
 {
     struct rlimit d, as;
@@ -361,7 +362,10 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     size_t input = input_estimate(guess, n);
     size_t huge = huge_heap_bytes(input, &dear, &small);
     void *below = huge ? cli_heap_on_huge_pages(huge) : NULL;
-    P.opts.heap_first = below && small;
+    /* and the arrays start in the heap too under a limit that counts
+     * every mapping whole (a 2 MB one each, which the 1.3 MB snapshot
+     * under ulimit -d 8000 cannot afford) */
+    P.opts.heap_first = (below && small) || memory_limited();
     /* and, with a CPU to spare, the rest of a larger one's faults are taken
      * there where that pays (prefault.c, prefault_pays); MEMDIAG_PREFAULT=0
      * leaves them where they fall (a benchmark's baseline), =1 takes them

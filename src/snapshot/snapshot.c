@@ -158,14 +158,39 @@ static int rehash_stacks(md_snapshot *s)
     return 0;
 }
 
-#define SFRAMES_MIN (MD_BIG_MIN / sizeof(uint32_t)) /* frame ids md_big_grow maps */
+/* How many elements of esz bytes an array that needs `need` asks
+ * md_big_grow for: once it needs `from` bytes, at least MD_BIG_MIN's
+ * worth, which it maps (only what is written is resident), unless the
+ * heap comes first (heap_first). */
+static size_t mapped_from(const md_snapshot *s, size_t need, size_t esz, size_t from)
+{
+    return need * esz >= from && need * esz < MD_BIG_MIN && !s->heap_first
+               ? (MD_BIG_MIN + esz - 1) / esz
+               : need;
+}
+
+/* Where the segments and blocks leave the heap: a small snapshot's few
+ * fit in pages the heap has anyway (in a mapping of their own the seed
+ * exercise's took 128-256 KB more), a large one's are not copied on
+ * every doubling up to 512 KiB, copies that stayed resident beside the
+ * mapping (a 3.5 MB state-only snapshot: 1.6 MB) */
+#define STATE_HEAP_MAX (64 * 1024)
+
+/* What a state-only snapshot costs a block resident: its md_block, its
+ * segment's share and its md_live in the analysis (a 3.5 MB one of
+ * 62 664 blocks in 21 184 segments: 6.9 MB, 2.0x its size; with 40-byte
+ * md_live, 96-byte md_segment and the arrays' heap copies 11.9 MB) */
+_Static_assert(sizeof(md_live) == 32 && sizeof(md_segment) == 64 && sizeof(md_block) == 32,
+               "md_live, md_segment, md_block sizes");
 
 /* Interns a sequence of frame ids; returns the stack id (>= 1), 0 for an
- * empty stack, -1 on allocation failure. */
+ * empty stack, -1 on allocation failure, -2 past MD_MAX_STACKS. */
 static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
 {
     if (n == 0)
         return 0;
+    if (s->nstacks >= MD_MAX_STACKS)
+        return -2;
     if ((s->nstacks + 1) * 2 > s->nsslots && rehash_stacks(s))
         return -1;
     size_t i = stack_hash(ids, n) & (s->nsslots - 1);
@@ -176,13 +201,13 @@ static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
         i = (i + 1) & (s->nsslots - 1);
     }
     /* the frame ids live in a mapping of their own from the first stack
-     * (SFRAMES_MIN makes md_big_grow map it): in the heap each doubling
+     * (mapped_from): in the heap each doubling
      * copied them into fresh pages, a third of a 1 MB file's page faults
      * (unless those come 2 MB at a time: heap_first) */
     size_t need = s->nsframes + n;
-    size_t want = need < SFRAMES_MIN && !s->heap_first ? SFRAMES_MIN : need;
     if ((need > s->sfcap &&
-         md_big_grow((void **)&s->sframes, &s->sfcap, want, sizeof *ids)) ||
+         md_big_grow((void **)&s->sframes, &s->sfcap, mapped_from(s, need, sizeof *ids, 0),
+                     sizeof *ids)) ||
         md_grow((void **)&s->stacks, &s->stcap, s->nstacks + 1, sizeof *s->stacks))
         return -1;
     memcpy(s->sframes + s->nsframes, ids, n * sizeof *ids);
@@ -243,6 +268,14 @@ static int no_records(const md_pv *list, const char *what, int64_t off, md_err *
 }
 
 /* Frames list -> stack id, converting a list not seen before (stack_id). */
+/* intern_stack's failure sid as an error. */
+static int stack_failed(int64_t sid, int64_t off, md_err *err)
+{
+    if (sid == -2)
+        return md_err_set(err, MD_E_LIMIT, off, "more than %u distinct stacks", MD_MAX_STACKS);
+    return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+}
+
 static int stack_convert(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_err *err)
 {
     *out = 0;
@@ -269,7 +302,7 @@ static int stack_convert(loader *L, const md_pv *v, uint32_t *out, int64_t off, 
     if (rc)
         return rc;
     if (sid < 0)
-        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+        return stack_failed(sid, off, err);
     v->o->cache = (uint32_t)sid + 1;
     if (L->p)
         md_pkl_release(L->p, v->o);
@@ -300,7 +333,7 @@ static int on_list(void *ctx, uint32_t *caches, size_t n, uint32_t *cache, int64
         caches[i]--; /* cache = frame id + 1 */
     int64_t sid = intern_stack(L->s, caches, n);
     if (sid < 0)
-        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+        return stack_failed(sid, off, err);
     *cache = (uint32_t)sid + 1;
     return 1;
 }
@@ -464,9 +497,10 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
 static int push_block(loader *L, const md_block *blk, size_t *at)
 {
     md_snapshot *s = L->s;
-    /* a mapping past 512 KiB (md_big_grow): a state-only snapshot of
+    /* a mapping of its own from STATE_HEAP_MAX: a state-only snapshot of
      * 250 000 blocks wrote 8 MB here a 4 KiB fault at a time */
-    if (md_big_grow((void **)&s->blocks, &s->blkcap, s->nblocks + 1, sizeof *blk))
+    if (md_big_grow((void **)&s->blocks, &s->blkcap, mapped_from(s, s->nblocks + 1, sizeof *blk, STATE_HEAP_MAX),
+                    sizeof *blk))
         return -1;
     L->block_stacks |= blk->stack != 0;
     *at = s->nblocks;
@@ -742,13 +776,11 @@ static int add_segment(loader *L, const md_pv *v, const md_pv *const f_in[K_COUN
     }
     int64_t dev = 0;
     md_pv_int(f[K_DEVICE], &dev);
-    g.device = (int)dev;
+    g.device = dev >= 0 && dev <= INT16_MAX ? (int16_t)dev : -1;
     if (!md_pv_u64(f[K_ADDRESS], &g.address) || !md_pv_u64(f[K_TOTAL_SIZE], &g.total_size))
         return md_err_set(err, MD_E_SCHEMA, -1,
                           "segments[%zu] lacks 'address' or 'total_size'", s->nsegs);
     md_pv_u64(f[K_ALLOCATED_SIZE], &g.allocated_size);
-    md_pv_u64(f[K_ACTIVE_SIZE], &g.active_size);
-    md_pv_u64(f[K_REQUESTED_SIZE], &g.requested_size);
     md_pv_u64(f[K_STREAM], &g.stream);
     g.is_small = md_pv_is_str(&s->strs, f[K_SEGMENT_TYPE], "small");
     int64_t b = 0;
@@ -766,7 +798,8 @@ static int add_segment(loader *L, const md_pv *v, const md_pv *const f_in[K_COUN
     const md_pv *blocks = f[K_BLOCKS];
     if (blocks && (rc = segment_blocks(L, blocks, &g, err)))
         return rc;
-    if (md_big_grow((void **)&s->segs, &s->segcap, s->nsegs + 1, sizeof g))
+    if (md_big_grow((void **)&s->segs, &s->segcap, mapped_from(s, s->nsegs + 1, sizeof g, STATE_HEAP_MAX),
+                    sizeof g))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->segs[s->nsegs++] = g;
     return MD_OK;

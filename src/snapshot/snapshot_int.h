@@ -19,7 +19,7 @@ struct md_snapshot {
     size_t nfslots;
     uint32_t *sframes;      /* all stacks' frame ids back to back */
     size_t nsframes, sfcap;
-    int heap_first;         /* sframes start in the heap (md_load_opts) */
+    int heap_first;         /* arrays start in the heap (md_load_opts) */
     md_range *stacks;       /* stack id -> range in sframes; id 0 empty */
     size_t nstacks, stcap;
     uint32_t *sslots;       /* stack intern table */

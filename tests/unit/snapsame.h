@@ -24,7 +24,6 @@ static inline int same_segment(const md_segment *x, const md_segment *y)
 {
     return x->device == y->device && x->address == y->address &&
            x->total_size == y->total_size && x->allocated_size == y->allocated_size &&
-           x->active_size == y->active_size && x->requested_size == y->requested_size &&
            x->stream == y->stream && x->pool_id[0] == y->pool_id[0] &&
            x->pool_id[1] == y->pool_id[1] && x->is_small == y->is_small &&
            x->is_expandable == y->is_expandable && x->stack == y->stack &&

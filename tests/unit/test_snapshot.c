@@ -423,6 +423,30 @@ static void test_stream_index_limit(void **st)
     free(d);
 }
 
+/* md_segment.device is 16 bits: a device index past 32767, or a
+ * negative one, reads as -1 (no device's), not as one wrapped onto a real
+ * device; 1 stays 1. */
+static void test_segment_device_range(void **st)
+{
+    (void)st;
+#define SEG(dev) "}(X\x06\0\0\0device" dev "X\x07\0\0\0addressJ\0\0\x10\0" \
+                 "X\x0a\0\0\0total_sizeJ\0\0\x20\0u"
+    static const char pkl[] = "\x80\x02}(X\x08\0\0\0segments](" SEG("J\x70\x11\x01\0")
+        SEG("J\xfb\xff\xff\xff") SEG("K\x01") "eX\x0d\0\0\0device_traces]u.";
+#undef SEG
+    md_snapshot *s = NULL;
+    md_err e = {0};
+    assert_int_equal(md_snapshot_load_mem(pkl, sizeof pkl - 1, "devices", &s, &e), MD_OK);
+    size_t n;
+    const md_segment *g = md_snapshot_segments(s, &n);
+    assert_int_equal(n, 3);
+    assert_int_equal(g[0].device, -1); /* 70000 */
+    assert_int_equal(g[1].device, -1); /* -5 */
+    assert_int_equal(g[2].device, 1);
+    assert_int_equal(g[2].total_size, 0x200000);
+    md_snapshot_free(s);
+}
+
 /* Frames lists guessed from the list that followed the previous one the
  * time before (tests/gen/make_synthetic.py list_sequence): a wrong guess,
  * including one whose bytes start the real list's, is rejected, and every
@@ -815,6 +839,7 @@ int main(void)
         cmocka_unit_test(test_cut_compressed_alike),
         cmocka_unit_test(test_distinct_stacks),
         cmocka_unit_test(test_stream_index_limit),
+        cmocka_unit_test(test_segment_device_range),
         cmocka_unit_test(test_list_sequence),
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_v2_0_history_blocks),
