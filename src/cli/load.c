@@ -40,6 +40,12 @@
  * snapshot past twice its size (0.73 MB gamma-small: 1.35 MB alone, 4.6
  * with the huge heap, 2.4 with the prefault thread), for 1-3 ms saved */
 #define HELPERS_INPUT_MIN ((size_t)4 << 20)
+/* and the huge heap's 2 MB only from here, where they add at most a
+ * quarter of the input: a 4.2 MB state-only snapshot (8 copies of
+ * big_gamma's blocks, no trace) was 2.19x its size with them, 1.75x
+ * without, for 10 % of its time (27 -> 31 ms); big_gamma (6.4 MB) 1.69x
+ * and 1.50x, 16 -> 18 ms */
+#define HUGE_HEAP_INPUT_MIN ((size_t)8 << 20)
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2 }; /* pool.follow, 0: none */
 
@@ -312,7 +318,7 @@ static int memory_limited(void)
 }
 
 /* How much of malloc's heap goes on huge pages (prefault.c), 0: none;
- * where faults are dear and the input is not small (HELPERS_INPUT_MIN;
+ * where faults are dear and the input is 8 MB or more (HUGE_HEAP_INPUT_MIN;
  * MEMDIAG_HUGEHEAP=0/1 to say otherwise), where a page costs 10-12 us and
  * 2 MB 0.1 ms. An input under 4 MB (*small), when asked: 8 MB
  * (only what malloc writes is resident), with the events and frame ids in
@@ -327,7 +333,7 @@ static size_t huge_heap_bytes(size_t input, int *dear, int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
     if (env && *env ? !strcmp(env, "0")
-                    : input < HELPERS_INPUT_MIN || !faults_dear(dear) || memory_limited())
+                    : input < HUGE_HEAP_INPUT_MIN || !faults_dear(dear) || memory_limited())
         return 0;
     *small = input < HELPERS_INPUT_MIN;
     return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
