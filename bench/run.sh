@@ -26,6 +26,10 @@ done
 # nothing) as large as a big job's: big_gamma's state 32 times (16 MB)
 [ -s bench/out/big_gamma.pickle ] && [ ! -s bench/out/stateonly-32.pickle ] &&
     python3 bench/state_heavy.py bench/out/big_gamma.pickle bench/out/stateonly-32.pickle 32 >/dev/null
+# and one whose blocks carry no stacks (a job that never recorded a
+# history): the densest snapshot there is, 56 bytes a block (3.5 MB)
+[ -s bench/out/big_gamma.pickle ] && [ ! -s bench/out/stateonly-bare-8.pickle ] &&
+    python3 bench/state_heavy.py --bare bench/out/big_gamma.pickle bench/out/stateonly-bare-8.pickle 8 >/dev/null
 # and an inference job's (transformers' generate(), 716 169 events: tests/data/patterns)
 g=tests/data/patterns/generate/rank0.pickle.xz
 [ -s bench/out/generate-llama.pickle ] || xz -dc "$g" >bench/out/generate-llama.pickle

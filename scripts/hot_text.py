@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""hot_text.py MAP ENTRY TRACE... [--also UNITS] [--final] > hot.ld: a linker script
+"""hot_text.py MAP ENTRY TRACE... [--also UNITS] [--late UNITS] [--final] > hot.ld: a linker script
 that lays the code and the read-only data a run touches side by side, each
 at the start of its segment (.text, .rodata).
 
@@ -16,7 +16,10 @@ of one run under valgrind's lackey, in order: "I ADDR" (code) or "D ADDR"
 input sections to lay hot too, "T PATTERN" or "R PATTERN": what a run
 touches that valgrind does not show (the CPU's own string function picks),
 found by `hot_text.py --faults FAULTS MAP ENTRY` in runs of a build with
-the hot sections; --final adds the string functions other CPUs would pick.
+the hot sections; --late UNITS, the same found in runs of larger inputs
+only (the helper threads' code), laid after all the rest, so that a small
+input's run spans no more windows for them; --final adds the string
+functions other CPUs would pick.
 
 A unit is an input section: an archive member's (glibc, zstd...) named by
 member, memdiag's own (LTO output, whose object names are temporary) by its
@@ -120,7 +123,7 @@ def variant_of(obj):
     return v and "rtm" not in m.group(2) and v
 
 
-def order_units(secs, traces, also, final):
+def order_units(secs, traces, also, late, final):
     """Text and rodata units, each list in the order to lay them."""
     starts = [s[0] for s in secs]
     count, first, used = {}, {}, {}
@@ -178,6 +181,7 @@ def order_units(secs, traces, also, final):
     everyone = sum(1 for u in text if count[u] == len(traces))
     extra = [u for u in also if u not in count]
     text = text[:everyone] + list(dict.fromkeys(extra)) + text[everyone:]
+    text += [u for u in dict.fromkeys(late) if u not in count and u not in text]
     if final:
         families = {variant_of(first[u][2]).group(1) for u in count
                     if first[u][1] and variant_of(first[u][2])}
@@ -250,16 +254,21 @@ def main():
     also, final = [], "--final" in args
     if final:
         args.remove("--final")
-    if "--also" in args:
-        i = args.index("--also")
-        also = [tuple(l.rstrip("\n").split(" ", 1)) for l in open(args[i + 1]) if l.strip()]
-        del args[i:i + 2]
+    late = []
+    for opt in ("--also", "--late"):
+        if opt in args:
+            i = args.index(opt)
+            units = [tuple(l.rstrip("\n").split(" ", 1)) for l in open(args[i + 1]) if l.strip()]
+            (also if opt == "--also" else late).extend(units)
+            del args[i:i + 2]
     if len(args) < 3:
         sys.exit(__doc__.splitlines()[0])
     secs, entry = input_sections(args[0]), int(args[1], 16)
     traces = [read_trace(t, entry) for t in args[2:]]
-    text, rodata = order_units(secs, traces, [p for k, p in also if k == "T"], final)
+    text, rodata = order_units(secs, traces, [p for k, p in also if k == "T"],
+                               [p for k, p in late if k == "T"], final)
     rodata = [p for k, p in also if k == "R"] + [u for u in rodata if ("R", u) not in also]
+    rodata += [p for k, p in late if k == "R" and p not in rodata]
     emit(text, rodata)
 
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Regenerates src/cli/hot.ld, the order of the static CLI's hot code and
 # constants (see scripts/hot_text.py): what `memdiag summary` and `diagnose
-# --json` touch on the bundled seed-exercise snapshots and a synthetic one,
+# --json` touch on the bundled seed-exercise snapshots, a synthetic one and
+# two with no trace (tests/data/snapmodes),
 # in the order they first touch it, by valgrind's lackey; then what the CPU
 # itself runs that valgrind does not show (glibc's string functions picked
 # for this CPU, the vDSO's setup), found by the page faults of runs of the
@@ -24,7 +25,19 @@ CC_FLAGS=$(make -s cli-link | sed -n 1p)
 LINK=$(make -s cli-link | sed -n 2p)
 ORDER="-ffunction-sections -fdata-sections"
 python3 bench/gen_snapshot.py 10000 "$T/synthetic.pickle"
-INPUTS="$(ls tests/data/seed-exercise/*.pickle) $T/synthetic.pickle"
+# and snapshots with no trace, with stacks and without (their own paths:
+# the blocks as listed, the live set by block size)
+for m in state norecord; do xz -dc "tests/data/snapmodes/$m.pickle.xz" >"$T/$m.pickle"; done
+INPUTS="$(ls tests/data/seed-exercise/*.pickle) $T/synthetic.pickle $T/state.pickle $T/norecord.pickle"
+# and, for the fault rounds only (too long for lackey), inputs that start
+# the helper threads: a compressed file (read and decompressed ahead) and
+# a 6 MB one (read ahead, and the heap faulted ahead where faults are
+# dear); their code outside the hot code cost a 3.5 MB snapshot 8 windows
+# of the kernel's fault-around, 0.5 MB resident. What only they fault is
+# laid last (--late): first among the rest it took the small inputs' code
+# over one more window.
+python3 bench/gen_snapshot.py 100000 "$T/synthetic-100000.pickle"
+LARGER="tests/data/alpha-small.pickle.xz $T/synthetic-100000.pickle"
 # traced apart: each constant section its own, so that a string read is
 # found where its function put it, not merged into another's
 $CC_FLAGS $ORDER -o "$T/md" $LINK -Wl,--unique='.rodata.*' -Wl,-Map="$T/md.map"
@@ -55,13 +68,10 @@ if ! ls "$TR"/trace.* >/dev/null 2>&1; then
     wait
 fi
 : >"$T/also"
-# rounds: what the ordered binary faults outside its hot code and constants
-for round in 1 2 3 4 5 6 7 8 9 10; do
-    python3 scripts/hot_text.py "$T/md.map" "$entry" "$TR"/trace.* --also "$T/also" >"$T/hot.ld"
-    $CC_FLAGS $ORDER -o "$T/hot" $LINK -Wl,-T,"$T/hot.ld" -Wl,-Map="$T/hot.map"
-    hentry=$(readelf -hW "$T/hot" | awk '/Entry point/ { print $4 }')
-    # as a user runs it here, and as where faults are cheap (no helpers)
-    for f in $INPUTS; do
+: >"$T/late"
+# the faults of runs of the ordered binary on the inputs $1...
+faults() {
+    for f in "$@"; do
         for c in summary "diagnose --json" "summary cheap"; do
             set -- $c
             env=X=1
@@ -71,15 +81,30 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
             echo RUN
             perf script -i "$T/pf" -F ip,addr 2>/dev/null
         done
-    done >"$T/faults"
+    done
+}
+# rounds: what the ordered binary faults outside its hot code and constants
+# (as a user runs it here, and as where faults are cheap: no helpers)
+for round in 1 2 3 4 5 6 7 8 9 10; do
+    python3 scripts/hot_text.py "$T/md.map" "$entry" "$TR"/trace.* --also "$T/also" --late "$T/late" >"$T/hot.ld"
+    $CC_FLAGS $ORDER -o "$T/hot" $LINK -Wl,-T,"$T/hot.ld" -Wl,-Map="$T/hot.map"
+    hentry=$(readelf -hW "$T/hot" | awk '/Entry point/ { print $4 }')
+    faults $INPUTS >"$T/faults"
+    faults $LARGER >"$T/faults.late"
     python3 scripts/hot_text.py --faults "$T/faults" "$T/hot.map" "$hentry" >"$T/new"
-    echo "round $round: $(grep -c . "$T/new" || true) sections outside"
-    before=$(wc -l <"$T/also")
+    python3 scripts/hot_text.py --faults "$T/faults.late" "$T/hot.map" "$hentry" |
+        grep -vxF -f "$T/new" -f "$T/also" >"$T/new.late" || true
+    echo "round $round: $(cat "$T/new" "$T/new.late" | grep -c . || true) sections outside"
+    before=$(cat "$T/also" "$T/late" | wc -l)
     cat "$T/new" >>"$T/also"
+    cat "$T/new.late" >>"$T/late"
     sort -u -o "$T/also" "$T/also"
-    [ "$(wc -l <"$T/also")" -gt "$before" ] || break # none left, or none placeable
+    sort -u -o "$T/late" "$T/late"
+    grep -vxF -f "$T/also" "$T/late" >"$T/late.only" || true
+    mv "$T/late.only" "$T/late"
+    [ "$(cat "$T/also" "$T/late" | wc -l)" -gt "$before" ] || break # none left, or none placeable
 done
-python3 scripts/hot_text.py "$T/md.map" "$entry" "$TR"/trace.* --also "$T/also" --final >src/cli/hot.ld
+python3 scripts/hot_text.py "$T/md.map" "$entry" "$TR"/trace.* --also "$T/also" --late "$T/late" --final >src/cli/hot.ld
 $CC_FLAGS $ORDER -o "$T/hot" $LINK -Wl,-T,src/cli/hot.ld
 set -- $(readelf -SW "$T/hot" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text.memdiag_hot") print $(i + 2), $(i + 4) }')
 size=$2
