@@ -329,11 +329,11 @@ static int memory_limited(void)
  * the rest: 6-67 MB snapshots 6-17 % faster, up to 1.8 MB more resident
  * (4 MB made a 6 MB snapshot 2.05x its size). Where faults are cheap
  * (1.4 us) it gained nothing and cost 3 MB. */
-static size_t huge_heap_bytes(size_t input, int *dear, int *small)
+static size_t huge_heap_bytes(size_t input, int limited, int *dear, int *small)
 {
     const char *env = getenv("MEMDIAG_HUGEHEAP");
     if (env && *env ? !strcmp(env, "0")
-                    : input < HUGE_HEAP_INPUT_MIN || !faults_dear(dear) || memory_limited())
+                    : input < HUGE_HEAP_INPUT_MIN || limited || !faults_dear(dear))
         return 0;
     *small = input < HELPERS_INPUT_MIN;
     return *small ? HUGE_HEAP_SMALL : HUGE_HEAP_LARGE;
@@ -366,12 +366,13 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * is the caller's */
     int dear = -1, small = 0;
     size_t input = input_estimate(guess, n);
-    size_t huge = huge_heap_bytes(input, &dear, &small);
+    int limited = memory_limited();
+    size_t huge = huge_heap_bytes(input, limited, &dear, &small);
     void *below = huge ? cli_heap_on_huge_pages(huge) : NULL;
     /* and the arrays start in the heap too under a limit that counts
      * every mapping whole (a 2 MB one each, which the 1.3 MB snapshot
      * under ulimit -d 8000 cannot afford) */
-    P.opts.heap_first = (below && small) || memory_limited();
+    P.opts.heap_first = (below && small) || limited;
     /* and, with a CPU to spare, the rest of a larger one's faults are taken
      * there where that pays (prefault.c, prefault_pays); MEMDIAG_PREFAULT=0
      * leaves them where they fall (a benchmark's baseline), =1 takes them

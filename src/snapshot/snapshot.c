@@ -267,7 +267,6 @@ static int no_records(const md_pv *list, const char *what, int64_t off, md_err *
     return MD_OK;
 }
 
-/* Frames list -> stack id, converting a list not seen before (stack_id). */
 /* intern_stack's failure sid as an error. */
 static int stack_failed(int64_t sid, int64_t off, md_err *err)
 {
@@ -276,6 +275,7 @@ static int stack_failed(int64_t sid, int64_t off, md_err *err)
     return md_err_set(err, MD_E_NOMEM, off, "out of memory");
 }
 
+/* Frames list -> stack id, converting a list not seen before (stack_id). */
 static int stack_convert(loader *L, const md_pv *v, uint32_t *out, int64_t off, md_err *err)
 {
     *out = 0;
@@ -499,8 +499,10 @@ static int push_block(loader *L, const md_block *blk, size_t *at)
     md_snapshot *s = L->s;
     /* a mapping of its own from STATE_HEAP_MAX: a state-only snapshot of
      * 250 000 blocks wrote 8 MB here a 4 KiB fault at a time */
-    if (md_big_grow((void **)&s->blocks, &s->blkcap, mapped_from(s, s->nblocks + 1, sizeof *blk, STATE_HEAP_MAX),
-                    sizeof *blk))
+    size_t need = s->nblocks + 1;
+    if (need > s->blkcap &&
+        md_big_grow((void **)&s->blocks, &s->blkcap,
+                    mapped_from(s, need, sizeof *blk, STATE_HEAP_MAX), sizeof *blk))
         return -1;
     L->block_stacks |= blk->stack != 0;
     *at = s->nblocks;
@@ -798,7 +800,9 @@ static int add_segment(loader *L, const md_pv *v, const md_pv *const f_in[K_COUN
     const md_pv *blocks = f[K_BLOCKS];
     if (blocks && (rc = segment_blocks(L, blocks, &g, err)))
         return rc;
-    if (md_big_grow((void **)&s->segs, &s->segcap, mapped_from(s, s->nsegs + 1, sizeof g, STATE_HEAP_MAX),
+    size_t need = s->nsegs + 1;
+    if (need > s->segcap &&
+        md_big_grow((void **)&s->segs, &s->segcap, mapped_from(s, need, sizeof g, STATE_HEAP_MAX),
                     sizeof g))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     s->segs[s->nsegs++] = g;
