@@ -82,13 +82,15 @@ struct md_pkl {
     void *rec_ctx;
     uint32_t rec_key0, rec_nmap;
     size_t nrecords; /* dicts the record hook took */
+    size_t nspills;  /* records stopped inside (rec_spill) */
     uint8_t rec_map[MD_PKL_REC_KEYS];
     /* the key opcode each pair of the last record began with, by position
      * (a pickler writes every trace entry's keys in one order): its bytes
      * (pat under mask), length and slot; valid while memo_gen is key_gen.
      * None remembered: mask 0, pat 1, which no bytes match (rec_forget);
      * the last entry stays so, a sentinel past the pairs a record may have */
-    struct rec_key { uint64_t pat, mask; uint8_t len, slot; } rec_keys[REC_PAIRS + 1];
+    struct rec_key { uint64_t pat, mask; uint32_t sid; uint8_t len, slot; } rec_keys[REC_PAIRS + 1];
+    struct rec_key rec_keys_in[REC_PAIRS + 1]; /* the records of a record's list (rec_nested) */
     uint32_t key_gen;
     /* the list an empty list ending a dict converts to (a trace entry
      * without frames: most of some traces), once the hook has said which */
@@ -213,6 +215,13 @@ static inline uint64_t rd_le(const unsigned char *b, int n)
     return v;
 #endif
 }
+
+/* Four bytes as a little-endian load of them reads. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define LE32(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
+#else
+#define LE32(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+#endif
 
 /* Little-endian loads; the pickle's integers are little-endian. */
 static inline uint32_t le32(const unsigned char *b)
@@ -1296,8 +1305,10 @@ static inline void key_forget(struct rec_key *key)
 /* Forgets every remembered key (a memo slot overwritten, a new map). */
 static void rec_forget(md_pkl *p)
 {
-    for (size_t i = 0; i <= REC_PAIRS; i++)
+    for (size_t i = 0; i <= REC_PAIRS; i++) {
         key_forget(&p->rec_keys[i]);
+        key_forget(&p->rec_keys_in[i]);
+    }
 }
 
 /* A record's key at b, a memo get of a string, and where its value goes:
@@ -1319,13 +1330,15 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
         return NULL;
     if (idx >= nm || (p->memo[idx] & 7) != MT_STR)
         return NULL;
-    uint32_t k = (uint32_t)(p->memo[idx] >> 3) - p->rec_key0;
+    uint32_t sid = (uint32_t)(p->memo[idx] >> 3);
+    uint32_t k = sid - p->rec_key0;
     *slot = k < p->rec_nmap ? p->rec_map[k] : MD_PKL_REC_SKIP;
     if (*slot == MD_PKL_REC_LEAVE)
         return NULL;
     if (*slot == MD_PKL_REC_SKIP)
         *slot = MD_PKL_REC_SLOTS;
     key_forget(key);
+    key->sid = sid; /* this record's, remembered or not (rec_spill) */
     if (idx < dict) {
         uint64_t w;
         memcpy(&w, b, sizeof w);
@@ -1337,15 +1350,208 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
     return b + len;
 }
 
+/* What the opcode loop needs of a record read so far, should the record
+ * path stop after records of its list were taken (rec_spill). */
+struct rec_read {
+    size_t dict;                /* the record's memo slot */
+    const struct rec_key *keys; /* its keys, by pair (their sid) */
+    const md_pv *vals;          /* its values, by pair */
+};
+
+/* Where the record path stops after a record's list took records (they
+ * cannot be read again), the opcode loop goes on from b with the state its
+ * own opcodes would have left there: the dict, built and memoized, its
+ * MARK, nkeys keys and nvals values of the record's pairs (nvals is nkeys
+ * or nkeys - 1), then, stopped inside the list, its open batch: the
+ * batch's MARK (marked) and the references it read, nrefs from first and
+ * *extra where set. Returns 2 (read on from p->pos), or an error. */
+static int rec_spill(md_pkl *p, const unsigned char *b, const struct rec_read *r,
+                     size_t nkeys, size_t nvals, size_t nm, int marked, uint32_t first,
+                     uint32_t nrefs, const uint32_t *extra, md_err *err)
+{
+    size_t n = 1 + nkeys + nvals + nrefs + (extra != NULL);
+    if ((p->sp + n > p->scap &&
+         md_grow((void **)&p->stack, &p->scap, p->sp + n, sizeof *p->stack)) ||
+        (p->nmarks + 2 > p->mcap &&
+         md_grow((void **)&p->marks, &p->mcap, p->nmarks + 2, sizeof *p->marks)))
+        return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
+    md_pv dict;
+    int rc = new_obj(p, PVO_DICT, &dict, err);
+    if (rc)
+        return rc;
+    memo_slot(&p->memo[r->dict], r->dict, &dict); /* a container: always inline */
+    p->stack[p->sp++] = dict;
+    p->marks[p->nmarks++] = p->sp;
+    for (size_t i = 0; i < nkeys; i++) {
+        pv_store(&p->stack[p->sp++], PV_STR, r->keys[i].sid, 0);
+        if (i < nvals)
+            p->stack[p->sp++] = r->vals[i];
+    }
+    if (marked)
+        p->marks[p->nmarks++] = p->sp;
+    for (uint32_t i = 0; i < nrefs; i++)
+        pv_store(&p->stack[p->sp++], PV_REF, 0, (uint64_t)first + i);
+    if (extra)
+        pv_store(&p->stack[p->sp++], PV_REF, 0, *extra);
+    p->nmemo = nm;
+    p->pos = (size_t)(b - p->buf);
+    p->nspills++;
+    return 2;
+}
+
+/* An int opcode at b (16 bytes readable): its value into *d and the
+ * position after it, or NULL. */
+static const unsigned char *rec_int(const unsigned char *b, md_pv *d)
+{
+    switch (b[0]) {
+    case 'K': pv_store(d, PV_INT, 0, b[1]); return b + 2;
+    case 'M': pv_store(d, PV_INT, 0, (uint64_t)(b[1] | b[2] << 8)); return b + 3;
+    case 'J': pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)le32(b + 1)); return b + 5;
+    case 0x8a:
+        if (b[1] > 8)
+            return NULL;
+        long1_value(b, d);
+        return b + 2 + b[1];
+    }
+    return NULL;
+}
+
+/* An int and TUPLE2 at b, after a record's last value *t (torch writes
+ * each segment's 'segment_pool_id' afresh): *t becomes the pair as
+ * make_tuple builds it. The position after TUPLE2, or NULL (*rc 0, or an
+ * error). */
+static const unsigned char *rec_tuple2(md_pkl *p, const unsigned char *b, md_pv *t, int *rc,
+                                       md_err *err)
+{
+    md_pv two[2], tup;
+    *rc = 0;
+    const unsigned char *q = rec_int(b, &two[1]);
+    if (!q || q[0] != 0x86)
+        return NULL;
+    two[0] = *t;
+    if ((*rc = new_obj(p, PVO_TUPLE, &tup, err)) || (*rc = obj_add(p, tup.o, two, 2, err)))
+        return NULL;
+    *t = tup;
+    return q + 1;
+}
+
+/* An empty list at b that is not a record's last value (EMPTY_LIST
+ * MEMOIZE, then the next key: a memo get no APPEND follows; a segment's
+ * 'frames' where nothing was recorded), built as the opcodes build it,
+ * into *d and memo slot nm. The position after it, or NULL (*rc 0, or an
+ * error). */
+static const unsigned char *rec_empty_list(md_pkl *p, const unsigned char *b, size_t nm,
+                                           md_pv *d, int *rc, md_err *err)
+{
+    *rc = 0;
+    if (b[1] != 0x94 || nm >= p->memocap ||
+        !((b[2] == 'h' && b[4] != 'a') || (b[2] == 'j' && b[7] != 'a')))
+        return NULL;
+    if ((*rc = new_obj(p, PVO_LIST, d, err)))
+        return NULL;
+    memo_slot(&p->memo[nm], nm, d);
+    return b + 2;
+}
+
+THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest, md_err *err);
+
+/* A record of a record's list at q, read and taken (rec_fast) with memo
+ * slots from nm, where the opcode loop's stack would hold sp values: 1
+ * with its reference, 0 if it is not, or an error. */
+static int rec_inner(md_pkl *p, const unsigned char *q, size_t nm, size_t sp, uint32_t *ref,
+                     md_err *err)
+{
+    if (sp + 2 + 2 * REC_PAIRS > p->lim.max_stack) /* rec_fast's own bound, there */
+        return 0;
+    p->pos = (size_t)(q - p->buf);
+    p->nmemo = nm;
+    int got = rec_fast(p, p->rec_keys_in, 0, err);
+    if (got == 1)
+        *ref = (uint32_t)p->stack[--p->sp].u;
+    return got;
+}
+
+/* A record's list of records at b, its j-th value (a segment's 'blocks'):
+ * EMPTY_LIST MEMOIZE, then batches of MARK records APPENDS or a record and
+ * APPEND. Each record is read and taken (rec_inner), the list left as
+ * list_extend leaves a run of references, in *d and memo slot nm. The
+ * position after it (p->nmemo past the memo slots filled), or NULL with
+ * *rc: 0 if nothing was taken (the record is read again), 2 where it
+ * stopped after taking some (rec_spill), or an error. */
+static const unsigned char *rec_nested(md_pkl *p, const unsigned char *b, size_t nm_at,
+                                       md_pv *d, const struct rec_read *r, size_t j, int *rc,
+                                       md_err *err)
+{
+    const unsigned char *lim = p->buf + p->len - 16 - 8;
+    size_t pos0 = p->pos, sp = p->sp + 3 + 2 * j; /* the loop's: dict, pairs, key, list */
+    size_t nm_val = nm_at, *nm = &nm_val;
+    uint32_t taken = 0;
+    md_pv list;
+    *rc = 0;
+    if (*nm >= p->memocap || p->nmarks + 3 > p->lim.max_depth)
+        return NULL;
+    if ((*rc = new_obj(p, PVO_LIST, &list, err)))
+        return NULL;
+    memo_slot(&p->memo[*nm], *nm, &list);
+    *d = list;
+    ++*nm;
+    pv_obj *o = list.o;
+    for (b += 2;;) {
+        int marked = b[0] == '(';
+        if (b > lim || (!marked && b[0] != '}')) {
+            p->nmemo = *nm;
+            return b; /* the record's next key, or its SETITEMS */
+        }
+        const unsigned char *q = b + marked;
+        uint32_t first = 0, n = 0, ref; /* the batch's references */
+        int got;
+        while (q <= lim && q[0] == '}' && (got = rec_inner(p, q, *nm, sp + n, &ref, err)) == 1) {
+            *nm = p->nmemo;
+            if (n ? ref != first + n : o->run_n && ref != o->run_first + o->run_n) {
+                *rc = rec_spill(p, p->buf + p->pos, r, j + 1, j + 1, *nm, marked, first, n,
+                                &ref, err); /* not the run's next: list_extend's items */
+                return NULL;
+            }
+            first = n ? first : ref;
+            n++, taken++;
+            q = p->buf + p->pos;
+            if (!marked)
+                break;
+        }
+        if (got < 0) {
+            *rc = got;
+            return NULL;
+        }
+        if (q <= lim && q[0] == (marked ? 'e' : 'a') && (marked || n == 1)) {
+            if (n && !o->run_n) /* appended, as ref_run counts them */
+                o->run_first = first;
+            o->run_n += n;
+            b = q + 1;
+            p->nmemo = *nm;
+            continue;
+        }
+        if (!taken) { /* nothing done that cannot be read again */
+            p->pos = pos0, p->nmemo = r->dict;
+            return NULL;
+        }
+        *rc = rec_spill(p, q, r, j + 1, j + 1, *nm, marked, first, n, NULL, err);
+        return NULL;
+    }
+}
+
 /* At EMPTY_DICT MEMOIZE MARK (p->pos at EMPTY_DICT, 16 bytes readable):
- * a trace entry read straight from its bytes into the record hook's slots
- * (md_pkl_record_fn), the dict never built. Memo slots it fills count
- * only once the hook takes it. 1 if taken (its PV_REF pushed, memo and
- * position as the opcodes would leave them), 0 to read it opcode by
- * opcode, or an error. It never grows the stack or the memo, nor moves the
- * window: the opcode loop reloads only its position, stack top and memo
- * count after it. */
-THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
+ * a flat dict (a trace entry, a block) read straight from its bytes into
+ * the record hook's slots (md_pkl_record_fn), the dict never built; where
+ * nest is set, with one value a list of such records (a segment and its
+ * blocks: rec_nested). keys: what the pairs at each position were last
+ * time. Memo slots it fills count only once the hook takes it. 1 if taken
+ * (its PV_REF pushed, memo and position as the opcodes would leave them),
+ * 0 to read it opcode by opcode, 2 where it stopped after its list took
+ * records (the opcodes' state left at p->pos: rec_spill), or an error.
+ * Short of 2 it never grows the stack or the memo, nor moves the window:
+ * the opcode loop reloads only its position, stack top and memo count
+ * after it. */
+THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest, md_err *err)
 {
     /* each value opcode's handler, reached by its own indirect jump */
 #pragma GCC diagnostic push
@@ -1358,7 +1564,7 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
         [0x8a] = &&long1, ['h'] = &&binget, ['j'] = &&long_binget, [0x8c] = &&short_str,
         ['N'] = &&none, [0x88] = &&newtrue, [0x89] = &&newfalse, [']'] = &&list};
 #pragma GCC diagnostic pop
-    const unsigned char *buf = p->buf, *b = buf + p->pos + 3;
+    const unsigned char *buf = p->buf, *b = buf + p->pos + 3, *nb;
     uint64_t *memo = p->memo;
     size_t dict = p->nmemo, nm = dict + 1;
     /* bounds the opcodes would meet: the stack (the dict, then its pairs),
@@ -1372,16 +1578,29 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
     const unsigned char *lim = buf + p->len - 16 - 8;
     memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
     md_pv vals[REC_PAIRS], *d = vals; /* the next pair's value: d - vals pairs read */
-    const struct rec_key *key = p->rec_keys; /* the next pair's remembered key */
+    int nested = 0; /* a list's records taken: no way back */
+    const struct rec_key *key = keys; /* the next pair's remembered key */
     const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
     memset(v, 0, sizeof v);
     if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
         rec_forget(p);
         p->key_gen = p->memo_gen;
     }
+/* stops with nk keys and nv values of the pairs read (b where they end) */
+#define RR (&(const struct rec_read){dict, keys, vals})
+    size_t nk, nv; /* spilled: keys and values read */
+#define STOP(k, v_)                       \
+    do {                                  \
+        if (__builtin_expect(nested, 0)) { \
+            nk = (k), nv = (v_);          \
+            goto spill;                   \
+        }                                 \
+        return 0;                         \
+    } while (0)
     for (;;) {
+#define J ((size_t)(d - vals)) /* pairs read */
         if (b > lim)
-            return 0;
+            STOP(J, J);
         uint64_t w, m;
         uint32_t idx;
         unsigned slot;
@@ -1391,9 +1610,19 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
             b += key->len;
         } else if (b[0] == 'u') {
             break;
-        } else if (d == vals + REC_PAIRS ||
-                   !(b = rec_key(p, b, dict, nm, &p->rec_keys[d - vals], &slot))) {
-            return 0;
+        } else if (b[0] != 'h' && b[0] != 'j') { /* not a key: a pair's second int? */
+            int rc = 0;
+            if (d == vals || !(nb = rec_tuple2(p, b, d - 1, &rc, err))) {
+                if (rc < 0)
+                    return rc;
+                STOP(J, J);
+            }
+            b = nb, d--; /* the last value was the pair's first */
+            goto memoize;
+        } else if (d == vals + REC_PAIRS || !(nb = rec_key(p, b, dict, nm, &keys[J], &slot))) {
+            STOP(J, J);
+        } else {
+            b = nb;
         }
         v[slot] = d;
         key++;
@@ -1412,18 +1641,22 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
         goto memoize;
     long1:
         if (b[1] > 9)
-            return 0;
+            STOP(J + 1, J);
         long1_value(b, d);
         b += 2 + b[1];
         goto memoize;
     binget:
-        idx = b[1], b += 2;
-        goto get;
-    long_binget:
-        idx = le32(b + 1), b += 5;
-    get:
+        idx = b[1];
         if (idx >= nm || !(m = memo[idx]))
-            return 0;
+            STOP(J + 1, J);
+        b += 2;
+        goto got;
+    long_binget:
+        idx = le32(b + 1);
+        if (idx >= nm || !(m = memo[idx]))
+            STOP(J + 1, J);
+        b += 5;
+    got:
         if ((m & 7) == MT_STR) /* most values got are strings */
             pv_store(d, PV_STR, (uint32_t)(m >> 3), 0);
         else
@@ -1432,7 +1665,7 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
     short_str: {
         int64_t id = short_hit(p, b);
         if (id < 0)
-            return 0;
+            STOP(J + 1, J);
         pv_store(d, PV_STR, (uint32_t)id, 0);
         b += 2 + b[1];
         goto memoize;
@@ -1451,17 +1684,31 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
         goto memoize;
     list: {
         int rc;
-        if (!(b = rec_list(p, b, nm, d, &rc, err)))
-            return rc;
-        nm++, d++;
+        uint32_t w4;
+        memcpy(&w4, b, 4);
+        if ((w4 == LE32(']', 0x94, '(', '}') || (w4 & 0xffffff) == LE32(']', 0x94, '}', 0)) &&
+            nest && !nested) {
+            if (!(nb = rec_nested(p, b, nm, d, RR, J, &rc, err)))
+                return rc; /* 0: nothing taken */
+            nested = 1;
+            nm = p->nmemo;
+        } else if (!(nb = rec_list(p, b, nm, d, &rc, err)) &&
+                   (rc || !(nb = rec_empty_list(p, b, nm, d, &rc, err)))) {
+            if (rc)
+                return rc;
+            STOP(J + 1, J);
+        } else {
+            nm++;
+        }
+        b = nb, d++;
         continue;
     }
     other:
-        return 0;
+        STOP(J + 1, J);
     memoize:
         if (b[0] == 0x94) { /* within the 16 bytes: a value is at most 10 */
             if (nm >= p->memocap || !memo_slot(&memo[nm], nm, d))
-                return 0;
+                STOP(J + 1, J + 1);
             nm++, b++;
         }
         d++;
@@ -1471,14 +1718,21 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, md_err *err)
     p->op_off = p->base + (b - buf);
     uint32_t ref;
     int rc = p->rec_fn(p->rec_ctx, v, &ref, p->op_off, err);
-    if (rc != 1)
+    if (rc < 0)
         return rc;
+    if (rc == 0)
+        STOP(J, J);
     memo[dict] = (uint64_t)ref << 3 | MT_REF; /* as retire_taken leaves it */
     p->nmemo = nm;
     pv_store(&p->stack[p->sp++], PV_REF, 0, ref);
     p->pos = (size_t)(b + 1 - buf);
     p->nrecords++;
     return 1;
+spill:
+    return rec_spill(p, b, RR, nk, nv, nm, 0, 0, 0, NULL, err);
+#undef J
+#undef RR
+#undef STOP
 }
 
 /* ---- the loop -------------------------------------------------------------- */
@@ -1823,9 +2077,13 @@ empty_dict: { /* a record read whole (rec_fast), else a dict from the
     if (p->rec_fn && b[1] == 0x94 && b[2] == '(') {
         SAVE();
         p->pos = (size_t)(b - buf);
-        int rc = rec_fast(p, err);
+        int rc = rec_fast(p, p->rec_keys, 1, err);
         if (rc < 0)
             return rc;
+        if (rc == 2) { /* stopped inside, the opcodes' state left: all of it again */
+            LOAD();
+            NEXT();
+        }
         if (rc) { /* it moved on and pushed; the window, stack and memo stay put */
             b = buf + p->pos, top = stack + p->sp, nmemo = p->nmemo;
             NEXT();
@@ -2027,6 +2285,11 @@ int64_t md_pkl_offset(const md_pkl *p)
 size_t md_pkl_records(const md_pkl *p)
 {
     return p->nrecords;
+}
+
+size_t md_pkl_spills(const md_pkl *p)
+{
+    return p->nspills;
 }
 
 int md_pkl_protocol(const md_pkl *p)

@@ -105,7 +105,7 @@ typedef int (*md_pkl_list_fn)(void *ctx, uint32_t *caches, size_t n, uint32_t *c
 typedef int (*md_pkl_record_fn)(void *ctx, const md_pv *const *v, uint32_t *ref,
                                 int64_t offset, md_err *err);
 #define MD_PKL_REC_KEYS 32   /* keys the map covers, at most */
-#define MD_PKL_REC_SLOTS 12  /* value slots, at most */
+#define MD_PKL_REC_SLOTS 20  /* value slots, at most */
 #define MD_PKL_REC_SKIP 0xfe  /* map: a key whose value is read and dropped */
 #define MD_PKL_REC_LEAVE 0xff /* map: a key no record has: read the dict as a dict */
 
@@ -135,6 +135,9 @@ int64_t md_pkl_offset(const md_pkl *p);
 int md_pkl_protocol(const md_pkl *p);
 /* Dicts the record hook took (read by the record path). */
 size_t md_pkl_records(const md_pkl *p);
+/* Records the record path stopped inside after records of their list
+ * were taken, leaving the rest to the opcodes. */
+size_t md_pkl_spills(const md_pkl *p);
 void md_pkl_free(md_pkl *p);
 
 /* Dict lookup by key string (linear; snapshot dicts are small). */

@@ -23,8 +23,13 @@ enum {
     K_SEGMENT_POOL_ID, K_COUNT
 };
 /* Record slots (the record hook's values): a trace entry's keys K_ACTION
- * to K_POOL_ID in their own order, then a block's own three. */
-enum { SL_ADDRESS = K_POOL_ID + 1, SL_REQUESTED_SIZE, SL_STATE, SL_COUNT };
+ * to K_POOL_ID in their own order, then a block's own three, then a
+ * segment's own (SL_BLOCKS to SL_SEGMENT_POOL_ID). */
+enum {
+    SL_ADDRESS = K_POOL_ID + 1, SL_REQUESTED_SIZE, SL_STATE, SL_BLOCKS, SL_DEVICE,
+    SL_TOTAL_SIZE, SL_ALLOCATED_SIZE, SL_ACTIVE_SIZE, SL_SEGMENT_TYPE, SL_IS_EXPANDABLE,
+    SL_SEGMENT_POOL_ID, SL_COUNT
+};
 
 /* A taken dict's reference (the reader's PV_REF): a trace entry's index,
  * BLK_REF | a block's index, or SEG_REF | a segment's index. */
@@ -429,7 +434,7 @@ static int entry_fields(loader *L, md_event *e, const md_pv *const v[K_POOL_ID +
     return 0;
 }
 
-static int add_segment(loader *L, const md_pv *v, const md_pv *const f[K_COUNT], md_err *err);
+static int add_segment_fields(loader *L, const md_pv *const f[K_COUNT], md_err *err);
 
 /* A segment dict, with its blocks, converted as soon as it is complete:
  * the reader then frees any blocks left as dicts for the next segment's (a
@@ -437,18 +442,17 @@ static int add_segment(loader *L, const md_pv *v, const md_pv *const f[K_COUNT],
  * dict stays in memory through them), and the list itself: a list got
  * again is empty, not another copy of its blocks (a hostile file could
  * otherwise have a few bytes copy thousands of blocks, again and again). */
-static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
+static int take_segment(loader *L, const md_pv *const f[K_COUNT], uint32_t *ref, int64_t off,
+                        md_err *err)
 {
     md_snapshot *s = L->s;
     if (s->nsegs >= BLK_REF - 1)
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^30 segments");
-    const md_pv *f[K_COUNT];
-    known_fields(L, item, f);
     const md_pv *blocks = f[K_BLOCKS];
     if (!blocks || !f[K_ADDRESS] || !f[K_TOTAL_SIZE] || blocks->t != PV_LIST ||
         (blocks->o->run_n && (blocks->o->run_first & REF_TAG) != BLK_REF))
         return 0; /* not a segment as torch writes one: the final walk will say */
-    int rc = add_segment(L, item, f, err);
+    int rc = add_segment_fields(L, f, err);
     if (rc)
         return rc;
     if (L->p) {
@@ -459,6 +463,15 @@ static int take_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off
     }
     *ref = SEG_REF | (uint32_t)(s->nsegs - 1);
     return 1;
+}
+
+/* A segment dict the item hook was offered. */
+static int take_dict_segment(loader *L, const md_pv *item, uint32_t *ref, int64_t off,
+                             md_err *err)
+{
+    const md_pv *f[K_COUNT];
+    known_fields(L, item, f);
+    return take_segment(L, f, ref, off, err);
 }
 
 /* A trace entry's event from its known values (v: by K_*, an OOM's
@@ -551,12 +564,35 @@ static int take_block(loader *L, const md_pv *const *v, uint32_t *ref, int64_t o
     return 1;
 }
 
-/* A flat dict's values (v: by record slot): a block where it has an
- * 'address' and no 'action', else a trace entry if it is one. */
+/* A segment read as a record (v: by record slot), its blocks taken as
+ * records before it. */
+static int take_segment_slots(loader *L, const md_pv *const *v, uint32_t *ref, int64_t off,
+                              md_err *err)
+{
+    const md_pv *f[K_COUNT] = {NULL};
+    f[K_STREAM] = v[K_STREAM], f[K_FRAMES] = v[K_FRAMES];
+    f[K_ADDRESS] = v[SL_ADDRESS], f[K_REQUESTED_SIZE] = v[SL_REQUESTED_SIZE];
+    f[K_BLOCKS] = v[SL_BLOCKS], f[K_DEVICE] = v[SL_DEVICE];
+    f[K_TOTAL_SIZE] = v[SL_TOTAL_SIZE], f[K_ALLOCATED_SIZE] = v[SL_ALLOCATED_SIZE];
+    f[K_ACTIVE_SIZE] = v[SL_ACTIVE_SIZE], f[K_SEGMENT_TYPE] = v[SL_SEGMENT_TYPE];
+    f[K_IS_EXPANDABLE] = v[SL_IS_EXPANDABLE], f[K_SEGMENT_POOL_ID] = v[SL_SEGMENT_POOL_ID];
+    return take_segment(L, f, ref, off, err);
+}
+
+/* A flat dict's values (v: by record slot), as on_item takes the same
+ * dict: a segment where it has 'blocks'; a block where it has an
+ * 'address', no 'action' and no segment's key; else a trace entry if it is
+ * one. */
 static int take_flat(loader *L, const md_pv *const *v, uint32_t *ref, int64_t off, md_err *err)
 {
-    if (!v[K_ACTION] && v[SL_ADDRESS])
+    if (v[SL_BLOCKS])
+        return take_segment_slots(L, v, ref, off, err);
+    if (!v[K_ACTION] && v[SL_ADDRESS]) {
+        for (int k = SL_DEVICE; k <= SL_SEGMENT_POOL_ID; k++)
+            if (v[k])
+                return 0; /* a block-like dict with a segment's key */
         return take_block(L, v, ref, off, err);
+    }
     return take_entry(L, v, ref, off, err);
 }
 
@@ -582,7 +618,7 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
         if (kk <= K_POOL_ID)
             v[kk == K_DEVICE_FREE ? K_ADDR : kk] = k + 1;
         else if (kk == K_BLOCKS)
-            return take_segment(L, item, ref, off, err);
+            return take_dict_segment(L, item, ref, off, err);
         else if (kk == K_ADDRESS || kk == K_REQUESTED_SIZE || kk == K_STATE)
             v[kk == K_ADDRESS ? SL_ADDRESS : kk == K_STATE ? SL_STATE : SL_REQUESTED_SIZE] = k + 1;
         else
@@ -602,7 +638,7 @@ static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t of
 }
 
 /* The record hook's slot for each key: trace entries' own keys as on_item
- * reads them, and a block's; any other known key means a segment, a
+ * reads them, a block's and a segment's; any other known key means a
  * torch 2.0 block (its 'history') or a frame, left to on_item (unknown
  * keys, such as 'compile_context', are skipped). */
 _Static_assert(K_COUNT <= MD_PKL_REC_KEYS && SL_COUNT <= MD_PKL_REC_SLOTS,
@@ -615,6 +651,14 @@ static void set_record_hook(loader *L, md_pkl *p)
     map[K_ADDRESS] = SL_ADDRESS;
     map[K_REQUESTED_SIZE] = SL_REQUESTED_SIZE;
     map[K_STATE] = SL_STATE;
+    map[K_BLOCKS] = SL_BLOCKS;
+    map[K_DEVICE] = SL_DEVICE;
+    map[K_TOTAL_SIZE] = SL_TOTAL_SIZE;
+    map[K_ALLOCATED_SIZE] = SL_ALLOCATED_SIZE;
+    map[K_ACTIVE_SIZE] = SL_ACTIVE_SIZE;
+    map[K_SEGMENT_TYPE] = SL_SEGMENT_TYPE;
+    map[K_IS_EXPANDABLE] = SL_IS_EXPANDABLE;
+    map[K_SEGMENT_POOL_ID] = SL_SEGMENT_POOL_ID;
     (void)md_pkl_set_record_hook(p, L->key[0], map, K_COUNT, SL_COUNT, on_record, L);
 }
 
@@ -761,21 +805,12 @@ static int lay_blocks(md_snapshot *s)
     return 0;
 }
 
-/* Segment dict v, its known fields f where already found (NULL: found
- * here). */
-static int add_segment(loader *L, const md_pv *v, const md_pv *const f_in[K_COUNT], md_err *err)
+/* A segment from its known fields (K_*, NULL where absent). */
+static int add_segment_fields(loader *L, const md_pv *const f[K_COUNT], md_err *err)
 {
     md_snapshot *s = L->s;
-    if (v->t != PV_DICT)
-        return md_err_set(err, MD_E_SCHEMA, -1, "segments[] entry is not a dict");
     md_segment g;
     memset(&g, 0, sizeof g);
-    const md_pv *mine[K_COUNT];
-    const md_pv *const *f = f_in;
-    if (!f) {
-        known_fields(L, v, mine);
-        f = mine;
-    }
     int64_t dev = 0;
     md_pv_int(f[K_DEVICE], &dev);
     g.device = dev >= 0 && dev <= INT16_MAX ? (int16_t)dev : -1;
@@ -809,6 +844,16 @@ static int add_segment(loader *L, const md_pv *v, const md_pv *const f_in[K_COUN
     return MD_OK;
 }
 
+/* A segment left as a dict. */
+static int add_segment(loader *L, const md_pv *v, md_err *err)
+{
+    if (v->t != PV_DICT)
+        return md_err_set(err, MD_E_SCHEMA, -1, "segments[] entry is not a dict");
+    const md_pv *f[K_COUNT];
+    known_fields(L, v, f);
+    return add_segment_fields(L, f, err);
+}
+
 /* A reference in 'segments' that is not a segment's: as the general path
  * words it, where a block is a dict that lacks 'total_size'. */
 static int not_segments(const loader *L, uint32_t ref, md_err *err)
@@ -834,7 +879,7 @@ static int add_segments(loader *L, const md_pv *list, md_err *err)
         const md_pv *v = &o->items[i];
         if (v->t == PV_REF && (v->u & REF_TAG) != SEG_REF)
             return not_segments(L, (uint32_t)v->u, err);
-        int rc = v->t == PV_REF ? MD_OK : add_segment(L, v, NULL, err);
+        int rc = v->t == PV_REF ? MD_OK : add_segment(L, v, err);
         if (rc)
             return rc;
     }
@@ -1107,6 +1152,7 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
         L.p = p;
         rc = md_pkl_run(p, &top, err);
         s->nrecords = md_pkl_records(p);
+        s->nspills = md_pkl_spills(p);
         if (rc == MD_OK && L.on_events)
             L.on_events(L.events_ctx, s->events, s->nevents, s->nevents, MD_EVENTS_END);
         if (rc == MD_OK)

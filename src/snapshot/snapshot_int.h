@@ -38,7 +38,8 @@ struct md_snapshot {
     size_t nanns, anncap;
     md_settings settings;
     unsigned features;
-    size_t nrecords;        /* trace entries and blocks read by the record path */
+    size_t nrecords;        /* trace entries, blocks and segments read by the record path */
+    size_t nspills;         /* records it stopped inside, after their lists took some */
 };
 
 /* Reads a snapshot from in (name for messages). records: trace entries

@@ -972,6 +972,135 @@ def odd_blocks():
     return bytes(w.out)
 
 
+# nested_blocks(): the segments' blocks, by segment (sizes in order)
+NESTED_SIZES = [[MIB, 2 * MIB], [MIB, 2 * MIB, 4 * MIB], [MIB], [4096] * 1501, [MIB, MIB],
+                [MIB, MIB], [MIB, MIB, 6144]]
+
+
+def nested_blocks():
+    """Segments read whole with their blocks, a segment a record whose
+    'blocks' is a list of records (rec_nested in src/pickle/pickle.c), and
+    where that path stops part way (test_records.c checks each segment's
+    blocks, and that the general path agrees):
+      N0  keys written afresh: a dict (its second block a record)
+      N1  as torch writes it: a pool-id pair written afresh, 'frames' empty
+          before 'blocks', three blocks in one batch
+      N2  one block and APPEND (no MARK)
+      N3  batches of 1000 and 500 blocks, then one by APPEND (through the
+          reader's 32 KB window, it stops where the window ends)
+      N4  'blocks' before 'frames', as torch's OOM dumps write them
+      N5  a float after 'blocks': it stops there, the list read
+      N6  a torch 2.0 block third in its batch: it stops inside the batch
+    and in 'extra', outside 'segments': a segment without 'total_size'
+    (the hook declines it: it stops at SETITEMS, its blocks laid nowhere),
+    and a block-like dict whose list holds a block, then a segment with no
+    blocks (a reference off the run: it stops there; that segment is
+    taken, as the general path takes it)."""
+    w = MemoPickler()
+    w.open_dict()
+    w.dump("segments")
+    w.open_list()
+
+    def block(addr, size):
+        w.open_dict()
+        for k, x in (("address", addr), ("size", size), ("requested_size", size - 8),
+                     ("state", "active_allocated")):
+            w.dump(k)
+            w.dump(x)
+        w.dump("frames")
+        w.raw(b"]")
+        w.memoize()
+        w.raw(b"u")
+
+    def v2_0_block(size):
+        w.open_dict()
+        for k, x in (("size", size), ("state", "active_allocated")):
+            w.dump(k)
+            w.dump(x)
+        w.dump("history")
+        w.dump([{"real_size": size - 8, "frames": []}])
+        w.raw(b"u")
+
+    def batch(base, sizes, off=0, last=None):
+        w.raw(b"(")
+        for size in sizes:
+            if size == last:
+                v2_0_block(size)
+            else:
+                block(base + off, size)
+            off += size
+        w.raw(b"e")
+        return off
+
+    def empty_list():
+        w.raw(b"]")
+        w.memoize()
+
+    def segment(base, body, total=True, frames_first=True, tail=None):
+        w.open_dict()
+        for key, x in (("device", 0), ("address", base), ("total_size", 64 * MIB),
+                       ("allocated_size", 0), ("active_size", 0), ("requested_size", 0),
+                       ("stream", 0), ("segment_type", "large")):
+            if key != "total_size" or total:
+                w.dump(key)
+                w.dump(x)
+        w.dump("segment_pool_id")
+        w.raw(b"K\x00K\x00\x86")
+        w.memoize()
+        w.dump("is_expandable")
+        w.raw(b"\x89")
+        if frames_first:
+            w.dump("frames")
+            empty_list()
+        w.dump("blocks")
+        empty_list()
+        body()
+        if not frames_first:
+            w.dump("frames")
+            empty_list()
+        if tail:
+            tail()
+        w.raw(b"u")
+
+    S = [A + k * 64 * MIB for k in range(10)]
+    sz = NESTED_SIZES
+
+    def n3():
+        off = batch(S[3], sz[3][:1000])
+        off = batch(S[3], sz[3][1000:1500], off)
+        block(S[3] + off, 4096)
+        w.raw(b"a")
+
+    def note():
+        w.dump("note")
+        w.raw(b"G" + struct.pack(">d", 1.5))
+
+    segment(S[0], lambda: batch(S[0], sz[0]))
+    segment(S[1], lambda: batch(S[1], sz[1]))
+    segment(S[2], lambda: (block(S[2], MIB), w.raw(b"a")))
+    segment(S[3], n3)
+    segment(S[4], lambda: batch(S[4], sz[4]), frames_first=False)
+    segment(S[5], lambda: batch(S[5], sz[5]), tail=note)
+    segment(S[6], lambda: batch(S[6], sz[6], last=6144))
+    w.raw(b"e")  # the segments list
+    w.dump("device_traces")
+    w.dump([[]])
+    w.dump("extra")
+    w.open_list()
+    segment(S[7], lambda: batch(S[7], [MIB]), total=False)
+    segment(S[8], lambda: (w.raw(b"("), block(S[8], MIB),
+                           segment(S[9], lambda: None, frames_first=False), w.raw(b"e")),
+            total=False)
+    w.raw(b"e")
+    # room in the memo the reader sizes by the file (a record is read
+    # only where the memo need not grow)
+    w.dump("note")
+    w.raw(b"X" + struct.pack("<I", 4000) + b"x" * 4000)
+    w.memoize()
+    w.raw(b"u.")
+    return bytes(w.out)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -1012,6 +1141,8 @@ def main():
         f.write(odd_records())
     with open(os.path.join(out, "odd_blocks.pickle"), "wb") as f:
         f.write(odd_blocks())
+    with open(os.path.join(out, "nested_blocks.pickle"), "wb") as f:
+        f.write(nested_blocks())
 
 
 if __name__ == "__main__":

@@ -130,7 +130,8 @@ static void test_odd_blocks(void **st)
     const size_t per_seg[7] = {2, 3, 2, 2, 1, 0, 1}; /* S5: S3's list, taken with S3 */
     size_t nb = sizeof want / sizeof *want, ns;
     const md_segment *g = md_snapshot_segments(s, &ns);
-    assert_int_equal(s->nrecords, 4); /* b2, b5, b6 and the stray one */
+    assert_int_equal(s->nrecords, 5); /* b2, b5, b6, the stray one and S5 */
+    assert_int_equal(s->nspills, 2);  /* in S1 (at b3) and S3 (at the get of b6) */
     assert_int_equal(ns, 7);
     assert_int_equal(s->nblocks, nb);
     for (size_t i = 0, k = 0; i < ns; k += g[i].nblocks, i++) {
@@ -148,11 +149,84 @@ static void test_odd_blocks(void **st)
     md_snapshot_free(s);
 }
 
+/* tests/gen/make_synthetic.py nested_blocks: segments read whole with
+ * their blocks as records, and where that path stops part way; each
+ * segment's blocks as pickle.load reads them, read in place and through
+ * the reader's window (where N3's list crosses the window's end). */
+static void check_nested(md_snapshot *s)
+{
+    static const uint64_t M = 1 << 20;
+    static const size_t per_seg[8] = {2, 3, 1, 1501, 2, 2, 3, 0}; /* N0-N6, extra's segment */
+    size_t ns, nb;
+    const md_segment *g = md_snapshot_segments(s, &ns);
+    const md_block *b = md_snapshot_blocks(s, &nb);
+    assert_int_equal(ns, 8);
+    for (size_t i = 0, k = 0; i < ns; k += g[i].nblocks, i++) {
+        assert_int_equal(g[i].address, A + (i < 7 ? i : 9) * 64 * M); /* extra's: S9 */
+        assert_int_equal(g[i].first_block, k);
+        assert_int_equal(g[i].nblocks, per_seg[i]);
+        assert_int_equal(g[i].pool_id[0], 0);
+        uint64_t at = g[i].address;
+        for (size_t j = 0; j < g[i].nblocks; at += b[k + j].size, j++) {
+            assert_int_equal(b[k + j].address, at); /* N6's torch 2.0 block: at the cursor */
+            assert_int_equal(b[k + j].requested_size, b[k + j].size - 8);
+            assert_int_equal(b[k + j].state, MD_BLOCK_ACTIVE_ALLOCATED);
+        }
+    }
+    assert_int_equal(b[1].size, 2 * M);
+    assert_int_equal(b[2 + 3 + 1 + 1500].size, 4096);
+    assert_int_equal(b[nb - 1].size, 6144);
+    assert_int_equal(nb, 2 + 3 + 1 + 1501 + 2 + 2 + 3);
+}
+
+static void test_nested_blocks(void **st)
+{
+    (void)st;
+    char p[1024];
+    size_t n;
+    unsigned char *data = slurp(data_path("synthetic/nested_blocks.pickle", p, sizeof p), &n);
+    assert_non_null(data);
+    md_snapshot *s = NULL;
+    md_err e;
+    assert_int_equal(md_snapshot_load_mem(data, n, "nested", &s, &e), MD_OK);
+    check_nested(s);
+    /* stopped in N5, N6 and both of extra's, and in N3 where the memo (sized
+     * by the file) is full; nearly every block and the other segments taken */
+    assert_int_equal(s->nspills, 5);
+    assert_true(s->nrecords >= 1510);
+    md_snapshot_free(s);
+    s = read_with("synthetic/nested_blocks.pickle", 1);
+    check_nested(s);
+    assert_int_equal(s->nspills, 5); /* N3's where the window ends */
+    assert_true(s->nrecords >= 1510);
+    md_snapshot_free(s);
+    free(data);
+}
+
+/* torch's own state-only snapshots (memory_snapshot() of a job recording
+ * nothing, one recording the state alone, an OOM dump): each segment read
+ * whole with its blocks, but where a block brings a frame written for the
+ * first time. */
+static void test_real_segments_take_it(void **st)
+{
+    (void)st;
+    const char *files[] = {"snapmodes/norecord.pickle.xz", "snapmodes/state.pickle.xz",
+                           "snapmodes/oomdump.pickle.xz", "seed-exercise/snap-gamma-small-rank0.pickle"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        md_snapshot *s = read_with(files[i], 1);
+        /* blocks and events alone are under 85 % of these files' dicts */
+        assert_true(s->nrecords * 10 >= (s->nevents + s->nblocks + s->nsegs) * 9);
+        md_snapshot_free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_odd_records),
         cmocka_unit_test(test_odd_blocks),
+        cmocka_unit_test(test_nested_blocks),
+        cmocka_unit_test(test_real_segments_take_it),
         cmocka_unit_test(test_real_traces_take_it),
         cmocka_unit_test(test_every_file_alike),
     };
