@@ -21,6 +21,9 @@ for f in tests/data/predict/*.json; do cp "$f" "$out/corpus/config-$(basename "$
 head -c 60000 tests/data/seed-exercise/snap-alpha-small-rank0.pickle >"$out/corpus/real-prefix"
 # trace entries without frames (the reader's fast loop takes those whole)
 xz -dc tests/data/builds/cdist/rank0.pickle.xz | head -c 60000 >"$out/corpus/real-prefix-bare"
+# torch's state alone (memory_snapshot() of a job recording nothing): its
+# segments read whole with their blocks (rec_nested)
+xz -dc tests/data/snapmodes/norecord.pickle.xz | head -c 60000 >"$out/corpus/real-prefix-state"
 rc=0
 "$out/fuzz_snapshot" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$out/" -dict=fuzz/pickle.dict -print_final_stats=1 "$out/corpus" \

@@ -1497,15 +1497,16 @@ static const unsigned char *rec_nested(md_pkl *p, const unsigned char *b, size_t
     ++*nm;
     pv_obj *o = list.o;
     for (b += 2;;) {
-        int marked = b[0] == '(';
+        int marked = b <= lim && b[0] == '(';
         if (b > lim || (!marked && b[0] != '}')) {
             p->nmemo = *nm;
-            return b; /* the record's next key, or its SETITEMS */
+            return b; /* the record's next key, or its SETITEMS (or the window's end) */
         }
         const unsigned char *q = b + marked;
         uint32_t first = 0, n = 0, ref; /* the batch's references */
-        int got;
-        while (q <= lim && q[0] == '}' && (got = rec_inner(p, q, *nm, sp + n, &ref, err)) == 1) {
+        int got = 0;
+        while (q <= lim && q[0] == '}' && q[1] == 0x94 && q[2] == '(' && /* as rec_fast reads */
+               (got = rec_inner(p, q, *nm, sp + n, &ref, err)) == 1) {
             *nm = p->nmemo;
             if (n ? ref != first + n : o->run_n && ref != o->run_first + o->run_n) {
                 *rc = rec_spill(p, p->buf + p->pos, r, j + 1, j + 1, *nm, marked, first, n,

@@ -31,6 +31,13 @@ enum {
     SL_SEGMENT_POOL_ID, SL_COUNT
 };
 
+/* Stacks a snapshot may hold: an md_live keeps a stack id in 24 bits.
+ * tests/unit/test_stack_limit.c compiles this file with a lower one, as a
+ * snapshot of 2^24 distinct stacks is half a gigabyte. */
+#ifndef STACKS_MAX
+#define STACKS_MAX MD_MAX_STACKS
+#endif
+
 /* A taken dict's reference (the reader's PV_REF): a trace entry's index,
  * BLK_REF | a block's index, or SEG_REF | a segment's index. */
 #define BLK_REF 0x40000000u
@@ -56,6 +63,7 @@ typedef struct loader {
     uint32_t key[K_COUNT];
     uint32_t act_sid[NACTIONS]; /* string id of each action name */
     uint32_t state_sid[3];      /* a block's active states' string ids */
+    uint32_t small_sid;         /* "small", a segment's type from the small pool */
     int cpp_seen;
     int block_stacks; /* a block has a stack */
     /* md_load_opts.on_events: told again when nevents reaches note_at
@@ -189,12 +197,12 @@ _Static_assert(sizeof(md_live) == 32 && sizeof(md_segment) == 64 && sizeof(md_bl
                "md_live, md_segment, md_block sizes");
 
 /* Interns a sequence of frame ids; returns the stack id (>= 1), 0 for an
- * empty stack, -1 on allocation failure, -2 past MD_MAX_STACKS. */
+ * empty stack, -1 on allocation failure, -2 past STACKS_MAX. */
 static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
 {
     if (n == 0)
         return 0;
-    if (s->nstacks >= MD_MAX_STACKS)
+    if (s->nstacks >= STACKS_MAX)
         return -2;
     if ((s->nstacks + 1) * 2 > s->nsslots && rehash_stacks(s))
         return -1;
@@ -276,7 +284,8 @@ static int no_records(const md_pv *list, const char *what, int64_t off, md_err *
 static int stack_failed(int64_t sid, int64_t off, md_err *err)
 {
     if (sid == -2)
-        return md_err_set(err, MD_E_LIMIT, off, "more than %u distinct stacks", MD_MAX_STACKS);
+        return md_err_set(err, MD_E_LIMIT, off, "more than %u distinct stacks",
+                          (unsigned)STACKS_MAX - 1); /* and the empty one, id 0 */
     return md_err_set(err, MD_E_NOMEM, off, "out of memory");
 }
 
@@ -819,7 +828,8 @@ static int add_segment_fields(loader *L, const md_pv *const f[K_COUNT], md_err *
                           "segments[%zu] lacks 'address' or 'total_size'", s->nsegs);
     md_pv_u64(f[K_ALLOCATED_SIZE], &g.allocated_size);
     md_pv_u64(f[K_STREAM], &g.stream);
-    g.is_small = md_pv_is_str(&s->strs, f[K_SEGMENT_TYPE], "small");
+    g.is_small = f[K_SEGMENT_TYPE] && f[K_SEGMENT_TYPE]->t == PV_STR &&
+                 f[K_SEGMENT_TYPE]->s == L->small_sid;
     int64_t b = 0;
     if (md_pv_int(f[K_IS_EXPANDABLE], &b))
         g.is_expandable = b != 0;
@@ -1077,6 +1087,10 @@ static int loader_init(loader *L, md_snapshot *s)
             return -1;
         L->state_sid[k] = (uint32_t)id;
     }
+    int64_t small = md_strtab_intern(&s->strs, "small", 5);
+    if (small < 0)
+        return -1;
+    L->small_sid = (uint32_t)small;
     /* stream index 0 is the default stream, 0 */
     if (md_grow((void **)&s->streams, &s->strcap, 1, sizeof *s->streams))
         return -1;
