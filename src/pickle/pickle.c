@@ -216,13 +216,6 @@ static inline uint64_t rd_le(const unsigned char *b, int n)
 #endif
 }
 
-/* Four bytes as a little-endian load of them reads. */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define LE32(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
-#else
-#define LE32(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
-#endif
-
 /* Little-endian loads; the pickle's integers are little-endian. */
 static inline uint32_t le32(const unsigned char *b)
 {
@@ -1478,38 +1471,36 @@ static int rec_inner(md_pkl *p, const unsigned char *q, size_t nm, size_t sp, ui
  * position after it (p->nmemo past the memo slots filled), or NULL with
  * *rc: 0 if nothing was taken (the record is read again), 2 where it
  * stopped after taking some (rec_spill), or an error. */
-static const unsigned char *rec_nested(md_pkl *p, const unsigned char *b, size_t nm_at,
-                                       md_pv *d, const struct rec_read *r, size_t j, int *rc,
-                                       md_err *err)
+static const unsigned char *rec_nested(md_pkl *p, const unsigned char *b, size_t nm, md_pv *d,
+                                       const struct rec_read *r, size_t j, int *rc, md_err *err)
 {
     const unsigned char *lim = p->buf + p->len - 16 - 8;
     size_t pos0 = p->pos, sp = p->sp + 3 + 2 * j; /* the loop's: dict, pairs, key, list */
-    size_t nm_val = nm_at, *nm = &nm_val;
     uint32_t taken = 0;
     md_pv list;
     *rc = 0;
-    if (*nm >= p->memocap || p->nmarks + 3 > p->lim.max_depth)
+    if (nm >= p->memocap || p->nmarks + 3 > p->lim.max_depth)
         return NULL;
     if ((*rc = new_obj(p, PVO_LIST, &list, err)))
         return NULL;
-    memo_slot(&p->memo[*nm], *nm, &list);
+    memo_slot(&p->memo[nm], nm, &list);
     *d = list;
-    ++*nm;
+    nm++;
     pv_obj *o = list.o;
     for (b += 2;;) {
         int marked = b <= lim && b[0] == '(';
         if (b > lim || (!marked && b[0] != '}')) {
-            p->nmemo = *nm;
+            p->nmemo = nm;
             return b; /* the record's next key, or its SETITEMS (or the window's end) */
         }
         const unsigned char *q = b + marked;
         uint32_t first = 0, n = 0, ref; /* the batch's references */
         int got = 0;
         while (q <= lim && q[0] == '}' && q[1] == 0x94 && q[2] == '(' && /* as rec_fast reads */
-               (got = rec_inner(p, q, *nm, sp + n, &ref, err)) == 1) {
-            *nm = p->nmemo;
+               (got = rec_inner(p, q, nm, sp + n, &ref, err)) == 1) {
+            nm = p->nmemo;
             if (n ? ref != first + n : o->run_n && ref != o->run_first + o->run_n) {
-                *rc = rec_spill(p, p->buf + p->pos, r, j + 1, j + 1, *nm, marked, first, n,
+                *rc = rec_spill(p, p->buf + p->pos, r, j + 1, j + 1, nm, marked, first, n,
                                 &ref, err); /* not the run's next: list_extend's items */
                 return NULL;
             }
@@ -1528,14 +1519,13 @@ static const unsigned char *rec_nested(md_pkl *p, const unsigned char *b, size_t
                 o->run_first = first;
             o->run_n += n;
             b = q + 1;
-            p->nmemo = *nm;
             continue;
         }
         if (!taken) { /* nothing done that cannot be read again */
             p->pos = pos0, p->nmemo = r->dict;
             return NULL;
         }
-        *rc = rec_spill(p, q, r, j + 1, j + 1, *nm, marked, first, n, NULL, err);
+        *rc = rec_spill(p, q, r, j + 1, j + 1, nm, marked, first, n, NULL, err);
         return NULL;
     }
 }
@@ -1685,10 +1675,7 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
         goto memoize;
     list: {
         int rc;
-        uint32_t w4;
-        memcpy(&w4, b, 4);
-        if ((w4 == LE32(']', 0x94, '(', '}') || (w4 & 0xffffff) == LE32(']', 0x94, '}', 0)) &&
-            nest && !nested) {
+        if ((b[2] == '}' || (b[2] == '(' && b[3] == '}')) && b[1] == 0x94 && nest && !nested) {
             if (!(nb = rec_nested(p, b, nm, d, RR, J, &rc, err)))
                 return rc; /* 0: nothing taken */
             nested = 1;
