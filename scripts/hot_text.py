@@ -90,15 +90,36 @@ TEXT_PREFIX = re.compile(r"^\.text\.(unlikely\.|startup\.|hot\.|exit\.)?")
 
 
 def strings_of(unit):
-    """The pattern of the strings of a text unit's code."""
+    """(pattern, owner) of the strings of a text unit's code: owner names
+    the archive member ("*libc.a:member") or function whose strings they
+    are, as string_owner names a string section's; (None, None) if none."""
     m = re.match(r"^(\*[^(]*\.a:[^(]+)\(\.text", unit)
     if m:  # an archive member's
-        return "%s(.rodata.str*)" % m.group(1)
+        return "%s(.rodata.str*)" % m.group(1), m.group(1)
     m = re.match(r"^\*\((\.text\S*) ", unit)
     if m:  # memdiag's, by function
         fn = TEXT_PREFIX.sub("", m.group(1))
-        return "*(.rodata.%s.str* .rodata.%s.*.str*)" % (fn, fn)
+        return "*(.rodata.%s.str* .rodata.%s.*.str*)" % (fn, fn), fn
+    return None, None
+
+
+def string_owner(name, obj):
+    """The owner (as strings_of names it) of a string section, or None."""
+    m = MEMBER.search(obj)
+    if re.match(r"^\.rodata\.str\d", name) and m:
+        return "*%s:%s" % (m.group(1), m.group(2))
+    if NAMED_STRINGS.match(name) and "ltrans" in obj:
+        return CLONE.sub("", name[len(".rodata."):]).rsplit(".str", 1)[0]
     return None
+
+
+class First:
+    """Where a unit was first touched: rank (the order of first touches
+    over all runs), code (a .text section), obj and name (its section's)."""
+    __slots__ = ("rank", "code", "obj", "name")
+
+    def __init__(self, rank, code, obj, name):
+        self.rank, self.code, self.obj, self.name = rank, code, obj, name
 
 
 def read_trace(path, entry):
@@ -141,39 +162,37 @@ def order_units(secs, traces, also, late, final):
             if u not in seen:
                 seen.add(u)
                 count[u] = count.get(u, 0) + 1
-                first.setdefault(u, (len(first), name.startswith(".text"), obj, name))
+                first.setdefault(u, First(len(first), name.startswith(".text"), obj, name))
     # Strings: the linker merges equal strings (and a string with the tail
     # of a longer one) of an output section into one copy, so the copy a
     # run read may lie in another function's strings than its own. Each
     # function executed brings its own strings too, at its rank, and each
     # glibc member its small tables (read where valgrind does not look:
     # sysconf's parse of /sys).
-    have = set()  # (member or function, ) of the string sections there are
+    have = set()  # the owners of the string sections there are
     tables = {}
     for a, size, name, obj in secs:
         m = MEMBER.search(obj)
         if m and (name == ".rodata" and size <= 4096 or name.startswith(".rodata.cst")):
             tables.setdefault("*%s:%s(.text)" % (m.group(1), m.group(2)), set()).add(name)
-        if re.match(r"^\.rodata\.str\d", name) and m:
-            have.add("*%s:%s" % (m.group(1), m.group(2)))
-        elif NAMED_STRINGS.match(name) and "ltrans" in obj:
-            have.add(CLONE.sub("", name[len(".rodata."):]).rsplit(".str", 1)[0])
-    for u in [u for u in count if first[u][1]]:
-        s = strings_of(u)
-        key = s and (s.split("(")[0] if ".a:" in s else s.split()[0][len("*(.rodata."):-len(".str*")])
+        owner = string_owner(name, obj)
+        if owner:
+            have.add(owner)
+    for u in [u for u in count if first[u].code]:
+        strings, owner = strings_of(u)
         tabs = ["%s(%s)" % (u.split("(")[0], " ".join(sorted(tables[u])))] if u in tables else []
-        for t in ([s] if s and key in have else []) + tabs:
+        for t in ([strings] if owner in have else []) + tabs:
             if t not in count:
-                count[t], first[t] = count[u], (first[u][0], False, first[u][2], "")
+                count[t], first[t] = count[u], First(first[u].rank, False, first[u].obj, "")
                 used[t] = [0, set()]
-    units = sorted(count, key=lambda u: (-count[u], first[u][0]))
+    units = sorted(count, key=lambda u: (-count[u], first[u].rank))
     # string functions picked per CPU: valgrind's picks are not the CPU's
-    text = [u for u in units if first[u][1] and not variant_of(first[u][2])]
+    text = [u for u in units if first[u].code and not variant_of(first[u].obj)]
     # a big table read in a few places (glibc's ctype tables, 56 KB) after
     # the constants read through, where it holds one window, not two
-    sparse = [u for u in units if not first[u][1]
+    sparse = [u for u in units if not first[u].code
               and used[u][0] >= 16384 and len(used[u][1]) * 16 * 4 < used[u][0]]
-    rodata = [u for u in units if not first[u][1] and u not in sparse] + sparse
+    rodata = [u for u in units if not first[u].code and u not in sparse] + sparse
     # what this CPU runs that valgrind does not show (its string function
     # picks among them) after what every run executes; the variants other
     # CPUs would pick last, newest instruction sets first (final only: the
@@ -183,8 +202,8 @@ def order_units(secs, traces, also, late, final):
     text = text[:everyone] + list(dict.fromkeys(extra)) + text[everyone:]
     text += [u for u in dict.fromkeys(late) if u not in count and u not in text]
     if final:
-        families = {variant_of(first[u][2]).group(1) for u in count
-                    if first[u][1] and variant_of(first[u][2])}
+        families = {variant_of(first[u].obj).group(1) for u in count
+                    if first[u].code and variant_of(first[u].obj)}
         others = sorted(((ISA_ORDER[variant_of(o).group(2)], a, pattern(n, o))
                          for a, size, n, o in secs
                          if n.startswith(".text") and variant_of(o)

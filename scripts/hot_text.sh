@@ -69,18 +69,23 @@ if ! ls "$TR"/trace.* >/dev/null 2>&1; then
 fi
 : >"$T/also"
 : >"$T/late"
-# the faults of runs of the ordered binary on the inputs $1...
+# the page faults of one run of the ordered binary, after a line "RUN":
+# VARS (the environment, words) then the command's own words
+fault_run() {
+    vars=$1
+    shift
+    env $vars perf record -q -e page-faults -c 1 -d -o "$T/pf" "$T/hot" "$@" >/dev/null 2>&1
+    echo RUN
+    perf script -i "$T/pf" -F ip,addr 2>/dev/null
+}
+# those of runs on the inputs $1...: summary and diagnose as a user runs
+# them here, and summary as where faults are cheap (no helper threads, no
+# huge heap)
 faults() {
     for f in "$@"; do
-        for c in summary "diagnose --json" "summary cheap"; do
-            set -- $c
-            env=X=1
-            [ "${2:-}" != cheap ] || { env="MEMDIAG_HUGEHEAP=0 MEMDIAG_PREFAULT=0"; set -- summary; }
-            env $env perf record -q -e page-faults -c 1 -d \
-                -o "$T/pf" "$T/hot" "$@" "$f" >/dev/null 2>&1
-            echo RUN
-            perf script -i "$T/pf" -F ip,addr 2>/dev/null
-        done
+        fault_run X=1 summary "$f"
+        fault_run X=1 diagnose --json "$f"
+        fault_run "MEMDIAG_HUGEHEAP=0 MEMDIAG_PREFAULT=0" summary "$f"
     done
 }
 # rounds: what the ordered binary faults outside its hot code and constants
@@ -105,6 +110,8 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
     [ "$(cat "$T/also" "$T/late" | wc -l)" -gt "$before" ] || break # none left, or none placeable
 done
 python3 scripts/hot_text.py "$T/md.map" "$entry" "$TR"/trace.* --also "$T/also" --late "$T/late" --final >src/cli/hot.ld
+# the final script (--final adds other CPUs' string functions, so no round
+# linked it) linked once: that it links, and the hot code's size
 $CC_FLAGS $ORDER -o "$T/hot" $LINK -Wl,-T,src/cli/hot.ld
 set -- $(readelf -SW "$T/hot" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text.memdiag_hot") print $(i + 2), $(i + 4) }')
 size=$2
