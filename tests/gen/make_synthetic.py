@@ -398,6 +398,16 @@ class MemoPickler:
         self.out += b"("
         return i
 
+    def close_with_room(self):
+        """Ends the top dict with a 4000-byte 'note': room in the memo the
+        reader sizes by the file (a record is read only where the memo need
+        not grow), and bytes past the last record; the pickle's bytes."""
+        self.dump("note")
+        self.raw(b"X" + struct.pack("<I", 4000) + b"x" * 4000)
+        self.memoize()
+        self.raw(b"u.")
+        return bytes(self.out)
+
     def open_list(self):
         """EMPTY_LIST MEMOIZE MARK: a list whose items follow (APPENDS)."""
         self.out += b"]"
@@ -963,13 +973,7 @@ def odd_blocks():
     w.open_list()
     block("stray", A, 512)
     w.raw(b"e")
-    # room in the memo the reader sizes by the file (a record is read
-    # only where the memo need not grow), and bytes past the last record
-    w.dump("note")
-    w.raw(b"X" + struct.pack("<I", 4000) + b"x" * 4000)
-    w.memoize()
-    w.raw(b"u.")
-    return bytes(w.out)
+    return w.close_with_room()
 
 
 # nested_blocks(): the segments' blocks, by segment (sizes in order)
@@ -1092,13 +1096,7 @@ def nested_blocks():
                            segment(S[9], lambda: None, frames_first=False), w.raw(b"e")),
             total=False)
     w.raw(b"e")
-    # room in the memo the reader sizes by the file (a record is read
-    # only where the memo need not grow)
-    w.dump("note")
-    w.raw(b"X" + struct.pack("<I", 4000) + b"x" * 4000)
-    w.memoize()
-    w.raw(b"u.")
-    return bytes(w.out)
+    return w.close_with_room()
 
 
 def main():
