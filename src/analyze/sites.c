@@ -35,19 +35,28 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
     /* a block with no stack in a snapshot with no history was not made
      * "before" anything: nothing was ever recorded */
     int before = md_snapshot_has_history(s, md_replay_device(md_analysis_replay(an))) ? 1 : 2;
+    /* neighbours mostly share a stack and a site (a layer's tensors; a
+     * state-only snapshot's blocks, none with a stack): the last of each
+     * is kept, and the cache and the map are asked only when they change */
+    uint32_t last_stack = UINT32_MAX;
+    const md_frame *f = NULL;
+    uint64_t last_key = 0, at = 0;
     for (size_t i = 0; i < nl; i++) {
         md_category c = (md_category)live[i].category;
-        const md_frame *f = md_stack_user_frame(md_analysis_cache(an), s, live[i].stack);
+        if (live[i].stack != last_stack) {
+            last_stack = live[i].stack;
+            f = md_stack_user_frame(md_analysis_cache(an), s, last_stack);
+        }
         /* one site per (frame, category): a line that holds both a
          * workspace and activations shows as two rows; so do the
          * parameters found among blocks made before the history began */
         int pre = live[i].alloc_index < 0 && live[i].stack == 0;
         uint64_t key = pre ? UINT64_MAX - 1 - c
                            : (f ? (uint64_t)(f - s->frames) + 1 : 0) * MD_CAT_COUNT + c;
-        uint64_t at;
         if (by_cat)
             by_cat[c] += live[i].block_size;
-        if (!md_map_get(&idx, key, &at)) {
+        /* the last block's site: at already */
+        if ((!ns || key != last_key) && !md_map_get(&idx, key, &at)) {
             if (md_grow((void **)&sites, &cap, ns + 1, sizeof *sites) ||
                 md_grow((void **)&catb, &catcap, ns + 1, sizeof *catb) ||
                 md_map_put(&idx, key, ns))
@@ -62,6 +71,7 @@ int md_sites_at(const md_analysis *an, long index, md_site **out, size_t *n,
             }
             at = ns++;
         }
+        last_key = key;
         sites[at].bytes += live[i].block_size;
         sites[at].count++;
         catb[at][c] += live[i].block_size;

@@ -43,6 +43,7 @@ struct md_analysis {
                        until first needed (zero_phase_lived) */
     int source;
     int step_device; /* whose annotations gave the steps; -1 if none did */
+    int history;     /* the device has a history (md_snapshot_has_history) */
     md_iterations iters; /* the steps per training iteration */
     md_indicators ind;
     char optimizer[32];
@@ -1348,8 +1349,8 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
         goto nomem;
     /* no history, no steps: a snapshot's annotations without its trace
      * gave steps whose every phase was the state when it was taken */
-    int history = md_snapshot_has_history(s, md_replay_device(r));
-    a->step_device = history ? annotation_device(s, md_replay_device(r)) : -1;
+    a->history = md_snapshot_has_history(s, md_replay_device(r));
+    a->step_device = a->history ? annotation_device(s, md_replay_device(r)) : -1;
     int got = a->step_device >= 0 ? process_steps(a, &ends, &cap, &lo) : 0;
     if (got < 0)
         goto nomem;
@@ -1359,11 +1360,11 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
         lo = NULL;
         a->nsteps = 0;
         a->step_device = md_replay_device(r);
-        n = history ? ends_from_annotations(a, a->step_device, &ends, &cap) : 0;
+        n = a->history ? ends_from_annotations(a, a->step_device, &ends, &cap) : 0;
         if (n > 0) {
             a->source = MD_STEPS_FROM_ANNOTATIONS;
             zero_grad_from_frames(a, ends, n);
-        } else if (history) {
+        } else if (a->history) {
             n = ends_from_frames(a, &ends, &cap);
             if (n > 0)
                 a->source = MD_STEPS_FROM_FRAMES;
@@ -1559,7 +1560,7 @@ md_category md_categorize(const md_analysis *a, const md_live *l)
                     (a->nstate_addr && bsearch(&l->addr, a->state_addr, a->nstate_addr,
                                                sizeof(uint64_t), cmp_addr));
         const pre_fate *f;
-        if (state || md_snapshot_has_history(a->s, md_replay_device(a->r)))
+        if (state || a->history)
             return state                           ? MD_CAT_OPTIMIZER_STATE
                    : (f = find_fate(a, l->addr)) ? (md_category)f->category
                                                    : MD_CAT_OTHER;
