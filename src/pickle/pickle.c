@@ -1572,7 +1572,7 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
     int nested = 0; /* a list's records taken: no way back */
     const struct rec_key *key = keys; /* the next pair's remembered key */
     const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
-    memset(v, 0, sizeof v);
+    md_zero_small(v, sizeof v);
     if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
         rec_forget(p);
         p->key_gen = p->memo_gen;

@@ -594,7 +594,8 @@ static int take_segment_slots(loader *L, const md_pv *const *v, uint32_t *ref, i
 {
     /* the keys add_segment_fields reads, by name: a loop over key_slot
      * cost 5 % of a state-only snapshot's instructions */
-    const md_pv *f[K_COUNT] = {NULL};
+    const md_pv *f[K_COUNT];
+    md_zero_small(f, sizeof f);
     f[K_STREAM] = v[K_STREAM], f[K_FRAMES] = v[K_FRAMES];
     f[K_ADDRESS] = v[SL_ADDRESS], f[K_BLOCKS] = v[SL_BLOCKS], f[K_DEVICE] = v[SL_DEVICE];
     f[K_TOTAL_SIZE] = v[SL_TOTAL_SIZE], f[K_ALLOCATED_SIZE] = v[SL_ALLOCATED_SIZE];

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "memdiag.h"
 
 #define MD_UNUSED(x) (void)(x)
@@ -42,6 +43,17 @@ void md_big_free(void *buf, size_t cap, size_t esz);
  * with free() (the public API's live sets): past MD_BIG_MIN, malloc maps
  * it apart, and the whole huge pages inside are asked for as such. */
 void *md_malloc_filled(size_t n);
+/* bytes zeroed in pieces of 64: gcc makes one memset of more than 128
+ * bytes a rep stos, whose start costs tens of cycles, on every record the
+ * reader takes where it clears its value slots; pieces of a known size
+ * become vector stores. */
+static inline void md_zero_small(void *p, size_t bytes)
+{
+    unsigned char *c = p;
+    for (; bytes > 64; bytes -= 64, c += 64)
+        memset(c, 0, 64);
+    memset(c, 0, bytes);
+}
 
 #define MD_PUSH(arr, n, cap, val, fail)                                        \
     do {                                                                       \
