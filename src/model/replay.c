@@ -336,8 +336,8 @@ static int state_copy(rstate *dst, const rstate *src)
     unshare(dst);
     dst->bcap = src->nb ? src->nb : 1;
     dst->gcap = src->ng ? src->ng : 1;
-    dst->b = malloc(dst->bcap * sizeof *dst->b);
-    dst->g = malloc(dst->gcap * sizeof *dst->g);
+    dst->b = md_malloc_filled(dst->bcap * sizeof *dst->b);
+    dst->g = md_malloc_filled(dst->gcap * sizeof *dst->g);
     int mb = md_map_copy(&dst->by_addr, &src->by_addr);
     int mg = md_map_copy(&dst->seg_by_addr, &src->seg_by_addr);
     int me = md_map_copy(&dst->seg_by_end, &src->seg_by_end);

@@ -25,6 +25,7 @@
 #define SMALL_INPUT ((size_t)4 << 20)
 #define SMALL_CLASSES 6 /* item arrays of 1..32 values come from slabs */
 #define SLAB_BYTES (1 << 20)
+#define SLAB_AHEAD ((size_t)16 << 10)
 #define SHORT_STR 8     /* strings this short are looked up in short_cache */
 #define SHORT_SLOTS 256
 #define REC_PAIRS 32    /* a record with more pairs is read as a dict */
@@ -34,6 +35,7 @@
 struct slab {
     struct slab *next;
     size_t used, cap;
+    size_t ready; /* its pages allocated up to here (md_populate) */
     _Alignas(16) unsigned char data[];
 };
 
@@ -60,7 +62,9 @@ struct md_pkl {
     size_t *marks;
     size_t nmarks, mcap;
     uint64_t *memo;         /* 8 bytes a slot (memo_encode) */
-    size_t nmemo, memocap;
+    /* memocap: the slots whose pages are allocated (memo_room), which
+     * every fast path checks; memomap: the array's (md_big_grow's cap) */
+    size_t nmemo, memocap, memomap;
     md_pv *memo_full;       /* memo values too wide for a slot */
     size_t nfull, fullcap;
     struct slab *objslab;   /* pv_obj storage, freed all at once */
@@ -255,12 +259,21 @@ static void *slab_alloc(struct slab **head, size_t size)
         if (!sl)
             return NULL;
         sl->next = *head;
-        sl->used = 0;
+        sl->used = sl->ready = 0;
         sl->cap = cap;
         *head = sl;
     }
     void *r = sl->data + sl->used;
     sl->used += size;
+    if (sl->used > sl->ready) {
+        /* the pages of the next stretch at once, not a fault each: as much
+         * as is used already, up to 64 KiB (a small snapshot's few objects
+         * take no more memory than they did) */
+        size_t ahead = sl->used < SLAB_AHEAD ? sl->used : SLAB_AHEAD;
+        size_t to = sl->used + ahead < sl->cap ? sl->used + ahead : sl->cap;
+        md_populate(sl->data + sl->ready, to - sl->ready);
+        sl->ready = to;
+    }
     return r;
 }
 
@@ -702,6 +715,19 @@ static inline void memo_decode(const md_pkl *p, uint64_t m, md_pv *d)
         pv_store(d, (unsigned)(m >> 4 & 31), 0, m >> 9);
 }
 
+/* Room in the memo for slot idx: the array grown if it must be, and the
+ * pages of the next stretch of it allocated at once (md_big_ahead), not a
+ * fault each; memocap is where that stretch ends, so the fast paths come
+ * here again at it. -1 out of memory. */
+static int memo_room(md_pkl *p, size_t idx)
+{
+    if (idx >= p->memomap &&
+        md_big_grow((void **)&p->memo, &p->memomap, idx + 1, sizeof *p->memo))
+        return -1;
+    p->memocap = md_big_ahead(p->memo, p->memomap, idx, sizeof *p->memo);
+    return 0;
+}
+
 static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
 {
     if (!p->sp)
@@ -713,8 +739,7 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
         return md_err_set(err, MD_E_LIMIT, p->op_off,
                           "memo index %llu is implausibly large",
                           (unsigned long long)idx);
-    if (idx >= p->memocap &&
-        md_big_grow((void **)&p->memo, &p->memocap, idx + 1, sizeof *p->memo))
+    if (idx >= p->memocap && memo_room(p, idx))
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
     if (idx < p->nmemo && p->memo[idx])
         p->memo_gen++; /* an overwrite: lists recognised by bytes may differ */
@@ -2193,7 +2218,8 @@ int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
     p->scap = 1024;
     /* snapshots memoize a value every 30-60 bytes: a memo this big starts
      * in its own mapping (a hint; see md_big_grow) */
-    md_big_grow((void **)&p->memo, &p->memocap, md_input_size(in) / 40, sizeof *p->memo);
+    md_big_grow((void **)&p->memo, &p->memomap, md_input_size(in) / 40, sizeof *p->memo);
+    p->memocap = md_big_ahead(p->memo, p->memomap, 0, sizeof *p->memo);
     if (md_input_whole(in, &p->buf, &p->len)) { /* parsed in place: no window */
         p->cap = p->len;
         p->eof = 1;
@@ -2299,7 +2325,7 @@ void md_pkl_free(md_pkl *p)
     slab_free_all(p->itemslab);
     free(p->stack);
     free(p->marks);
-    md_big_free(p->memo, p->memocap, sizeof *p->memo);
+    md_big_free(p->memo, p->memomap, sizeof *p->memo);
     free(p->memo_full);
     free(p->shared);
     free(p->seen);

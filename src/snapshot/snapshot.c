@@ -85,6 +85,9 @@ typedef struct loader {
     void (*on_events)(void *ctx, const md_event *events, size_t n, size_t expect, int state);
     void *events_ctx;
     size_t note_at;
+    /* the arrays' elements up to which their pages are allocated
+     * (md_big_ahead): asked again on reaching them */
+    size_t blk_ready, seg_ready, ev_ready;
     double bytes; /* the input's size, for the expected count */
     md_omap stream_ix; /* stream -> index in s->streams */
     uint16_t last_stream; /* the index the last event had */
@@ -510,6 +513,8 @@ static int take_entry(loader *L, const md_pv *const v[K_POOL_ID + 1], uint32_t *
         return md_err_set(err, MD_E_LIMIT, off, "more than 2^30 trace entries");
     if (s->nevents == s->evcap && grow_events(L, off))
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    if (s->nevents >= L->ev_ready)
+        L->ev_ready = md_big_ahead(s->events, s->evcap, s->nevents, sizeof *s->events);
     /* Filled in place: a local copied into the array would be stored field
      * by field and reloaded whole, which stalls the store buffer. */
     md_event *e = &s->events[s->nevents];
@@ -540,6 +545,8 @@ static int push_block(loader *L, const md_block *blk, size_t *at)
         md_big_grow((void **)&s->blocks, &s->blkcap,
                     mapped_from(s, need, sizeof *blk, STATE_HEAP_MAX), sizeof *blk))
         return -1;
+    if (need > L->blk_ready)
+        L->blk_ready = md_big_ahead(s->blocks, s->blkcap, s->nblocks, sizeof *blk);
     L->block_stacks |= blk->stack != 0;
     *at = s->nblocks;
     s->blocks[s->nblocks++] = *blk;
@@ -853,6 +860,8 @@ static int add_segment_fields(loader *L, const md_pv *const f[K_COUNT], md_err *
         md_big_grow((void **)&s->segs, &s->segcap, mapped_from(s, need, sizeof g, STATE_HEAP_MAX),
                     sizeof g))
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    if (need > L->seg_ready)
+        L->seg_ready = md_big_ahead(s->segs, s->segcap, s->nsegs, sizeof g);
     s->segs[s->nsegs++] = g;
     return MD_OK;
 }

@@ -35,10 +35,26 @@ int md_grow(void **buf, size_t *cap, size_t need, size_t esz)
     return need <= *cap ? 0 : heap_resize(buf, cap, doubled(*cap, need), esz);
 }
 
+void md_populate(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+    if (hi > lo) /* before Linux 5.14 EINVAL: the writes fault them in */
+        madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 /* ---- big arrays ---------------------------------------------------------- */
 
 #define BIG_MIN MD_BIG_MIN /* below: the heap (md_grow) */
 #define BIG_UNIT MD_HUGE_PAGE
+#define BIG_AHEAD ((size_t)16 << 10) /* md_big_ahead's stretch */
+/* md_malloc_filled's arrays from here on are allocated in one call: a
+ * heap chunk's pages may be there already, which costs the call little */
+#define FILLED_POPULATE ((size_t)64 << 10)
 
 static int big_mapped(size_t cap, size_t esz)
 {
@@ -130,6 +146,18 @@ void md_big_trim(void *buf, size_t cap, size_t used, size_t esz)
         madvise((char *)buf + from, end - from, MADV_DONTNEED);
 }
 
+size_t md_big_ahead(void *buf, size_t cap, size_t from, size_t esz)
+{
+    if (!big_mapped(cap, esz))
+        return cap; /* the heap's: asked again once it grows into a mapping */
+    size_t lo = from * esz & ~(size_t)4095, hi = (lo + BIG_AHEAD + 4095) & ~(size_t)4095;
+    size_t end = big_bytes(cap, esz);
+    if (hi > end)
+        hi = end;
+    md_populate((char *)buf + lo, hi - lo);
+    return hi / esz < cap ? hi / esz : cap;
+}
+
 void *md_malloc_filled(size_t n)
 {
     char *p = malloc(n ? n : 1);
@@ -139,6 +167,10 @@ void *md_malloc_filled(size_t n)
         if (hi > lo)
             madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
     }
+    /* about to be written whole: its pages allocated at once, no more
+     * memory than the writes would take, and each without its fault */
+    if (p && n >= FILLED_POPULATE)
+        md_populate(p, n);
     return p;
 }
 
@@ -261,8 +293,10 @@ int md_map_init(md_map *m, size_t hint)
     size_t cap = 16;
     while (cap < hint * 2)
         cap *= 2;
-    if (!(m->slot = calloc(cap, sizeof *m->slot)))
+    /* a table of many slots, cleared whole: its pages allocated first */
+    if (!(m->slot = md_malloc_filled(cap * sizeof *m->slot)))
         return -1;
+    memset(m->slot, 0, cap * sizeof *m->slot);
     m->cap = cap;
     return 0;
 }
@@ -283,7 +317,7 @@ void md_map_clear(md_map *m)
 int md_map_copy(md_map *dst, const md_map *src)
 {
     *dst = *src;
-    if (!(dst->slot = malloc(src->cap * sizeof *dst->slot))) {
+    if (!(dst->slot = md_malloc_filled(src->cap * sizeof *dst->slot))) {
         md_map_free(dst);
         return -1;
     }

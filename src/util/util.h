@@ -38,11 +38,24 @@ int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz);
  * -1 where it cannot (then nothing changed). */
 int md_big_reserve(void **buf, size_t *cap, size_t room, size_t hint, size_t esz);
 void md_big_trim(void *buf, size_t cap, size_t used, size_t esz);
+/* For a big array filled front to back: the next 64 KiB of its pages from
+ * element `from` on allocated at once (md_populate), where it is a
+ * mapping of its own. Returns the element it is to be called at again
+ * (cap where it is a heap array: whose pages come with the heap). What
+ * it allocates past the end is given back by md_big_trim. */
+size_t md_big_ahead(void *buf, size_t cap, size_t from, size_t esz);
 void md_big_free(void *buf, size_t cap, size_t esz);
 /* malloc(n) for an array about to be written whole that its caller frees
- * with free() (the public API's live sets): past MD_BIG_MIN, malloc maps
- * it apart, and the whole huge pages inside are asked for as such. */
+ * with free() (the public API's live sets, a table about to be cleared or
+ * copied): from 64 KiB its pages are allocated at once (md_populate);
+ * past MD_BIG_MIN, malloc maps it apart, and the whole huge pages inside
+ * are asked for as such. */
 void *md_malloc_filled(size_t n);
+/* The pages wholly inside [p, p + n) allocated now, as one call
+ * (MADV_POPULATE_WRITE): memory about to be written, not more; a page
+ * fault each costs 2 us on a bare host, 10-15 under shadow paging, where
+ * this is 1 and 5. */
+void md_populate(void *p, size_t n);
 /* bytes zeroed in pieces of 64: gcc makes one memset of more than 128
  * bytes a rep stos, whose start costs tens of cycles, on every record the
  * reader takes where it clears its value slots; pieces of a known size
