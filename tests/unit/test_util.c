@@ -2,6 +2,7 @@
  * a mapping of their own, grown in place, trimmed, freed), the map's
  * add-if-absent, and the hash's lanes. Synthetic by nature: these are
  * containers, checked on their contracts and edges. */
+#include <sys/mman.h>
 #include "testutil.h"
 #include "util/util.h"
 
@@ -57,6 +58,61 @@ static void test_big_small_and_hinted(void **st)
     assert_int_equal(md_big_grow(&none, &cap, 0, 8), 0);
     assert_null(none);
     md_big_free(none, cap, 8);
+}
+
+/* Whether the pages of [p, p + n) are all resident. */
+static int resident(const void *p, size_t n)
+{
+    uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095, hi = ((uintptr_t)p + n + 4095) & ~(uintptr_t)4095;
+    unsigned char vec[256];
+    assert_true((hi - lo) / 4096 <= sizeof vec);
+    assert_int_equal(mincore((void *)lo, hi - lo, vec), 0);
+    for (size_t i = 0; i < (hi - lo) / 4096; i++)
+        if (!(vec[i] & 1))
+            return 0;
+    return 1;
+}
+
+/* md_big_ahead: a mapped array's next stretch of pages is allocated before
+ * it is written, and the call says where to come back; a heap array's
+ * answer is its capacity (its pages come with the heap), as is one whose
+ * mapping ends within the stretch. Residency is checked only where the
+ * kernel allocates on request (MADV_POPULATE_WRITE, Linux 5.14). */
+static void test_big_ahead_populates(void **st)
+{
+    (void)st;
+    uint64_t *a = NULL;
+    size_t cap = 0;
+    assert_int_equal(md_big_grow((void **)&a, &cap, 100000, sizeof *a), 0);
+    assert_true(cap * sizeof *a >= 512 * 1024); /* a mapping of its own */
+    size_t at = 1000, next = md_big_ahead(a, cap, at, sizeof *a);
+    assert_true(next > at && next <= cap);
+    assert_true((next - at) * sizeof *a >= 8192); /* most of a 16 KiB stretch */
+    void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(probe != MAP_FAILED);
+    int can = madvise(probe, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
+    munmap(probe, 4096);
+    if (can)
+        assert_true(resident(a + at, (next - at) * sizeof *a));
+    /* where it is the array is as it was: its values unwritten read 0 */
+    assert_true(a[next - 1] == 0);
+    assert_int_equal(md_big_ahead(a, cap, cap - 1, sizeof *a), cap); /* the mapping's end */
+    md_big_free(a, cap, sizeof *a);
+
+    char *h = NULL;
+    cap = 0;
+    assert_int_equal(md_big_grow((void **)&h, &cap, 100, 1), 0);
+    assert_int_equal(md_big_ahead(h, cap, 0, 1), cap); /* the heap's */
+    md_big_free(h, cap, 1);
+
+    /* md_malloc_filled from 64 KiB: allocated at once */
+    size_t n = 200 * 1024;
+    char *f = md_malloc_filled(n);
+    assert_non_null(f);
+    if (can)
+        assert_true(resident(f + 4096, n - 8192));
+    memset(f, 1, n);
+    free(f);
 }
 
 static void test_big_overflow_refused(void **st)
@@ -240,6 +296,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_big_grow_keeps_contents),
         cmocka_unit_test(test_big_small_and_hinted),
+        cmocka_unit_test(test_big_ahead_populates),
         cmocka_unit_test(test_big_overflow_refused),
         cmocka_unit_test(test_map_add),
         cmocka_unit_test(test_map_delete_many),
