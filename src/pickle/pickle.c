@@ -2218,13 +2218,13 @@ int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
     p->scap = 1024;
     /* snapshots memoize a value every 30-60 bytes: a memo this big starts
      * in its own mapping (a hint; see md_big_grow) */
-    md_big_grow((void **)&p->memo, &p->memomap, md_input_size(in) / 40, sizeof *p->memo);
+    md_big_grow((void **)&p->memo, &p->memomap, md_input_size_hint(in) / 40, sizeof *p->memo);
     p->memocap = md_big_ahead(p->memo, p->memomap, 0, sizeof *p->memo);
     if (md_input_whole(in, &p->buf, &p->len)) { /* parsed in place: no window */
         p->cap = p->len;
         p->eof = 1;
     } else {
-        size_t size = md_input_size(in); /* 0: compressed, or not a file */
+        size_t size = md_input_size_hint(in); /* 0: not a file */
         p->cap = size && size < SMALL_INPUT ? SMALL_WINDOW : WINDOW;
         if (!(p->buf = p->own = malloc(p->cap))) {
             free(p->stack);

@@ -1163,12 +1163,12 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
      * input cannot afford (beta-medium, 1.8 MB and 190 bytes an entry: a
      * 2 MB page for 0.4 MB of events, 4.2 MB resident instead of 2.8); so
      * huge pages on the guess only from GUESS_HUGE_MIN of input. */
-    size_t bytes = md_input_size(in), usual = bytes / 60;
+    size_t bytes = md_input_size(in), hint = md_input_size_hint(in), usual = hint / 60;
     follow_events(&L, opts, bytes, usual);
     s->heap_first = opts && opts->heap_first;
     if (!s->heap_first && !s->evcap) /* a hint: on failure the array grows as it fills */
         (void)md_big_reserve((void **)&s->events, &s->evcap, usual,
-                             bytes >= GUESS_HUGE_MIN ? usual : 0, sizeof *s->events);
+                             hint >= GUESS_HUGE_MIN ? usual : 0, sizeof *s->events);
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);

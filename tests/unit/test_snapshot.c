@@ -1,6 +1,7 @@
 /* test_snapshot.c - reading real H200 snapshots and every schema variant:
  * counts, sharing of frames, compression, versions, pickler styles, and
  * truncation of a real file at many offsets. */
+#include <sys/stat.h>
 #include <unistd.h>
 #include "testutil.h"
 #include "util/input.h"
@@ -191,6 +192,40 @@ static unsigned char *inflated(const char *path, size_t *n)
         return NULL;
     }
     return out;
+}
+
+/* The size the reader plans for: a plain file's own; a compressed file's
+ * guessed from its size, low (under the bytes it decodes to: planned too
+ * big, a small input would take a huge page it cannot afford), and never
+ * 0 (planned from nothing, a 0.9 MB .gz took 0.5 MB more memory). */
+static void test_size_hint(void **st)
+{
+    (void)st;
+    const char *names[] = {"seed-exercise/snap-alpha-small-rank0.pickle", "alpha-small.pickle.gz",
+                           "alpha-small.pickle.xz", "alpha-small.pickle.zst"};
+    char p[1024];
+    for (int i = 0; i < 4; i++) {
+        struct stat sb;
+        md_input *in = NULL;
+        md_err e;
+        memset(&e, 0, sizeof e);
+        size_t decoded = 0;
+        unsigned char *d = inflated(data_path(names[i], p, sizeof p), &decoded);
+        assert_non_null(d);
+        free(d);
+        assert_int_equal(stat(p, &sb), 0);
+        assert_int_equal(md_input_open(p, 0, &in, &e), MD_OK);
+        size_t hint = md_input_size_hint(in);
+        if (i == 0) {
+            assert_int_equal(hint, (size_t)sb.st_size);
+            assert_int_equal(md_input_size(in), (size_t)sb.st_size);
+        } else {
+            assert_int_equal(md_input_size(in), 0); /* unknown until decoded */
+            assert_true(hint > (size_t)sb.st_size);
+            assert_true(hint <= decoded);
+        }
+        md_input_close(in);
+    }
 }
 
 /* A real trace whose entries mostly end in an empty frames list, which the
@@ -832,6 +867,7 @@ int main(void)
         cmocka_unit_test(test_fixture_counts),
         cmocka_unit_test(test_interning),
         cmocka_unit_test(test_compressed_equal_raw),
+        cmocka_unit_test(test_size_hint),
         cmocka_unit_test(test_heap_first_alike),
         cmocka_unit_test(test_empty_frames_alike),
         cmocka_unit_test(test_memo_overwrite),
