@@ -462,11 +462,15 @@ int md_input_whole(const md_input *in, const unsigned char **data, size_t *n)
     return 1;
 }
 
+/* the bytes as stored: a regular file's size or the memory's, else 0 */
+static size_t stored_size(const md_input *in)
+{
+    return in->mem ? in->mem_len : in->file_size;
+}
+
 size_t md_input_size(const md_input *in)
 {
-    if (in->codec != C_RAW)
-        return 0;
-    return in->mem ? in->mem_len : in->file_size;
+    return in->codec == C_RAW ? stored_size(in) : 0;
 }
 
 /* snapshot pickles shrink 4.6x under gzip -6 and more under zstd and xz
@@ -475,9 +479,9 @@ size_t md_input_size(const md_input *in)
 
 size_t md_input_size_hint(const md_input *in)
 {
+    size_t n = stored_size(in);
     if (in->codec == C_RAW)
-        return md_input_size(in);
-    size_t n = in->mem ? in->mem_len : in->file_size;
+        return n;
     return n < SIZE_MAX / LOW_RATIO ? n * LOW_RATIO : SIZE_MAX;
 }
 

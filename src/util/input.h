@@ -20,11 +20,12 @@ long md_input_read(md_input *in, void *buf, size_t n, md_err *err);
  * md_input_close), else 0. */
 int md_input_whole(const md_input *in, const unsigned char **data, size_t *n);
 /* The uncompressed input's size when known (a plain regular file, memory),
- * else 0: a hint for sizing what the reader builds. */
+ * else 0: for what needs the true size (progress, reserving room for every
+ * event); the reader's arrays are sized by md_input_size_hint. */
 size_t md_input_size(const md_input *in);
 /* The size to plan the reader's arrays for: md_input_size, or for a
  * compressed file a low guess from its size (0 where unknown). Planning
- * from nothing cost a 0.9 MB snapshot read from .gz 0.6 MB more memory
+ * from nothing cost a 0.9 MB snapshot read from .gz 0.4-0.6 MB more memory
  * (its arrays grown by copying, a large window); a guess too low only
  * leaves them to grow as before. */
 size_t md_input_size_hint(const md_input *in);
