@@ -689,12 +689,12 @@ static inline void long1_value(const unsigned char *b, md_pv *d)
 #else
     u = rd_le(b + 2, 8);
 #endif
-    if (n < 8) {
-        u = n ? u & ((1ULL << (n * 8)) - 1) : 0;
-        if (n && (u >> (n * 8 - 1)) & 1)
-            u |= ~0ULL << (n * 8);
-    }
-    pv_store(d, PV_INT, 0, u);
+    /* shifted up and back down: masked and sign-extended with no branch
+     * (the masks and tests took 18 instructions a LONG1, big_gamma's
+     * addresses and times) */
+    unsigned sh = (64 - 8 * n) & 63;
+    int64_t s = (int64_t)(u << sh) >> sh;
+    pv_store(d, PV_INT, 0, n ? (uint64_t)s : 0);
 }
 
 /* Writes slot m (stored, not 0) as a value into *d. */
@@ -1472,6 +1472,7 @@ static const unsigned char *rec_empty_list(md_pkl *p, const unsigned char *b, si
 }
 
 THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest, md_err *err);
+#define REC_REST 3 /* rec_fast: records taken, the next left to the opcodes */
 
 /* A record of a record's list at q, read and taken (rec_fast) with memo
  * slots from nm, where the opcode loop's stack would hold sp values: 1
@@ -1564,6 +1565,11 @@ static const unsigned char *rec_nested(md_pkl *p, const unsigned char *b, size_t
  * (its PV_REF pushed, memo and position as the opcodes would leave them),
  * 0 to read it opcode by opcode, 2 where it stopped after its list took
  * records (the opcodes' state left at p->pos: rec_spill), or an error.
+ * Where nest is set it goes on to the records after it in the same batch:
+ * REC_REST where it took some and stopped at one the opcodes must read
+ * (p->pos at its EMPTY_DICT; not offered to rec_fast again, since a list
+ * it began there moved p->pos and filled memo slots), 1 where it took
+ * them all.
  * Short of 2 it never grows the stack or the memo, nor moves the window:
  * the opcode loop reloads only its position, stack top and memo count
  * after it. */
@@ -1582,26 +1588,32 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
 #pragma GCC diagnostic pop
     const unsigned char *buf = p->buf, *b = buf + p->pos + 3, *nb;
     uint64_t *memo = p->memo;
-    size_t dict = p->nmemo, nm = dict + 1;
-    /* bounds the opcodes would meet: the stack (the dict, then its pairs),
-     * the MARK, and a memo slot for the dict */
-    if (p->len < 64 || nm > p->memocap || p->sp + 1 >= p->scap ||
-        p->nmarks >= p->lim.max_depth || p->sp + 2 + 2 * REC_PAIRS > p->lim.max_stack)
-        return 0;
     /* a pair (a key of at most 5 bytes, a value of at most 10, MEMOIZE)
      * starting at or before lim is within the 16 bytes readable past the
      * opcode at buf + len - 16 */
     const unsigned char *lim = buf + p->len - 16 - 8;
-    memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
-    md_pv vals[REC_PAIRS], *d = vals; /* the next pair's value: d - vals pairs read */
-    int nested = 0; /* a list's records taken: no way back */
-    const struct rec_key *key = keys; /* the next pair's remembered key */
-    const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
-    md_zero_small(v, sizeof v);
+    if (p->len < 64)
+        return 0;
     if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
         rec_forget(p);
         p->key_gen = p->memo_gen;
     }
+    int taken = 0; /* a record taken: a stop returns REC_REST */
+    size_t dict, nm, rec_pos, rec_sp; /* rec_: where the record began */
+    md_pv vals[REC_PAIRS], *d;            /* the next pair's value: d - vals pairs read */
+    int nested;                           /* a list's records taken: no way back */
+    const struct rec_key *key;            /* the next pair's remembered key */
+    const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
+record:
+    dict = p->nmemo, nm = dict + 1, rec_pos = p->pos, rec_sp = p->sp;
+    /* bounds the opcodes would meet: the stack (the dict, then its pairs),
+     * the MARK, and a memo slot for the dict */
+    if (nm > p->memocap || p->sp + 1 >= p->scap || p->nmarks >= p->lim.max_depth ||
+        p->sp + 2 + 2 * REC_PAIRS > p->lim.max_stack)
+        return taken ? REC_REST : 0;
+    memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
+    d = vals, nested = 0, key = keys;
+    md_zero_small(v, sizeof v);
 /* stops with nk keys and nv values of the pairs read (b where they end) */
 #define RR (&(const struct rec_read){dict, keys, vals})
     size_t nk, nv; /* spilled: keys and values read */
@@ -1611,6 +1623,8 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
             nk = (k), nv = (v_);          \
             goto spill;                   \
         }                                 \
+        if (taken)                        \
+            goto rest;                    \
         return 0;                         \
     } while (0)
     for (;;) {
@@ -1701,8 +1715,11 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
     list: {
         int rc;
         if ((b[2] == '}' || (b[2] == '(' && b[3] == '}')) && b[1] == 0x94 && nest && !nested) {
-            if (!(nb = rec_nested(p, b, nm, d, RR, J, &rc, err)))
-                return rc; /* 0: nothing taken */
+            if (!(nb = rec_nested(p, b, nm, d, RR, J, &rc, err))) {
+                if (rc)
+                    return rc;
+                STOP(0, 0); /* nothing of this record taken (not nested) */
+            }
             nested = 1;
             nm = p->nmemo;
         } else if (!(nb = rec_list(p, b, nm, d, &rc, err)) &&
@@ -1727,7 +1744,7 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
         d++;
     }
     if (d == vals) /* SETITEMS of nothing offers nothing */
-        return 0;
+        STOP(0, 0);
     p->op_off = p->base + (b - buf);
     uint32_t ref;
     int rc = p->rec_fn(p->rec_ctx, v, &ref, p->op_off, err);
@@ -1740,9 +1757,21 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
     pv_store(&p->stack[p->sp++], PV_REF, 0, ref);
     p->pos = (size_t)(b + 1 - buf);
     p->nrecords++;
+    taken = 1;
+    /* the next record of a batch (EMPTY_DICT MEMOIZE MARK) straight on:
+     * a return to the opcode loop and back was 50 instructions a trace
+     * entry. One this cannot take is left to that loop from its first
+     * byte, as a first one is (the state stays as this one left it). */
+    if (nest && b + 1 <= lim && b[1] == '}' && b[2] == 0x94 && b[3] == '(') {
+        b += 4;
+        goto record;
+    }
     return 1;
 spill:
     return rec_spill(p, b, RR, nk, nv, nm, 0, 0, 0, NULL, err);
+rest: /* as the last record taken left it (a list begun moves p->pos) */
+    p->pos = rec_pos, p->sp = rec_sp, p->nmemo = dict;
+    return REC_REST;
 #undef J
 #undef RR
 #undef STOP
@@ -2099,7 +2128,10 @@ empty_dict: { /* a record read whole (rec_fast), else a dict from the
         }
         if (rc) { /* it moved on and pushed; the window, stack and memo stay put */
             b = buf + p->pos, top = stack + p->sp, nmemo = p->nmemo;
-            NEXT();
+            if (rc == 1)
+                NEXT();
+            if (b > lim || top >= full) /* REC_REST: this dict by its opcodes */
+                goto out;
         }
     }
     pv_obj *o = p->objfree;
