@@ -812,14 +812,26 @@ static void retire_taken(md_pkl *p, md_pv *slot, pv_obj *o, uint32_t ref)
  * values that continue it and returns how many it took. */
 static size_t ref_run(pv_obj *o, const md_pv *v, size_t n)
 {
-    size_t k = 0;
-    for (; k < n && v[k].t == PV_REF && v[k].u <= UINT32_MAX && o->run_n < UINT32_MAX / 2; k++) {
-        if (o->run_n == 0)
-            o->run_first = (uint32_t)v[k].u;
-        else if (v[k].u != (uint64_t)o->run_first + o->run_n)
-            break;
-        o->run_n++;
+    if (!n || v[0].t != PV_REF)
+        return 0;
+    if (o->run_n == 0) {
+        if (v[0].u > UINT32_MAX)
+            return 0;
+        o->run_first = (uint32_t)v[0].u;
     }
+    /* each reference the next, the run under UINT32_MAX / 2 and its
+     * values within 32 bits: one compare an item */
+    uint64_t next = (uint64_t)o->run_first + o->run_n;
+    size_t room = UINT32_MAX / 2 - o->run_n, k = 0;
+    if (next > UINT32_MAX)
+        room = 0;
+    else if (UINT32_MAX - next + 1 < room)
+        room = (size_t)(UINT32_MAX - next + 1);
+    if (n > room)
+        n = room;
+    while (k < n && v[k].t == PV_REF && v[k].u == next + k)
+        k++;
+    o->run_n += (uint32_t)k;
     return k;
 }
 
@@ -1698,7 +1710,14 @@ record:
             STOP(J + 1, J);
         pv_store(d, PV_STR, (uint32_t)id, 0);
         b += 2 + b[1];
-        goto memoize;
+        if (b[0] == 0x94) { /* memoized: as memo_slot packs a string */
+            if (nm >= p->memocap)
+                STOP(J + 1, J + 1);
+            memo[nm++] = (uint64_t)id << 3 | MT_STR;
+            b++;
+        }
+        d++;
+        continue;
     }
     none:
         pv_store(d, PV_NONE, 0, 0);
