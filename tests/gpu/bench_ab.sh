@@ -1,0 +1,41 @@
+#!/bin/sh
+# Two builds of memdiag against each other and against pickle.load on the
+# device host (no GPU work: its 16 CPUs, fast Python and cheap page faults
+# are where memdiag is furthest from 10x). Carried, as the device has
+# neither the -dev packages nor ../shared (both builds stripped, static):
+#   strip -o bench/out/md-old OLD/memdiag; strip -o bench/out/md-new build/memdiag
+#   mkdir -p bench/out/shared && cp ../shared/fixtures/bench/*.xz bench/out/shared/
+#   run: OUT=... sh tests/gpu/bench_ab.sh, carry bench/out/md-old, bench/out/md-new,
+#        bench/out/shared
+# Results in $OUT: host.txt, ab.txt (bench/ab.py, min / median ms of each
+# build), pair.txt (bench/pair.py: each build against pickle.load, the
+# median speedup and its range).
+set -u
+OUT=${OUT:?set OUT}
+A=bench/out/md-old B=bench/out/md-new
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(python3 -c 'import sys; print(sys.executable)')
+{
+    nproc; grep -m1 "model name" /proc/cpuinfo; "$PY" --version; date -u
+} >"$OUT/host.txt" 2>&1
+for x in bench/out/shared/*.xz bench/data/real/*.pickle.xz; do
+    b=bench/out/$(basename "$x" .xz)
+    [ -s "$b" ] || xz -dc "$x" >"$b"
+done
+python3 bench/gen_snapshot.py 10000 bench/out/synthetic-10000.pickle >/dev/null
+python3 bench/gen_snapshot.py 100000 bench/out/synthetic-100000.pickle >/dev/null
+python3 bench/state_heavy.py --bare bench/out/big_gamma.pickle bench/out/stateonly-bare-8.pickle 8 >/dev/null
+files="big_gamma synthetic-100000 hf-qwen2-ring stateonly-bare-8 synthetic-10000 big_beta_all hf-llama-all"
+for f in $files; do
+    F=bench/out/$f.pickle
+    echo "== $f $(stat -c %s "$F")"
+    python3 bench/ab.py 15 "$A summary $F" "$B summary $F"
+done >"$OUT/ab.txt" 2>&1
+for f in $files; do
+    F=bench/out/$f.pickle
+    for m in "$A" "$B"; do
+        printf '%s %s ' "$f" "$m"
+        python3 bench/pair.py 5 "$F" "$m" "$PY"
+    done
+done >"$OUT/pair.txt" 2>&1
+echo done >>"$OUT/host.txt"
