@@ -838,8 +838,9 @@ static int add_preseg(md_replay *r, uint64_t addr, uint64_t size, int expandable
 /* The pages of expandable segments mapped before the first event: those
  * mapped at the end, less what the trace mapped, plus what it unmapped,
  * undone from the last event back. Each run of pages is a segment, as
- * torch's snapshot reports them. */
-static int expandable_before(md_replay *r)
+ * torch's snapshot reports them. maps: whether the trace maps or unmaps
+ * any (the walk back cost big_gamma 1.6 M instructions to find none). */
+static int expandable_before(md_replay *r, int maps)
 {
     const md_snapshot *s = r->s;
     ranges m = {0};
@@ -849,7 +850,7 @@ static int expandable_before(md_replay *r)
         if (g->device == r->device && g->is_expandable && g->address + g->total_size > g->address)
             rc = ranges_add(&m, g->address, g->address + g->total_size);
     }
-    for (size_t i = r->n; i-- > 0 && !rc;) {
+    for (size_t i = maps ? r->n : 0; i-- > 0 && !rc;) {
         const md_event *e = &r->ev[i];
         if (e->addr + e->size < e->addr)
             continue;
@@ -878,8 +879,10 @@ static int reconstruct(md_replay *r)
         return -1;
     int rc = 0;
     uint64_t last = 0; /* a free_completed mostly follows its free_requested */
+    int maps = 0;      /* segment map or unmap events: expandable_before walks them */
     for (size_t i = 0; i < r->n && !rc; i++) {
         const md_event *e = &r->ev[i];
+        maps |= e->action == MD_ACT_SEGMENT_MAP || e->action == MD_ACT_SEGMENT_UNMAP;
         int is_free = e->action == MD_ACT_FREE_REQUESTED || e->action == MD_ACT_FREE_COMPLETED;
         int added = 0;
         if ((e->action == MD_ACT_ALLOC || is_free) && (i == 0 || e->addr != last) &&
@@ -923,7 +926,7 @@ static int reconstruct(md_replay *r)
     md_map_free(&seen);
     md_map_free(&segseen);
     if (!rc)
-        rc = expandable_before(r);
+        rc = expandable_before(r, maps);
     if (!rc && !sorted_live(r->pre, r->npre)) /* in segment order, mostly by address already */
         qsort(r->pre, r->npre, sizeof *r->pre, cmp_live_addr);
     return rc;
@@ -1368,7 +1371,7 @@ static int state_as_listed(md_replay *r)
             }
         }
     }
-    if (expandable_before(r))
+    if (expandable_before(r, 0)) /* no trace: nothing to undo */
         return -1;
     for (size_t i = 0; i < r->npreseg; i++)
         p.reserved += r->preseg[i].size;
