@@ -1604,14 +1604,8 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
      * starting at or before lim is within the 16 bytes readable past the
      * opcode at buf + len - 16 */
     const unsigned char *lim = buf + p->len - 16 - 8;
-    /* bounds the opcodes would meet: the MARK; the stack (the dict, then
-     * its pairs) up to sp_max, neither moving while records are taken */
-    if (p->len < 64 || p->nmarks >= p->lim.max_depth || p->scap < 2 ||
-        p->lim.max_stack < 2 + 2 * REC_PAIRS)
+    if (p->len < 64)
         return 0;
-    size_t sp_max = p->scap - 2;
-    if (sp_max > p->lim.max_stack - 2 - 2 * REC_PAIRS)
-        sp_max = p->lim.max_stack - 2 - 2 * REC_PAIRS;
     if (p->key_gen != p->memo_gen) { /* a memo slot overwritten: keys may read otherwise */
         rec_forget(p);
         p->key_gen = p->memo_gen;
@@ -1624,7 +1618,10 @@ THREADED_DISPATCH static int rec_fast(md_pkl *p, struct rec_key *keys, int nest,
     const md_pv *v[MD_PKL_REC_SLOTS + 1]; /* the last: values dropped */
 record:
     dict = p->nmemo, nm = dict + 1, rec_pos = p->pos, rec_sp = p->sp;
-    if (nm > p->memocap || p->sp > sp_max) /* a memo slot for the dict, the stack */
+    /* bounds the opcodes would meet: the stack (the dict, then its pairs),
+     * the MARK, and a memo slot for the dict */
+    if (nm > p->memocap || p->sp + 1 >= p->scap || p->nmarks >= p->lim.max_depth ||
+        p->sp + 2 + 2 * REC_PAIRS > p->lim.max_stack)
         return taken ? REC_REST : 0;
     memo[dict] = 0; /* the dict's own slot reads as unset until it is taken */
     d = vals, nested = 0, key = keys;
