@@ -886,53 +886,71 @@ static int expandable_before(md_replay *r, int maps)
     return rc;
 }
 
+/* The actions reconstruct looks at, as bits of 1 << action. */
+#define ACT_BIT(a) (1u << (a))
+#define ACTS_BLOCK (ACT_BIT(MD_ACT_ALLOC) | ACTS_FREE)
+#define ACTS_FREE (ACT_BIT(MD_ACT_FREE_REQUESTED) | ACT_BIT(MD_ACT_FREE_COMPLETED))
+#define ACTS_SEG (ACT_BIT(MD_ACT_SEGMENT_ALLOC) | ACT_BIT(MD_ACT_SEGMENT_FREE))
+#define ACTS_MAP (ACT_BIT(MD_ACT_SEGMENT_MAP) | ACT_BIT(MD_ACT_SEGMENT_UNMAP))
+_Static_assert(MD_ACT_UNKNOWN < 32, "an action is a bit of an unsigned");
+
+/* A block freed before it was allocated in the trace: allocated before
+ * recording began. The free's stack says where it was freed, not
+ * allocated: it keeps no stack rather than a misleading one. */
+static int add_pre_freed(md_replay *r, const md_event *e)
+{
+    md_live l = {e->addr, md_round_size(&r->s->settings, e->size), e->size, -1, 0, MD_CAT_OTHER};
+    if (md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l))
+        return -1;
+    r->pre[r->npre++] = l;
+    return 0;
+}
+
+/* Walks the trace forward: a block or segment whose first event frees it
+ * existed before the first event. Adds them to r->pre and r->preseg, the
+ * addresses seen to *seen and *segseen; *acts: the actions met, as bits. */
+static int first_events(md_replay *r, md_set *seen, md_set *segseen, unsigned *acts)
+{
+    uint64_t last = 0; /* a free_completed mostly follows its free_requested */
+    unsigned met = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const md_event *e = &r->ev[i];
+        unsigned bit = ACT_BIT(e->action < 32 ? e->action : MD_ACT_UNKNOWN);
+        met |= bit;
+        int added = 0;
+        if (bit & ACTS_BLOCK) {
+            if ((i == 0 || e->addr != last) && (added = md_set_add(seen, e->addr)) != 0 &&
+                (added < 0 || ((bit & ACTS_FREE) && add_pre_freed(r, e))))
+                return -1;
+            last = e->addr;
+        } else if ((bit & ACTS_SEG) && (added = md_set_add(segseen, e->addr)) != 0 &&
+                   (added < 0 || (e->action == MD_ACT_SEGMENT_FREE &&
+                                  add_preseg(r, e->addr, e->size, 0)))) {
+            return -1;
+        }
+    }
+    *acts = met;
+    return 0;
+}
+
 /* Finds what existed before the first recorded event (see file comment). */
 static int reconstruct(md_replay *r)
 {
     const md_snapshot *s = r->s;
-    md_map seen, segseen;
+    md_set seen = {0}, segseen = {0};
+    unsigned acts = 0;
     /* it grows with the addresses seen, not the events */
-    if (md_map_init(&seen, blocks_hint(s)) || md_map_init(&segseen, 64))
-        return -1;
-    int rc = 0;
-    uint64_t last = 0; /* a free_completed mostly follows its free_requested */
-    int maps = 0;      /* segment map or unmap events: expandable_before walks them */
-    for (size_t i = 0; i < r->n && !rc; i++) {
-        const md_event *e = &r->ev[i];
-        maps |= e->action == MD_ACT_SEGMENT_MAP || e->action == MD_ACT_SEGMENT_UNMAP;
-        int is_free = e->action == MD_ACT_FREE_REQUESTED || e->action == MD_ACT_FREE_COMPLETED;
-        int added = 0;
-        if ((e->action == MD_ACT_ALLOC || is_free) && (i == 0 || e->addr != last) &&
-            (added = md_map_add(&seen, e->addr, 1))) {
-            rc = added < 0;
-            if (is_free && !rc) {
-                /* the free's stack says where it was freed, not allocated:
-                 * keep no stack rather than a misleading one */
-                md_live l = {e->addr, md_round_size(&s->settings, e->size), e->size, -1, 0,
-                             MD_CAT_OTHER};
-                rc = md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l);
-                if (!rc)
-                    r->pre[r->npre++] = l;
-            }
-        }
-        if (e->action == MD_ACT_ALLOC || is_free)
-            last = e->addr;
-        if ((e->action == MD_ACT_SEGMENT_ALLOC || e->action == MD_ACT_SEGMENT_FREE) &&
-            (added = md_map_add(&segseen, e->addr, 1))) {
-            rc = added < 0;
-            if (!rc && e->action == MD_ACT_SEGMENT_FREE)
-                rc = add_preseg(r, e->addr, e->size, 0);
-        }
-    }
+    int rc = md_set_init(&seen, blocks_hint(s)) || md_set_init(&segseen, 64) ||
+             first_events(r, &seen, &segseen, &acts) ? -1 : 0;
     for (size_t i = 0; i < s->nsegs && !rc; i++) {
         const md_segment *g = &s->segs[i];
         if (g->device != r->device)
             continue;
-        if (!g->is_expandable && !md_map_get(&segseen, g->address, NULL))
+        if (!g->is_expandable && !md_set_has(&segseen, g->address))
             rc = add_preseg(r, g->address, g->total_size, 0);
         for (size_t k = 0; k < g->nblocks && !rc; k++) {
             const md_block *b = &s->blocks[g->first_block + k];
-            if (b->state == MD_BLOCK_INACTIVE || md_map_get(&seen, b->address, NULL))
+            if (b->state == MD_BLOCK_INACTIVE || md_set_has(&seen, b->address))
                 continue;
             md_live l = {b->address, b->size, b->requested_size, -1, b->stack, MD_CAT_OTHER};
             rc = md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l);
@@ -940,10 +958,10 @@ static int reconstruct(md_replay *r)
                 r->pre[r->npre++] = l;
         }
     }
-    md_map_free(&seen);
-    md_map_free(&segseen);
+    md_set_free(&seen);
+    md_set_free(&segseen);
     if (!rc)
-        rc = expandable_before(r, maps);
+        rc = expandable_before(r, (acts & ACTS_MAP) != 0);
     if (!rc && !sorted_live(r->pre, r->npre)) /* in segment order, mostly by address already */
         qsort(r->pre, r->npre, sizeof *r->pre, cmp_live_addr);
     return rc;

@@ -302,6 +302,45 @@ int md_map_init(md_map *m, size_t hint)
     return 0;
 }
 
+int md_set_init(md_set *t, size_t hint)
+{
+    memset(t, 0, sizeof *t);
+    size_t cap = 16;
+    while (cap < hint * 2)
+        cap *= 2;
+    if (!(t->key = calloc(cap, sizeof *t->key)))
+        return -1;
+    t->cap = cap;
+    return 0;
+}
+
+void md_set_free(md_set *t)
+{
+    free(t->key);
+    memset(t, 0, sizeof *t);
+}
+
+int md_set_grow(md_set *t)
+{
+    size_t cap = t->cap * 2;
+    uint64_t *key = cap > t->cap ? calloc(cap, sizeof *key) : NULL;
+    if (!key)
+        return -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        uint64_t k = t->key[i];
+        if (!k)
+            continue;
+        size_t j = md_map_slot(k, cap);
+        while (key[j])
+            j = (j + 1) & (cap - 1);
+        key[j] = k;
+    }
+    free(t->key);
+    t->key = key;
+    t->cap = cap;
+    return 0;
+}
+
 void md_map_free(md_map *m)
 {
     free(m->slot);

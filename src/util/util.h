@@ -137,6 +137,18 @@ int md_map_del(md_map *m, uint64_t key);                      /* 1 removed */
 /* Puts key only if absent: 1 added, 0 present (value kept), -1 no memory. */
 int md_map_add(md_map *m, uint64_t key, uint64_t val);
 
+/* ---- u64 set: keys only, as md_map stores them (half a map's memory;
+ * the replay's reconstruction asks it of nearly every event) ---------- */
+typedef struct md_set {
+    uint64_t *key; /* stored form (md_map_key), 0 = empty */
+    size_t cap, n; /* cap: a power of two, at most 3/4 full */
+} md_set;
+
+int md_set_init(md_set *t, size_t hint);
+void md_set_free(md_set *t);
+/* Grows t to twice its capacity: -1 out of memory. */
+int md_set_grow(md_set *t);
+
 /* ---- u64 -> u32 ordered map: sorted runs of at most MD_ORUN keys, found
  * by a binary search of each run's first key. A lookup is O(log n), a
  * change O(MD_ORUN + n / MD_ORUN) at worst, whatever order keys come in
@@ -190,6 +202,35 @@ static inline int md_map_get(const md_map *m, uint64_t key, uint64_t *val)
                 *val = m->slot[i].val;
             return 1;
         }
+    return 0;
+}
+
+/* Adds key: 1 added, 0 present, -1 no memory. Inline, the probe for a
+ * present key (most) is a few instructions. */
+static inline int md_set_add(md_set *t, uint64_t key)
+{
+    uint64_t k = md_map_key(key);
+    size_t i = md_map_slot(k, t->cap);
+    for (; t->key[i]; i = (i + 1) & (t->cap - 1))
+        if (t->key[i] == k)
+            return 0;
+    if ((t->n + 1) * 4 > t->cap * 3) {
+        if (md_set_grow(t))
+            return -1;
+        for (i = md_map_slot(k, t->cap); t->key[i]; i = (i + 1) & (t->cap - 1))
+            ;
+    }
+    t->key[i] = k;
+    t->n++;
+    return 1;
+}
+
+static inline int md_set_has(const md_set *t, uint64_t key)
+{
+    uint64_t k = md_map_key(key);
+    for (size_t i = md_map_slot(k, t->cap); t->key[i]; i = (i + 1) & (t->cap - 1))
+        if (t->key[i] == k)
+            return 1;
     return 0;
 }
 

@@ -149,6 +149,36 @@ static void test_map_add(void **st)
     md_map_free(&m);
 }
 
+/* md_set_add: added once, present after, through growth from 16 slots
+ * (5000 keys: nine doublings), at most 3/4 full; 0 and UINT64_MAX (the
+ * stored forms' edge cases) are keys like any other. */
+static void test_set_add(void **st)
+{
+    (void)st;
+    md_set t;
+    assert_int_equal(md_set_init(&t, 4), 0);
+    assert_int_equal(t.cap, 16);
+    for (uint64_t k = 0; k < 5000; k++) {
+        assert_false(md_set_has(&t, 0x7f0000000000ULL + k * 512));
+        assert_int_equal(md_set_add(&t, 0x7f0000000000ULL + k * 512), 1);
+    }
+    for (uint64_t k = 0; k < 5000; k++) {
+        assert_int_equal(md_set_add(&t, 0x7f0000000000ULL + k * 512), 0);
+        assert_true(md_set_has(&t, 0x7f0000000000ULL + k * 512));
+    }
+    assert_int_equal(t.n, 5000);
+    assert_true(t.n * 4 <= t.cap * 3);
+    assert_false(md_set_has(&t, 0x7f0000000000ULL + 5000 * 512));
+    assert_false(md_set_has(&t, 0x7f0000000000ULL + 256)); /* between keys */
+    assert_int_equal(md_set_add(&t, 0), 1);
+    assert_int_equal(md_set_add(&t, 0), 0);
+    assert_int_equal(md_set_add(&t, UINT64_MAX), 1);
+    assert_int_equal(md_set_add(&t, UINT64_MAX), 0);
+    assert_true(md_set_has(&t, 0) && md_set_has(&t, UINT64_MAX));
+    md_set_free(&t);
+    assert_null(t.key);
+}
+
 /* Deletions inside probe runs, including runs that wrap around the end of
  * a small table, leave every other key findable with its value, and the
  * deleted ones gone: random puts and deletes over a few dozen keys (the
@@ -299,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_big_ahead_populates),
         cmocka_unit_test(test_big_overflow_refused),
         cmocka_unit_test(test_map_add),
+        cmocka_unit_test(test_set_add),
         cmocka_unit_test(test_map_delete_many),
         cmocka_unit_test(test_omap_floor),
         cmocka_unit_test(test_hash_lanes),
