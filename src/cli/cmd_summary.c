@@ -17,9 +17,10 @@ static void help(int diagnose)
            "  --brief   a few lines per rank (what memdiag run prints)\n\n"
            "Several files are read at once, one per CPU, and where a CPU is left over a\n"
            "file is read and decompressed ahead on another, and an uncompressed file of\n"
-           "16 MB or more replayed there as it is read; MEMDIAG_THREADS=N caps the CPUs\n"
-           "used (1: one file after another, nothing read ahead, each replayed after its\n"
-           "read).\n");
+           "16 MB or more replayed there as it is read (with a third CPU, a smaller one's\n"
+           "trace walked there for the reconstruction a ring buffer's trace needs);\n"
+           "MEMDIAG_THREADS=N caps the CPUs used (1: one file after another, nothing read\n"
+           "ahead, each replayed after its read).\n");
 }
 
 int cmd_summary(int argc, char **argv, int diagnose)

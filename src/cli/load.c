@@ -6,8 +6,9 @@
  * are taken in file order, so output and the error reported (the first
  * failing file's) are what a sequential read would give. Where a CPU is
  * left over for a file, its trace is replayed there as it is read (plain
- * files of 16 MB and more, model/follow.c), and the ranks of its devices
- * (one process on several GPUs) are built two at a time. */
+ * files of 16 MB and more, model/follow.c; with a third CPU, a smaller
+ * file's trace is walked there for a reconstruction), and the ranks of its
+ * devices (one process on several GPUs) are built two at a time. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -47,7 +48,7 @@
  * and 1.50x, 16 -> 18 ms */
 #define HUGE_HEAP_INPUT_MIN ((size_t)8 << 20)
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
-enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2 }; /* pool.follow, 0: none */
+enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2, FOLLOW_WALK = 3 }; /* pool.follow, 0: none */
 
 typedef struct pool {
     cli_snap_job *jobs;
@@ -56,8 +57,10 @@ typedef struct pool {
     atomic_size_t failed; /* the lowest failed job's index, n if none */
     md_load_opts opts;
     int follow; /* FOLLOW_*: replay files while they are read, on a CPU of their own */
+    int walks;  /* and where not, walk their traces for a reconstruction (walk_pays) */
     int rank_threads; /* threads building one file's ranks (its devices) */
     const off_t *plain; /* each job's plain_size, NULL: none known */
+    const off_t *guess; /* and its plain bytes, guessed where compressed */
 } pool;
 
 /* The devices of a snapshot whose ranks are built at once: each thread
@@ -206,6 +209,26 @@ static int worth_following(off_t plain)
     return plain >= FOLLOW_MIN_BYTES;
 }
 
+/* Whether a file is replayed as it is read, under follow (FOLLOW_*). */
+static int passes(int follow, off_t plain)
+{
+    return follow == FOLLOW_ALL ||
+           ((follow == FOLLOW_BY_SIZE || follow == FOLLOW_WALK) && worth_following(plain));
+}
+
+/* Whether a file of `guess` plain bytes, not replayed as it is read, is
+ * worth walking through as it is read for the reconstruction a ring
+ * buffer's trace needs (model/follow.c, md_follow_start(1)): with a CPU of
+ * its own (beside the reading one and the one reading ahead: walks), and
+ * large enough that a thread's start is small beside the walk it saves
+ * (big_gamma, 6.4 MB: 3.6 M instructions, ~1 ms here; a trace that needs
+ * none wastes the walk, on a CPU otherwise idle). Its memory is the
+ * addresses seen, a few hundred KB. */
+static int walk_pays(int walks, int follow, off_t guess)
+{
+    return walks && (follow == FOLLOW_WALK || (guess >= 0 && (size_t)guess >= HELPERS_INPUT_MIN));
+}
+
 /* Whether a first write to a fresh page is dear here (prefault.c's probe,
  * made once: *dear starts at -1). */
 static int faults_dear(int *dear)
@@ -231,7 +254,7 @@ static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow,
     int followed = follow == FOLLOW_ALL;
     for (size_t i = 0; i < n && plain >= 0; i++) {
         plain = sizes[i] < 0 ? -1 : plain + sizes[i];
-        followed |= follow == FOLLOW_BY_SIZE && worth_following(sizes[i]);
+        followed |= passes(follow, sizes[i]);
     }
     if (plain >= 0 && !followed)
         return 1;
@@ -239,13 +262,15 @@ static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow,
 }
 
 /* follow (FOLLOW_*): replay the trace on another thread as it is read
- * (model/follow.c); plain: the file's plain_size */
-static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, off_t plain,
-                    int threads)
+ * (model/follow.c), else walk it for a reconstruction where that pays
+ * (walk_pays); plain: the file's plain_size, guess its plain bytes */
+static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int walks,
+                    off_t plain, off_t guess, int threads)
 {
     md_load_opts o = *opts;
-    int want = follow == FOLLOW_ALL || (follow == FOLLOW_BY_SIZE && worth_following(plain));
-    md_follow *f = want ? md_follow_start() : NULL;
+    int pass = passes(follow, plain);
+    int walk = !pass && walk_pays(walks, follow, guess);
+    md_follow *f = pass || walk ? md_follow_start(walk) : NULL;
     if (f)
         o.on_events = md_follow_events, o.events_ctx = f;
     memset(&j->err, 0, sizeof j->err);
@@ -276,7 +301,8 @@ static void *worker(void *arg)
         /* a job after a failed one would not be reported: not started */
         if (i >= P->n || i > atomic_load(&P->failed))
             return NULL;
-        run_job(&P->jobs[i], &P->opts, P->follow, P->plain ? P->plain[i] : -1, P->rank_threads);
+        run_job(&P->jobs[i], &P->opts, P->follow, P->walks, P->plain ? P->plain[i] : -1,
+                P->guess ? P->guess[i] : -1, P->rank_threads);
         if (P->jobs[i].failed)
             note_failed(&P->failed, i);
     }
@@ -349,16 +375,22 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * CPUs: 88 -> 96 ms) */
     /* and so does the replay that follows each file's read (of plain files
      * of 16 MB and more, worth_following; MEMDIAG_FOLLOW=1: any file, 0:
-     * none, every replay after its read on the reading thread) */
+     * none, every replay after its read on the reading thread), and a third
+     * CPU the walk of a smaller one (walk_pays; MEMDIAG_FOLLOW=walk: of
+     * every file not followed, whatever the CPUs) */
     const char *fo_env = getenv("MEMDIAG_FOLLOW");
-    int follow = !fo_env || !*fo_env ? FOLLOW_BY_SIZE : strcmp(fo_env, "0") ? FOLLOW_ALL : 0;
+    int follow = !fo_env || !*fo_env     ? FOLLOW_BY_SIZE
+                 : !strcmp(fo_env, "0")    ? 0
+                 : !strcmp(fo_env, "walk") ? FOLLOW_WALK
+                                           : FOLLOW_ALL;
     /* each file's size if plain, and its plain bytes guessed, looked at
      * once (following, prefaulting, the huge heap) */
     off_t *plain = malloc((n ? 2 * n : 1) * sizeof *plain), *guess = plain ? plain + n : NULL;
     for (size_t i = 0; plain && i < n; i++)
         plain[i] = plain_size(jobs[i].path, &guess[i]);
-    pool P = {jobs, n, 0, n, {.read_ahead = 2 * nw <= cpus}, 2 * nw <= cpus ? follow : 0,
-              2 * nw <= cpus ? 2 : 1, plain};
+    int spare = 2 * nw <= cpus;
+    pool P = {jobs, n, 0, n, {.read_ahead = spare}, spare ? follow : 0,
+              follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1, plain, guess};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* where page faults are dear, the heap goes on huge pages, a small

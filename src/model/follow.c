@@ -3,7 +3,10 @@
  * so far (md_load_opts.on_events, md_follow_events here) and this thread
  * applies them (md_pass_feed), a few thousand behind the reader. Where a
  * CPU is free the pass then costs no time after the read (a sixth to a
- * fifth of a summary's work on traces that need no reconstruction).
+ * fifth of a summary's work on traces that need no reconstruction). Where
+ * the pass stops at an anomaly (a ring buffer's trace), or where only
+ * that is asked for (a smaller file: md_follow_start(1)), it makes the
+ * walk through the trace that the reconstruction needs instead.
  *
  * The reader publishes a count with release order after writing the
  * events below it; this thread reads only below the count it acquired.
@@ -64,11 +67,10 @@ static void *follow_loop(md_follow *f)
             size_t to = n - done > FEED_MAX ? done + FEED_MAX : n;
             const md_event *ev = atomic_load_explicit(&f->events, memory_order_relaxed);
             size_t expect = atomic_load_explicit(&f->expect, memory_order_relaxed);
-            int rc = md_pass_feed(f->pass, ev, done, to, expect);
-            if (rc) {
-                f->usable = rc == 1; /* stopped at an anomaly: still the first pass */
+            /* stopped at an anomaly (1), it is still the first pass, and
+             * goes on with reconstruct's walk */
+            if (md_pass_feed(f->pass, ev, done, to, expect) < 0)
                 return NULL;
-            }
             done = to;
             idle = 0;
         } else if (state == MD_EVENTS_END) {
@@ -88,10 +90,10 @@ static void *follow_main(void *arg)
     return NULL;
 }
 
-md_follow *md_follow_start(void)
+md_follow *md_follow_start(int walk_only)
 {
     md_follow *f = calloc(1, sizeof *f);
-    if (!f || !(f->pass = md_pass_new())) {
+    if (!f || !(f->pass = walk_only ? md_pass_new_scan() : md_pass_new())) {
         free(f);
         return NULL;
     }

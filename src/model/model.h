@@ -26,12 +26,18 @@ int md_replay_reconstructed(const md_replay *r);
  * feeds it on a thread of its own): events[from, to) applied in order, the
  * rules torch's defaults (a snapshot's settings come after its trace).
  * It stops at the first anomaly, as md_replay_run's first pass does.
- * md_pass_feed: 0 fed, 1 stopped at an anomaly (further feeds are
- * refused), -1 refused (out of memory, not the next events). events may
+ * md_pass_feed: 0 fed, 1 stopped at an anomaly in this feed (further
+ * feeds go on with the walk only), -1 refused (out of memory, not the
+ * next events). events may
  * have moved since the last feed (the same ones, elsewhere). expect: the
  * trace's expected length, for spacing the kept states (0: unknown). */
 typedef struct md_pass md_pass;
 md_pass *md_pass_new(void);
+/* A pass that makes only the walk through the trace a reconstruction of
+ * the state before it needs (which every pass makes once it stops at an
+ * anomaly: a ring buffer's trace), for md_replay_run_with to take where
+ * it must reconstruct; never taken as a first pass (md_pass_fits). */
+md_pass *md_pass_new_scan(void);
 int md_pass_feed(md_pass *p, const md_event *events, size_t from, size_t to, size_t expect);
 void md_pass_free(md_pass *p);
 /* Whether p stands for the first pass over the device's events of s: the
@@ -40,6 +46,8 @@ void md_pass_free(md_pass *p);
  * the rules p assumed; whether it stopped at an anomaly. */
 int md_pass_fits(const md_pass *p, const md_snapshot *s, int device);
 int md_pass_stopped(const md_pass *p);
+/* Whether p is making that walk (so far without running out of memory). */
+int md_pass_walked(const md_pass *p);
 /* md_replay_run, taking over `first` (NULL: none; freed either way) where
  * it covers the device's events under the snapshot's settings, else
  * making its own first pass: the same replay either way. */
@@ -52,9 +60,11 @@ int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_repl
  * it (NULL: none to give: the read failed, was never told of, or moved
  * its events after its end); md_follow_free stops the thread and frees
  * what is left, before the snapshot read is freed. md_follow_start: NULL
- * on failure. */
+ * on failure; walk_only: the thread makes only reconstruct's walk
+ * (md_pass_new_scan), for a file whose pass would cost too much memory
+ * beside its read. */
 typedef struct md_follow md_follow;
-md_follow *md_follow_start(void);
+md_follow *md_follow_start(int walk_only);
 void md_follow_events(void *ctx, const md_event *events, size_t n, size_t expect, int state);
 md_pass *md_follow_finish(md_follow *f);
 void md_follow_free(md_follow *f);

@@ -842,14 +842,21 @@ static int ranges_cut(ranges *r, uint64_t a, uint64_t b)
     return 0;
 }
 
-static int add_preseg(md_replay *r, uint64_t addr, uint64_t size, int expandable)
+/* A segment that existed before the first event, appended to v[*n]. */
+static int push_preseg(rseg **v, size_t *n, size_t *cap, uint64_t addr, uint64_t size,
+                       int expandable)
 {
     rseg g = {.addr = addr, .size = size, .first = NIL, .last = NIL,
               .expandable = (uint8_t)expandable, .alive = 1};
-    if (md_grow((void **)&r->preseg, &r->presegcap, r->npreseg + 1, sizeof g))
+    if (md_grow((void **)v, cap, *n + 1, sizeof g))
         return -1;
-    r->preseg[r->npreseg++] = g;
+    (*v)[(*n)++] = g;
     return 0;
+}
+
+static int add_preseg(md_replay *r, uint64_t addr, uint64_t size, int expandable)
+{
+    return push_preseg(&r->preseg, &r->npreseg, &r->presegcap, addr, size, expandable);
 }
 
 /* The pages of expandable segments mapped before the first event: those
@@ -894,54 +901,108 @@ static int expandable_before(md_replay *r, int maps)
 #define ACTS_MAP (ACT_BIT(MD_ACT_SEGMENT_MAP) | ACT_BIT(MD_ACT_SEGMENT_UNMAP))
 _Static_assert(MD_ACT_UNKNOWN < 32, "an action is a bit of an unsigned");
 
-/* A block freed before it was allocated in the trace: allocated before
- * recording began. The free's stack says where it was freed, not
- * allocated: it keeps no stack rather than a misleading one. */
-static int add_pre_freed(md_replay *r, const md_event *e)
+/* reconstruct's walk forward through a trace (scan_events), made at once
+ * or a batch at a time as the trace is read (md_pass): a block or segment
+ * whose first event frees it existed before the first event. Its blocks'
+ * sizes are their requests until taken (take_scan rounds them by the
+ * file's allocator settings, which come after its trace). */
+typedef struct scan {
+    md_set seen, segseen; /* the addresses met */
+    uint64_t last;        /* a free_completed mostly follows its free_requested */
+    unsigned acts;        /* the actions met, as bits */
+    size_t done;          /* events walked */
+    int failed;           /* out of memory: of no use */
+    md_live *pre;
+    size_t npre, precap;
+    rseg *preseg;
+    size_t npreseg, presegcap;
+} scan;
+
+static int scan_init(scan *sc, size_t hint)
 {
-    md_live l = {e->addr, md_round_size(&r->s->settings, e->size), e->size, -1, 0, MD_CAT_OTHER};
-    if (md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l))
+    memset(sc, 0, sizeof *sc);
+    /* the set grows with the addresses seen, not the events */
+    if (md_set_init(&sc->seen, hint) || md_set_init(&sc->segseen, 64)) {
+        sc->failed = 1;
         return -1;
-    r->pre[r->npre++] = l;
+    }
     return 0;
 }
 
-/* Walks the trace forward: a block or segment whose first event frees it
- * existed before the first event. Adds them to r->pre and r->preseg, the
- * addresses seen to *seen and *segseen; *acts: the actions met, as bits. */
-static int first_events(md_replay *r, md_set *seen, md_set *segseen, unsigned *acts)
+static void scan_free(scan *sc)
 {
-    uint64_t last = 0; /* a free_completed mostly follows its free_requested */
-    unsigned met = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        const md_event *e = &r->ev[i];
+    md_set_free(&sc->seen);
+    md_set_free(&sc->segseen);
+    free(sc->pre);
+    free(sc->preseg);
+    memset(sc, 0, sizeof *sc);
+}
+
+/* A block freed before it was allocated in the trace. The free's stack
+ * says where it was freed, not allocated: it keeps no stack rather than a
+ * misleading one. */
+static int scan_pre_freed(scan *sc, const md_event *e)
+{
+    md_live l = {e->addr, e->size, e->size, -1, 0, MD_CAT_OTHER};
+    if (md_grow((void **)&sc->pre, &sc->precap, sc->npre + 1, sizeof l))
+        return -1;
+    sc->pre[sc->npre++] = l;
+    return 0;
+}
+
+/* Walks events [from, to) (from: sc->done). -1 out of memory. */
+static int scan_events(scan *sc, const md_event *ev, size_t from, size_t to)
+{
+    uint64_t last = sc->last;
+    unsigned met = sc->acts;
+    for (size_t i = from; i < to && !sc->failed; i++) {
+        const md_event *e = &ev[i];
         unsigned bit = ACT_BIT(e->action < 32 ? e->action : MD_ACT_UNKNOWN);
         met |= bit;
         int added = 0;
         if (bit & ACTS_BLOCK) {
-            if ((i == 0 || e->addr != last) && (added = md_set_add(seen, e->addr)) != 0 &&
-                (added < 0 || ((bit & ACTS_FREE) && add_pre_freed(r, e))))
-                return -1;
+            if ((i == 0 || e->addr != last) && (added = md_set_add(&sc->seen, e->addr)) != 0 &&
+                (added < 0 || ((bit & ACTS_FREE) && scan_pre_freed(sc, e))))
+                sc->failed = 1;
             last = e->addr;
-        } else if ((bit & ACTS_SEG) && (added = md_set_add(segseen, e->addr)) != 0 &&
+        } else if ((bit & ACTS_SEG) && (added = md_set_add(&sc->segseen, e->addr)) != 0 &&
                    (added < 0 || (e->action == MD_ACT_SEGMENT_FREE &&
-                                  add_preseg(r, e->addr, e->size, 0)))) {
-            return -1;
+                                  push_preseg(&sc->preseg, &sc->npreseg, &sc->presegcap, e->addr,
+                                              e->size, 0)))) {
+            sc->failed = 1;
         }
     }
-    *acts = met;
-    return 0;
+    sc->last = last, sc->acts = met, sc->done = to;
+    return sc->failed ? -1 : 0;
 }
 
-/* Finds what existed before the first recorded event (see file comment). */
-static int reconstruct(md_replay *r)
+/* r's blocks and segments from before the first event, as the walk
+ * found them: moved from sc, the blocks' sizes rounded. */
+static void take_scan(md_replay *r, scan *sc)
+{
+    r->pre = sc->pre, r->npre = sc->npre, r->precap = sc->precap;
+    r->preseg = sc->preseg, r->npreseg = sc->npreseg, r->presegcap = sc->presegcap;
+    sc->pre = NULL, sc->preseg = NULL;
+    sc->npre = sc->precap = sc->npreseg = sc->presegcap = 0;
+    for (size_t i = 0; i < r->npre; i++)
+        r->pre[i].block_size = md_round_size(&r->s->settings, r->pre[i].requested);
+}
+
+/* Finds what existed before the first recorded event (see file comment):
+ * from `given`, a walk of the whole trace made as it was read, or from a
+ * walk made now (given NULL). */
+static int reconstruct(md_replay *r, scan *given)
 {
     const md_snapshot *s = r->s;
-    md_set seen = {0}, segseen = {0};
-    unsigned acts = 0;
-    /* it grows with the addresses seen, not the events */
-    int rc = md_set_init(&seen, blocks_hint(s)) || md_set_init(&segseen, 64) ||
-             first_events(r, &seen, &segseen, &acts) ? -1 : 0;
+    scan own, *sc = given ? given : &own;
+    if (!given && (scan_init(&own, blocks_hint(s)) || scan_events(&own, r->ev, 0, r->n))) {
+        scan_free(&own);
+        return -1;
+    }
+    int rc = 0;
+    take_scan(r, sc);
+    md_set seen = sc->seen, segseen = sc->segseen;
+    unsigned acts = sc->acts;
     for (size_t i = 0; i < s->nsegs && !rc; i++) {
         const md_segment *g = &s->segs[i];
         if (g->device != r->device)
@@ -958,8 +1019,8 @@ static int reconstruct(md_replay *r)
                 r->pre[r->npre++] = l;
         }
     }
-    md_set_free(&seen);
-    md_set_free(&segseen);
+    if (!given)
+        scan_free(&own);
     if (!rc)
         rc = expandable_before(r, (acts & ACTS_MAP) != 0);
     if (!rc && !sorted_live(r->pre, r->npre)) /* in segment order, mostly by address already */
@@ -1254,6 +1315,13 @@ struct md_pass {
     size_t done;         /* events fed */
     size_t stop;         /* the anomaly it stopped at, SIZE_MAX: none */
     int failed;          /* out of memory */
+    /* Once the pass stops at an anomaly (a ring buffer's trace), or from
+     * the start where only that is wanted (md_pass_new_scan), the walk
+     * reconstruct needs is made instead, so that no walk is left for
+     * after the read. */
+    int scan_only;
+    int scanning;
+    scan sc;
 };
 
 md_pass *md_pass_new(void)
@@ -1272,6 +1340,29 @@ md_pass *md_pass_new(void)
     p->r->check_at = SIZE_MAX;
     p->stop = SIZE_MAX;
     return p;
+}
+
+md_pass *md_pass_new_scan(void)
+{
+    md_pass *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->scan_only = 1;
+    p->stop = SIZE_MAX;
+    return p;
+}
+
+/* The walk, begun where the pass stopped (from the first event: it walks
+ * every one) or at the start, and carried on with each feed. */
+static void pass_scan(md_pass *p, const md_event *ev, size_t to)
+{
+    if (!p->scanning) {
+        p->scanning = 1;
+        if (scan_init(&p->sc, p->scan_only ? 1024 : p->st.bcap))
+            return;
+    }
+    if (!p->sc.failed)
+        scan_events(&p->sc, ev, p->sc.done, to);
 }
 
 /* Same rules: every setting the replay reads. */
@@ -1309,10 +1400,15 @@ static void space_checks(md_replay *r, size_t from, size_t to, size_t expect)
 int md_pass_feed(md_pass *p, const md_event *ev, size_t from, size_t to, size_t expect)
 {
     md_replay *r = p->r;
-    if (p->failed || p->stop != SIZE_MAX || from != p->done)
+    if (p->failed || from != p->done)
         return -1;
     if (to <= from)
         return 0;
+    if (p->scan_only || p->stop != SIZE_MAX) {
+        p->done = to;
+        pass_scan(p, ev, to);
+        return 0;
+    }
     /* room for the expected count at once, as a whole trace's pass gets:
      * grown a batch at a time, the arrays took thrice the page faults */
     size_t want = to > r->ptscap && expect > to ? expect + expect / 8 : to;
@@ -1332,6 +1428,7 @@ int md_pass_feed(md_pass *p, const md_event *ev, size_t from, size_t to, size_t 
     }
     if (at < to) {
         p->stop = at;
+        pass_scan(p, ev, to);
         return 1;
     }
     return 0;
@@ -1343,6 +1440,7 @@ void md_pass_free(md_pass *p)
         return;
     state_free(&p->st);
     md_replay_free(p->r);
+    scan_free(&p->sc);
     free(p);
 }
 
@@ -1351,8 +1449,31 @@ int md_pass_fits(const md_pass *p, const md_snapshot *s, int device)
     size_t n;
     /* fed from the start of the events array, wherever it is now */
     const md_event *ev = md_snapshot_events(s, device, &n);
-    return !p->failed && ev == s->events && (p->stop != SIZE_MAX ? p->stop < n : p->done == n) &&
-           same_rules(&p->cfg, &s->settings);
+    return !p->failed && !p->scan_only && ev == s->events &&
+           (p->stop != SIZE_MAX ? p->stop < n : p->done == n) && same_rules(&p->cfg, &s->settings);
+}
+
+/* p's walk for reconstruct (moved out of p, to be freed by scan_free and
+ * free), where it walked exactly the device's events of s from the start
+ * of the array; else NULL. */
+static scan *pass_walk(md_pass *p, const md_snapshot *s, int device)
+{
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, device, &n);
+    if (!p || !p->scanning || p->sc.failed || p->failed || ev != s->events || p->sc.done != n)
+        return NULL;
+    scan *sc = malloc(sizeof *sc);
+    if (sc) {
+        *sc = p->sc;
+        memset(&p->sc, 0, sizeof p->sc);
+        p->scanning = 0;
+    }
+    return sc;
+}
+
+int md_pass_walked(const md_pass *p)
+{
+    return p->scanning && !p->sc.failed;
 }
 
 int md_pass_stopped(const md_pass *p)
@@ -1366,6 +1487,7 @@ static md_replay *pass_adopt(md_pass *p, const md_snapshot *s, rstate *st)
 {
     md_replay *r = p->r;
     *st = p->st;
+    scan_free(&p->sc); /* a walk not taken (pass_walk): not of the whole trace */
     free(p);
     st->s = s, st->cfg = &s->settings;
     for (int c = 0; c < r->nchecks; c++)
@@ -1449,7 +1571,7 @@ static int seed_listed(const md_replay *r, rstate *st)
     md_replay t = *r;
     t.pre = NULL, t.npre = t.precap = 0;
     t.preseg = NULL, t.npreseg = t.presegcap = 0;
-    int rc = reconstruct(&t) || seed_state(&t, st) ? -1 : 0;
+    int rc = reconstruct(&t, NULL) || seed_state(&t, st) ? -1 : 0;
     free(t.pre);
     free(t.preseg);
     return rc;
@@ -1460,8 +1582,17 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
     return md_replay_run_with(s, device, NULL, out, err);
 }
 
-int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_replay **out,
-                       md_err *err)
+static void drop_walk(scan *walk)
+{
+    if (walk)
+        scan_free(walk);
+    free(walk);
+}
+
+/* md_replay_run_with, with reconstruct's walk where one was made while
+ * the trace was read (NULL: none). */
+static int replay_run(const md_snapshot *s, int device, md_pass *first, scan *walk,
+                      md_replay **out, md_err *err)
 {
     size_t n;
     const md_event *ev = md_snapshot_events(s, device, &n);
@@ -1507,7 +1638,7 @@ int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_repl
     if (st.anomalies || !matches_final_state(r, &st)) {
         state_reset(&st);
         r->reconstructed = 1;
-        if (reconstruct(r) || seed_state(r, &st))
+        if (reconstruct(r, walk) || seed_state(r, &st))
             goto nomem;
         run_pass(r, &st, 0);
     }
@@ -1533,6 +1664,15 @@ nomem:
     state_free(&st);
     md_replay_free(r);
     return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+}
+
+int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_replay **out,
+                       md_err *err)
+{
+    scan *walk = pass_walk(first, s, device);
+    int rc = replay_run(s, device, first, walk, out, err);
+    drop_walk(walk);
+    return rc;
 }
 
 void md_replay_free(md_replay *r)

@@ -45,8 +45,8 @@ static inline void feed_events(void *ctx, const md_event *events, size_t n, size
     while (f->done < n) {
         f->seed = f->seed * 1103515245u + 12345u;
         size_t k = 1 + (f->seed >> 16) % 3000, to = f->done + k < n ? f->done + k : n;
-        if (md_pass_feed(f->pass, events, f->done, to, expect) != 0)
-            break;
+        if (md_pass_feed(f->pass, events, f->done, to, expect) < 0)
+            break; /* stopped at an anomaly (1), it goes on with its walk */
         f->done = to;
     }
 }

@@ -4,13 +4,15 @@
  * cache state for every snapshot under tests/data, whether the pass is fed
  * on the reading thread in uneven batches or by the follow thread; a pass
  * the snapshot's settings or device layout rule out is not taken; a read
- * that fails, or moves its events, stops the thread. Counts of passes
- * taken keep the tests from passing by never taking one. */
+ * that fails, or moves its events, stops the thread. So too the walk a
+ * reconstruction needs, made by a pass that stopped at an anomaly or by one
+ * made for it alone (md_pass_new_scan). Counts of passes taken and walks
+ * made keep the tests from passing by never taking one. */
 #include "testutil.h"
 #include "replaysame.h"
 
 typedef struct tally {
-    size_t files, taken, stopped, refused, moved;
+    size_t files, taken, stopped, refused, moved, walked;
 } tally;
 
 /* Loads path with opts, replays its first device with `pass` and without,
@@ -23,6 +25,7 @@ static void check_alike(const char *path, md_snapshot *s, md_pass *pass, tally *
         return;
     }
     t->files++;
+    t->walked += pass && md_pass_walked(pass);
     if (pass && md_pass_fits(pass, s, d))
         md_pass_stopped(pass) ? t->stopped++ : t->taken++;
     else
@@ -35,6 +38,7 @@ static void check_alike(const char *path, md_snapshot *s, md_pass *pass, tally *
 
 typedef struct walk {
     int threaded; /* the pass fed by the follow thread, else on the reading one */
+    int walk_only; /* a pass made only for the walk (md_pass_new_scan) */
     tally t;
 } walk;
 
@@ -45,8 +49,8 @@ static void read_following(const char *path, void *ctx)
     walk *w = ctx;
     int threaded = w->threaded;
     md_load_opts opts = {.read_ahead = threaded};
-    feeder fd = {md_pass_new(), 0, 7, 0, 0, 0, NULL, 0};
-    md_follow *fo = threaded ? md_follow_start() : NULL;
+    feeder fd = {w->walk_only ? md_pass_new_scan() : md_pass_new(), 0, 7, 0, 0, 0, NULL, 0};
+    md_follow *fo = threaded ? md_follow_start(w->walk_only) : NULL;
     assert_non_null(threaded ? (void *)fo : (void *)fd.pass);
     opts.on_events = threaded ? md_follow_events : feed_events;
     opts.events_ctx = threaded ? (void *)fo : (void *)&fd;
@@ -70,23 +74,29 @@ static void read_following(const char *path, void *ctx)
 }
 
 /* Every snapshot under tests/data read so; what became of the passes. */
-static tally every_file(int threaded, const char *how)
+static tally every_file(int threaded, int walk_only, const char *how)
 {
     char root[1024];
-    walk w = {threaded, {0, 0, 0, 0, 0}};
+    walk w = {threaded, walk_only, {0, 0, 0, 0, 0, 0}};
     each_snapshot(data_path("", root, sizeof root), read_following, &w);
-    print_message("%s: %zu files, %zu passes taken, %zu stopped at an anomaly, %zu refused; "
-                  "%zu had their events moved while read\n", how, w.t.files, w.t.taken,
-                  w.t.stopped, w.t.refused, w.t.moved);
+    print_message("%s: %zu files, %zu passes taken, %zu stopped at an anomaly, %zu refused, "
+                  "%zu walks made; %zu had their events moved while read\n", how, w.t.files,
+                  w.t.taken, w.t.stopped, w.t.refused, w.t.walked, w.t.moved);
     assert_true(w.t.files >= 250);
-    assert_true(w.t.taken >= 100); /* most real traces need no reconstruction */
+    if (walk_only) { /* never a first pass; a walk of every trace */
+        assert_int_equal(w.t.taken + w.t.stopped, 0);
+        assert_true(w.t.walked >= 250);
+    } else {
+        assert_true(w.t.taken >= 100); /* most real traces need no reconstruction */
+        assert_true(w.t.walked >= w.t.stopped && w.t.walked >= 5); /* each stop walks on */
+    }
     return w.t;
 }
 
 static void test_every_file_fed_on_the_reading_thread(void **st)
 {
     (void)st;
-    tally t = every_file(0, "fed on the reading thread");
+    tally t = every_file(0, 0, "fed on the reading thread");
     assert_true(t.stopped >= 5);
     assert_true(t.refused >= 1); /* settings other than torch's defaults */
     assert_true(t.moved >= 100); /* compressed files: their array grows as read */
@@ -95,7 +105,14 @@ static void test_every_file_fed_on_the_reading_thread(void **st)
 static void test_every_file_followed_by_the_thread(void **st)
 {
     (void)st;
-    every_file(1, "followed by the thread");
+    every_file(1, 0, "followed by the thread");
+}
+
+static void test_every_file_walked_only(void **st)
+{
+    (void)st;
+    every_file(0, 1, "walked only, on the reading thread");
+    every_file(1, 1, "walked only, by the thread");
 }
 
 /* A file never read (no such path): the thread was never told anything and
@@ -103,7 +120,7 @@ static void test_every_file_followed_by_the_thread(void **st)
 static void test_follow_of_a_read_that_never_started(void **st)
 {
     (void)st;
-    md_follow *fo = md_follow_start();
+    md_follow *fo = md_follow_start(0);
     assert_non_null(fo);
     md_load_opts opts = {.read_ahead = 1, .on_events = md_follow_events, .events_ctx = fo};
     md_snapshot *s = NULL;
@@ -135,9 +152,15 @@ static void test_pass_refusals(void **st)
     md_pass_free(p);
     /* an alloc where no segment is: the first pass stops there */
     p = md_pass_new();
-    assert_int_equal(md_pass_feed(p, ev + 1, 0, 3, 3), 1);
-    assert_true(md_pass_stopped(p));
-    assert_int_equal(md_pass_feed(p, ev + 1, 3, 3, 3), -1);
+    assert_int_equal(md_pass_feed(p, ev + 1, 0, 2, 3), 1);
+    assert_true(md_pass_stopped(p) && md_pass_walked(p));
+    assert_int_equal(md_pass_feed(p, ev + 1, 2, 3, 3), 0); /* walked on */
+    assert_int_equal(md_pass_feed(p, ev + 1, 1, 3, 3), -1); /* not the next */
+    md_pass_free(p);
+    /* a pass only for the walk is never a first pass */
+    p = md_pass_new_scan();
+    assert_int_equal(md_pass_feed(p, ev, 0, 4, 4), 0);
+    assert_true(md_pass_walked(p) && !md_pass_stopped(p));
     md_pass_free(p);
 }
 
@@ -146,6 +169,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_file_fed_on_the_reading_thread),
         cmocka_unit_test(test_every_file_followed_by_the_thread),
+        cmocka_unit_test(test_every_file_walked_only),
         cmocka_unit_test(test_follow_of_a_read_that_never_started),
         cmocka_unit_test(test_pass_refusals),
     };
