@@ -64,7 +64,17 @@ const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_
 const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
 md_stack_cache *md_analysis_cache(const md_analysis *a);
 
-unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
+/* A stack's phase tags (MD_TAG_*), computed once per stack: the cached
+ * answer inline (a load and a test; the analysis asks for every event),
+ * the first out of line. */
+unsigned md_stack_tags_first(md_stack_cache *c, const md_snapshot *s, uint32_t stack);
+static inline unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+{
+    if (stack == 0 || stack >= c->n)
+        return 0;
+    uint32_t t = c->tags[stack];
+    return t & MD_TAG_KNOWN ? t & ~MD_TAG_KNOWN : md_stack_tags_first(c, s, stack);
+}
 const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack);
 
 /* Training iterations (iterations.c): where several optimizers step in

@@ -345,13 +345,10 @@ const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_
     return NULL;
 }
 
-unsigned md_stack_tags(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+unsigned md_stack_tags_first(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
-    if (stack == 0 || stack >= c->n)
-        return 0;
-    uint32_t t = c->tags[stack];
-    if (!(t & MD_TAG_KNOWN))
-        c->tags[stack] = t = (uint32_t)(classify(c, s, stack) | MD_TAG_KNOWN);
+    uint32_t t = (uint32_t)(classify(c, s, stack) | MD_TAG_KNOWN);
+    c->tags[stack] = t;
     return t & ~MD_TAG_KNOWN;
 }
 

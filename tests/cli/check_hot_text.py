@@ -10,7 +10,7 @@ builds) passes only if it is not the static CLI."""
 import subprocess
 import sys
 
-HOT = ["rec_fast", "replay_run", "md_analyze", "md_stack_tags", "malloc",
+HOT = ["rec_fast", "replay_run", "md_analyze", "classify", "malloc",
        "__vfprintf_internal", "cmd_summary"]
 
 
