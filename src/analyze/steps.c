@@ -119,12 +119,12 @@ static int match_prefix(const char *s, const char *p)
 /* Whether event i is backward work: an autograd frame, or, where stacks
  * were recorded, an allocation with none (stacks='python': the autograd
  * engine's thread has no Python frames). */
-static int backward_event(const md_analysis *a, long i)
+static inline int backward_event(const md_analysis *a, long i)
 {
-    uint32_t st = ev_at(a, i)->stack;
-    if (st == 0)
-        return (a->s->features & MD_HAS_FRAMES) && ev_at(a, i)->action == MD_ACT_ALLOC;
-    return (md_stack_tags((md_stack_cache *)&a->cache, a->s, st) & MD_TAG_BACKWARD) != 0;
+    const md_event *e = ev_at(a, i);
+    if (e->stack == 0)
+        return (a->s->features & MD_HAS_FRAMES) && e->action == MD_ACT_ALLOC;
+    return (md_stack_tags((md_stack_cache *)&a->cache, a->s, e->stack) & MD_TAG_BACKWARD) != 0;
 }
 
 /* Whether events (lo, hi] hold a forward and, after it, a backward: a
