@@ -1001,17 +1001,15 @@ static int reconstruct(md_replay *r, scan *given)
     }
     int rc = 0;
     take_scan(r, sc);
-    md_set seen = sc->seen, segseen = sc->segseen;
-    unsigned acts = sc->acts;
     for (size_t i = 0; i < s->nsegs && !rc; i++) {
         const md_segment *g = &s->segs[i];
         if (g->device != r->device)
             continue;
-        if (!g->is_expandable && !md_set_has(&segseen, g->address))
+        if (!g->is_expandable && !md_set_has(&sc->segseen, g->address))
             rc = add_preseg(r, g->address, g->total_size, 0);
         for (size_t k = 0; k < g->nblocks && !rc; k++) {
             const md_block *b = &s->blocks[g->first_block + k];
-            if (b->state == MD_BLOCK_INACTIVE || md_set_has(&seen, b->address))
+            if (b->state == MD_BLOCK_INACTIVE || md_set_has(&sc->seen, b->address))
                 continue;
             md_live l = {b->address, b->size, b->requested_size, -1, b->stack, MD_CAT_OTHER};
             rc = md_grow((void **)&r->pre, &r->precap, r->npre + 1, sizeof l);
@@ -1019,10 +1017,11 @@ static int reconstruct(md_replay *r, scan *given)
                 r->pre[r->npre++] = l;
         }
     }
+    int maps = (sc->acts & ACTS_MAP) != 0;
     if (!given)
         scan_free(&own);
     if (!rc)
-        rc = expandable_before(r, (acts & ACTS_MAP) != 0);
+        rc = expandable_before(r, maps);
     if (!rc && !sorted_live(r->pre, r->npre)) /* in segment order, mostly by address already */
         qsort(r->pre, r->npre, sizeof *r->pre, cmp_live_addr);
     return rc;
@@ -1453,22 +1452,20 @@ int md_pass_fits(const md_pass *p, const md_snapshot *s, int device)
            (p->stop != SIZE_MAX ? p->stop < n : p->done == n) && same_rules(&p->cfg, &s->settings);
 }
 
-/* p's walk for reconstruct (moved out of p, to be freed by scan_free and
- * free), where it walked exactly the device's events of s from the start
- * of the array; else NULL. */
-static scan *pass_walk(md_pass *p, const md_snapshot *s, int device)
+/* Moves p's walk for reconstruct into *walk (for scan_free) where it
+ * walked exactly the device's events of s from the start of the array:
+ * 1, else 0 (*walk empty). */
+static int pass_walk(md_pass *p, const md_snapshot *s, int device, scan *walk)
 {
     size_t n;
     const md_event *ev = md_snapshot_events(s, device, &n);
+    memset(walk, 0, sizeof *walk);
     if (!p || !p->scanning || p->sc.failed || p->failed || ev != s->events || p->sc.done != n)
-        return NULL;
-    scan *sc = malloc(sizeof *sc);
-    if (sc) {
-        *sc = p->sc;
-        memset(&p->sc, 0, sizeof p->sc);
-        p->scanning = 0;
-    }
-    return sc;
+        return 0;
+    *walk = p->sc;
+    memset(&p->sc, 0, sizeof p->sc);
+    p->scanning = 0;
+    return 1;
 }
 
 int md_pass_walked(const md_pass *p)
@@ -1582,16 +1579,10 @@ int md_replay_run(const md_snapshot *s, int device, md_replay **out, md_err *err
     return md_replay_run_with(s, device, NULL, out, err);
 }
 
-static void drop_walk(scan *walk)
-{
-    if (walk)
-        scan_free(walk);
-    free(walk);
-}
-
 /* md_replay_run_with, with reconstruct's walk where one was made while
- * the trace was read (NULL: none). */
-static int replay_run(const md_snapshot *s, int device, md_pass *first, scan *walk,
+ * the trace was read (NULL: none). Out of line: src/cli/hot.ld lays it by
+ * this name. */
+__attribute__((noinline)) static int replay_run(const md_snapshot *s, int device, md_pass *first, scan *walk,
                       md_replay **out, md_err *err)
 {
     size_t n;
@@ -1669,9 +1660,10 @@ nomem:
 int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_replay **out,
                        md_err *err)
 {
-    scan *walk = pass_walk(first, s, device);
-    int rc = replay_run(s, device, first, walk, out, err);
-    drop_walk(walk);
+    scan walk;
+    int walked = pass_walk(first, s, device, &walk);
+    int rc = replay_run(s, device, first, walked ? &walk : NULL, out, err);
+    scan_free(&walk);
     return rc;
 }
 

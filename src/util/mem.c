@@ -284,15 +284,23 @@ int64_t md_strtab_intern(md_strtab *t, const char *s, size_t n)
 
 /* ---- u64 map ---------------------------------------------------------- */
 #define MAP_EMPTY 0
-#define MAP_LOAD_NUM 3 /* at most 3/4 full */
-#define MAP_LOAD_DEN 4
+#define MAP_LOAD_NUM MD_MAP_LOAD_NUM
+#define MAP_LOAD_DEN MD_MAP_LOAD_DEN
+
+/* The slots a table starts with for about `hint` keys: a power of two, at
+ * most half full. */
+static size_t table_cap(size_t hint)
+{
+    size_t cap = 16;
+    while (cap < hint * 2)
+        cap *= 2;
+    return cap;
+}
 
 int md_map_init(md_map *m, size_t hint)
 {
     memset(m, 0, sizeof *m);
-    size_t cap = 16;
-    while (cap < hint * 2)
-        cap *= 2;
+    size_t cap = table_cap(hint);
     /* calloc, not populated: a table sized for the most it may hold
      * (blocks_hint) often fills a part of it, and fresh pages calloc
      * leaves unwritten cost nothing (64 KB more resident when cleared) */
@@ -305,9 +313,7 @@ int md_map_init(md_map *m, size_t hint)
 int md_set_init(md_set *t, size_t hint)
 {
     memset(t, 0, sizeof *t);
-    size_t cap = 16;
-    while (cap < hint * 2)
-        cap *= 2;
+    size_t cap = table_cap(hint);
     if (!(t->key = calloc(cap, sizeof *t->key)))
         return -1;
     t->cap = cap;

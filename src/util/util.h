@@ -111,6 +111,8 @@ static inline size_t md_strtab_len(const md_strtab *t, uint32_t id)
 
 /* ---- u64 -> u64 hash map: open addressing, linear probing, deletion by
  * backward shift (no tombstones); at most 3/4 full ------------------------ */
+#define MD_MAP_LOAD_NUM 3 /* a map or set at most 3/4 full */
+#define MD_MAP_LOAD_DEN 4
 typedef struct md_map_entry {
     uint64_t key; /* stored form (md_map_key), 0 = empty */
     uint64_t val;
@@ -214,7 +216,7 @@ static inline int md_set_add(md_set *t, uint64_t key)
     for (; t->key[i]; i = (i + 1) & (t->cap - 1))
         if (t->key[i] == k)
             return 0;
-    if ((t->n + 1) * 4 > t->cap * 3) {
+    if ((t->n + 1) * MD_MAP_LOAD_DEN > t->cap * MD_MAP_LOAD_NUM) {
         if (md_set_grow(t))
             return -1;
         for (i = md_map_slot(k, t->cap); t->key[i]; i = (i + 1) & (t->cap - 1))
@@ -227,6 +229,8 @@ static inline int md_set_add(md_set *t, uint64_t key)
 
 static inline int md_set_has(const md_set *t, uint64_t key)
 {
+    if (!t->cap)
+        return 0;
     uint64_t k = md_map_key(key);
     for (size_t i = md_map_slot(k, t->cap); t->key[i]; i = (i + 1) & (t->cap - 1))
         if (t->key[i] == k)
