@@ -3,6 +3,7 @@
 #define MD_ANALYZE_H
 
 #include "memdiag.h"
+#include "../util/util.h"
 
 enum {
     MD_TAG_FORWARD = 0x1,
@@ -50,11 +51,28 @@ int md_analysis_backward_between(const md_analysis *a, long from, long to);
 typedef struct md_stack_cache {
     uint32_t *tags;   /* per stack id */
     size_t n;
-    uint32_t *ftags;  /* per frame id; MD_TAG_KNOWN = computed */
+    uint32_t *ftags;  /* per frame id, all computed by md_stack_cache_fill */
     size_t nframes;
     uint32_t *user;   /* per stack id: user frame id + 1, UINT32_MAX = none,
                          0 = not computed */
+    md_map files;     /* file name id -> its bits, while the frames' tags are made */
 } md_stack_cache;
+
+/* A cache for s's stacks, empty (-1: out of memory, nothing held);
+ * md_stack_cache_fill computes every frame's tags, which the rest needs,
+ * and with `stacks` every stack's tags and user frame too, as the analysis
+ * would one by one when it asks. fill reads s and writes c only, so it can
+ * run on a thread of its own while the trace is replayed. */
+int md_stack_cache_new(md_stack_cache *c, const md_snapshot *s);
+void md_stack_cache_fill(md_stack_cache *c, const md_snapshot *s, int stacks);
+void md_stack_cache_free(md_stack_cache *c);
+/* Whether s's stacks hold frames enough that classifying them all pays
+ * for a thread of its own. */
+int md_stack_cache_dear(const md_snapshot *s);
+/* md_analyze with the stack cache made already (md_stack_cache_fill),
+ * taken over (freed with the analysis, or on failure). */
+int md_analyze_with(const md_snapshot *s, const md_replay *r, md_stack_cache *cache,
+                    md_analysis **out, md_err *err);
 
 /* The innermost frame of the user's own script (not torch, the standard
  * library or an installed package), or NULL. */

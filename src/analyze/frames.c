@@ -2,6 +2,7 @@
  * which training phase it ran in, and whether it is a library workspace.
  * Works with Python-only stacks (stacks='python') and mixed C++/Python
  * stacks (stacks='all'). Frames are innermost first. */
+#include <stdlib.h>
 #include <string.h>
 #include "../snapshot/snapshot_int.h"
 #include "analyze.h"
@@ -60,11 +61,9 @@ static int is_inductor_output(const char *fn)
  * memory is decided. */
 enum { OWNER_OTHER, OWNER_USER, OWNER_GENERATED };
 
-static int owner(const md_snapshot *s, const md_frame *f)
+/* A Python file's owner (fn ends in ".py"). */
+static int owner_of_file(const char *fn)
 {
-    if (!is_python(s, f))
-        return OWNER_OTHER;
-    const char *fn = md_strtab_get(&s->strs, f->filename);
     if (is_inductor_output(fn))
         return OWNER_GENERATED;
     if (is_torch_file(fn) || fn[0] == '<' || strstr(fn, "/memdiag/runtime.py") ||
@@ -74,6 +73,11 @@ static int owner(const md_snapshot *s, const md_frame *f)
     if (strstr(fn, "/lib/python3") && !strstr(fn, "-packages/"))
         return OWNER_OTHER; /* standard library */
     return OWNER_USER;
+}
+
+static int owner(const md_snapshot *s, const md_frame *f)
+{
+    return is_python(s, f) ? owner_of_file(md_strtab_get(&s->strs, f->filename)) : OWNER_OTHER;
 }
 
 /* The innermost user frame; without one, the innermost frame of code
@@ -95,21 +99,6 @@ const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
     return generated;
 }
 
-const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
-{
-    if (stack >= c->n || !c->user)
-        return md_user_frame(s, stack);
-    if (!c->user[stack]) {
-        const md_frame *f = md_user_frame(s, stack);
-        c->user[stack] = f ? (uint32_t)(f - s->frames) + 1 : UINT32_MAX;
-    }
-    return c->user[stack] == UINT32_MAX ? NULL : &s->frames[c->user[stack] - 1];
-}
-
-static int frame_in(const md_snapshot *s, const md_frame *f, const char *dir)
-{
-    return strstr(md_strtab_get(&s->strs, f->filename), dir) != NULL;
-}
 
 static int name_is(const md_snapshot *s, const md_frame *f, const char *name)
 {
@@ -124,13 +113,101 @@ static int name_is(const md_snapshot *s, const md_frame *f, const char *name)
 #define FT_PYTHON 0x10000000u
 #define FT_FUNCTION_APPLY 0x20000000u
 #define FT_SCRIPT 0x40000000u /* the user's own script (md_script_frame) */
-#define FT_INTERNAL (FT_PYTHON | FT_FUNCTION_APPLY | FT_SCRIPT)
+#define FT_USER 0x08000000u /* the user's code (owner): md_user_frame's answer */
+#define FT_GENERATED 0x80000000u /* code torch.compile generated (owner) */
+#define FT_INTERNAL (FT_PYTHON | FT_FUNCTION_APPLY | FT_SCRIPT | FT_USER | FT_GENERATED)
 
 /* What one frame says about the phase (see classify). */
 /* "Attention"/"attention" in a class or file name, attn in a module's */
 static int mentions_attention(const char *s)
 {
     return strstr(s, "ttention") || strstr(s, "attn") || strstr(s, "scaled_dot_product");
+}
+
+/* ---- what a frame's file says, once per file ------------------------------ */
+
+/* The file predicates frame_tags tests, as bits of one word computed once
+ * per file name: a snapshot's frames share a few dozen files, and each
+ * predicate is a search over a path of ~80 characters. */
+enum {
+    FB_PY = 1, /* a Python file */
+    FB_OWNER_USER = 1 << 1,
+    FB_OWNER_GENERATED = 1 << 2,
+    FB_ATTENTION = 1 << 3,
+    FB_PACKAGES = 1 << 4, /* "-packages/": installed, not the user's script */
+    FB_OPTIM = 1 << 5,
+    FB_AUTOGRAD_INIT = 1 << 6,
+    FB_AUTOGRAD_GRAPH = 1 << 7,
+    FB_TENSOR = 1 << 8,
+    FB_GRAD_SCALER = 1 << 9,
+    FB_TORCHDIFFEQ = 1 << 10,
+    FB_GP = 1 << 11, /* gpytorch, linear_operator */
+    FB_GEOMETRIC = 1 << 12,
+    FB_GEOMETRIC_SOFTMAX = 1 << 13,
+    FB_LOGITS_PROCESS = 1 << 14,
+    FB_SERIALIZATION = 1 << 15,
+    FB_FUNCTIONAL = 1 << 16,
+    FB_DP = 1 << 17, /* torch/nn/parallel's data_parallel, parallel_apply, replicate */
+    FB_DP_FILE = 1 << 18, /* data_parallel.py */
+    FB_AUTOGRAD_FUNCTION = 1 << 19,
+    FB_MODULE = 1 << 20, /* torch/nn/modules/module.py */
+    FB_MODULES = 1 << 21, /* torch/nn/modules/ */
+    FB_CORE_MODEL_LOADING = 1 << 22,
+    FB_MODELING_UTILS = 1 << 23,
+    FB_ACCELERATE_MODELING = 1 << 24,
+    FB_LAZY = 1 << 25,
+    FB_PARAMETER = 1 << 26,
+    FB_FUNCTIONAL_CALL = 1 << 27,
+    FB_DDP = 1 << 28,
+    FB_DISTRIBUTED = 1 << 29,
+    FB_FSDP_FILE = 1 << 30,
+};
+
+static uint32_t file_bits(const md_snapshot *s, uint32_t file)
+{
+    static const struct { const char *dir; uint32_t bit; } dirs[] = {
+        {"-packages/", FB_PACKAGES},
+        {"torch/optim/", FB_OPTIM},
+        {"torch/autograd/__init__.py", FB_AUTOGRAD_INIT},
+        {"torch/autograd/graph.py", FB_AUTOGRAD_GRAPH},
+        {"torch/_tensor.py", FB_TENSOR},
+        {"amp/grad_scaler.py", FB_GRAD_SCALER},
+        {"torchdiffeq/_impl/", FB_TORCHDIFFEQ},
+        {"/gpytorch/", FB_GP},
+        {"/linear_operator/", FB_GP},
+        {"/torch_geometric/", FB_GEOMETRIC},
+        {"torch_geometric/utils/_softmax.py", FB_GEOMETRIC_SOFTMAX},
+        {"transformers/generation/logits_process.py", FB_LOGITS_PROCESS},
+        {"torch/serialization.py", FB_SERIALIZATION},
+        {"torch/nn/functional.py", FB_FUNCTIONAL},
+        {"torch/nn/parallel/data_parallel.py", FB_DP},
+        {"torch/nn/parallel/parallel_apply.py", FB_DP},
+        {"torch/nn/parallel/replicate.py", FB_DP},
+        {"data_parallel.py", FB_DP_FILE},
+        {"torch/autograd/function.py", FB_AUTOGRAD_FUNCTION},
+        {"torch/nn/modules/module.py", FB_MODULE},
+        {"torch/nn/modules/", FB_MODULES},
+        {"transformers/core_model_loading.py", FB_CORE_MODEL_LOADING},
+        {"transformers/modeling_utils.py", FB_MODELING_UTILS},
+        {"accelerate/utils/modeling.py", FB_ACCELERATE_MODELING},
+        {"torch/nn/modules/lazy.py", FB_LAZY},
+        {"torch/nn/parameter.py", FB_PARAMETER},
+        {"torch/_functorch/functional_call.py", FB_FUNCTIONAL_CALL},
+        {"torch/nn/parallel/distributed.py", FB_DDP},
+        {"torch/distributed/", FB_DISTRIBUTED},
+        {"fully_sharded_data_parallel.py", FB_FSDP_FILE},
+    };
+    const char *fn = md_strtab_get(&s->strs, file);
+    uint32_t bits = mentions_attention(fn) ? FB_ATTENTION : 0;
+    if (!ends_with(fn, md_strtab_len(&s->strs, file), ".py"))
+        return bits; /* frame_tags asks the rest of Python files only */
+    bits |= FB_PY;
+    int o = owner_of_file(fn);
+    bits |= o == OWNER_USER ? FB_OWNER_USER : o == OWNER_GENERATED ? FB_OWNER_GENERATED : 0;
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++)
+        if (!(bits & dirs[k].bit) && strstr(fn, dirs[k].dir))
+            bits |= dirs[k].bit;
+    return bits;
 }
 
 /* The functions a loss over logits runs in (torch's and transformers'). */
@@ -150,16 +227,16 @@ static int loss_name(const char *nm)
  * torchtitan and Lightning Fabric's init_module build), or a pretrained
  * model loaded straight onto the device (transformers' from_pretrained with
  * a device_map, its loader's worker threads, accelerate's dispatch). */
-static int made_on_device(const md_snapshot *s, const md_frame *f)
+static int made_on_device(const md_snapshot *s, const md_frame *f, uint32_t fb)
 {
-    if (frame_in(s, f, "torch/nn/modules/"))
+    if (fb & FB_MODULES)
         return name_is(s, f, "__init__");
-    if (frame_in(s, f, "transformers/core_model_loading.py"))
+    if (fb & FB_CORE_MODEL_LOADING)
         return 1;
-    if (frame_in(s, f, "transformers/modeling_utils.py"))
+    if (fb & FB_MODELING_UTILS)
         return name_is(s, f, "from_pretrained") || name_is(s, f, "_load_pretrained_model") ||
                name_is(s, f, "_load_state_dict_into_meta_model");
-    return frame_in(s, f, "accelerate/utils/modeling.py") &&
+    return (fb & FB_ACCELERATE_MODELING) &&
            name_is(s, f, "set_module_tensor_to_device");
 }
 
@@ -168,9 +245,9 @@ static int made_on_device(const md_snapshot *s, const md_frame *f)
  * messages (a conv's message, edge_update) or normalizes over edges
  * (utils.softmax); its layers' own forward and the sums into the nodes
  * (aggregate, a fused message_and_aggregate) are per node. */
-static unsigned per_edge(const md_snapshot *s, const md_frame *f)
+static unsigned per_edge(const md_snapshot *s, const md_frame *f, uint32_t fb)
 {
-    if (frame_in(s, f, "torch_geometric/utils/_softmax.py"))
+    if (fb & FB_GEOMETRIC_SOFTMAX)
         return MD_TAG_PER_EDGE | MD_TAG_EDGE_SOFTMAX;
     return name_is(s, f, "message") || name_is(s, f, "edge_update") || name_is(s, f, "collect") ||
                    name_is(s, f, "_index_select_safe") || name_is(s, f, "_lift")
@@ -213,11 +290,12 @@ static unsigned cpp_phase_tags(const char *nm)
     return tags;
 }
 
-static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
+/* A frame's tags, fb its file's bits (file_bits). */
+static unsigned frame_tags(const md_snapshot *s, const md_frame *f, uint32_t fb)
 {
     const char *nm = md_strtab_get(&s->strs, f->name);
     unsigned tags = 0;
-    if (mentions_attention(nm) || mentions_attention(md_strtab_get(&s->strs, f->filename)))
+    if ((fb & FB_ATTENTION) || mentions_attention(nm))
         tags |= MD_TAG_ATTENTION;
     /* "attention" only where "ttention" is, addmm and bmm only where "mm" is:
      * a C++ frame's name is a signature of ~230 characters, and each strstr
@@ -234,68 +312,67 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
         tags |= MD_TAG_SDPA;
     if (!strcmp(nm, "nested_concat") || !strcmp(nm, "torch_pad_and_concatenate"))
         tags |= MD_TAG_EVAL_GATHER;
-    if (!is_python(s, f)) {
+    if (!(fb & FB_PY)) {
         tags |= cpp_frame_tags(nm);
     } else {
-        tags |= FT_PYTHON;
-        if (owner(s, f) == OWNER_USER && !frame_in(s, f, "-packages/"))
+        tags |= FT_PYTHON | (fb & FB_OWNER_USER ? FT_USER : 0) |
+                (fb & FB_OWNER_GENERATED ? FT_GENERATED : 0);
+        if ((fb & FB_OWNER_USER) && !(fb & FB_PACKAGES))
             tags |= FT_SCRIPT;
-        if (frame_in(s, f, "torch/optim/"))
+        if (fb & FB_OPTIM)
             tags |= name_is(s, f, "zero_grad") ? MD_TAG_ZERO_GRAD : MD_TAG_OPTIM;
         else if (name_is(s, f, "zero_grad"))
             tags |= MD_TAG_ZERO_GRAD;
-        else if (frame_in(s, f, "torch/autograd/__init__.py"))
+        else if (fb & FB_AUTOGRAD_INIT)
             tags |= MD_TAG_BACKWARD | (name_is(s, f, "grad")       ? MD_TAG_GRAD_CALL
                                        : name_is(s, f, "backward") ? MD_TAG_BACKWARD_CALL
                                                                    : 0);
-        else if (frame_in(s, f, "torch/autograd/graph.py") &&
+        else if ((fb & FB_AUTOGRAD_GRAPH) &&
                  name_is(s, f, "_engine_run_backward"))
             tags |= MD_TAG_BACKWARD;
-        else if (frame_in(s, f, "torch/_tensor.py") && name_is(s, f, "backward"))
+        else if ((fb & FB_TENSOR) && name_is(s, f, "backward"))
             tags |= MD_TAG_BACKWARD | MD_TAG_BACKWARD_CALL;
-        else if (frame_in(s, f, "amp/grad_scaler.py"))
+        else if (fb & FB_GRAD_SCALER)
             tags |= MD_TAG_SCALER;
-        else if (frame_in(s, f, "torchdiffeq/_impl/"))
+        else if (fb & FB_TORCHDIFFEQ)
             tags |= MD_TAG_ODE;
-        else if (frame_in(s, f, "/gpytorch/") || frame_in(s, f, "/linear_operator/"))
+        else if (fb & FB_GP)
             tags |= MD_TAG_GP;
-        else if (frame_in(s, f, "/torch_geometric/"))
-            tags |= per_edge(s, f);
-        else if (frame_in(s, f, "transformers/generation/logits_process.py"))
+        else if (fb & FB_GEOMETRIC)
+            tags |= per_edge(s, f, fb);
+        else if (fb & FB_LOGITS_PROCESS)
             tags |= MD_TAG_GEN_SCORES;
-        else if (frame_in(s, f, "torch/serialization.py") && name_is(s, f, "load"))
+        else if ((fb & FB_SERIALIZATION) && name_is(s, f, "load"))
             tags |= MD_TAG_TORCH_LOAD;
-        else if (frame_in(s, f, "torch/nn/functional.py"))
+        else if (fb & FB_FUNCTIONAL)
             tags |= name_is(s, f, "multi_head_attention_forward") ? MD_TAG_MHA
                     : name_is(s, f, "softmax")                    ? MD_TAG_SOFTMAX
                                                                   : 0;
-        else if (frame_in(s, f, "torch/nn/parallel/data_parallel.py") ||
-                 frame_in(s, f, "torch/nn/parallel/parallel_apply.py") ||
-                 frame_in(s, f, "torch/nn/parallel/replicate.py"))
-            tags |= MD_TAG_DATAPARALLEL | (frame_in(s, f, "data_parallel.py") &&
+        else if (fb & FB_DP)
+            tags |= MD_TAG_DATAPARALLEL | ((fb & FB_DP_FILE) &&
                                            name_is(s, f, "gather") ? MD_TAG_DP_GATHER : 0);
-        else if (frame_in(s, f, "torch/autograd/function.py") && name_is(s, f, "apply"))
+        else if ((fb & FB_AUTOGRAD_FUNCTION) && name_is(s, f, "apply"))
             tags |= FT_FUNCTION_APPLY;
-        else if (frame_in(s, f, "torch/nn/modules/module.py") &&
+        else if ((fb & FB_MODULE) &&
                  (name_is(s, f, "_call_impl") || name_is(s, f, "_wrapped_call_impl")))
             tags |= MD_TAG_FORWARD;
-        else if (frame_in(s, f, "torch/nn/modules/module.py") &&
+        else if ((fb & FB_MODULE) &&
                  (name_is(s, f, "_apply") || name_is(s, f, "to") || name_is(s, f, "cuda")))
             tags |= MD_TAG_MODEL_INIT;
-        else if (made_on_device(s, f))
+        else if (made_on_device(s, f, fb))
             tags |= MD_TAG_MODEL_INIT;
-        else if ((frame_in(s, f, "torch/nn/modules/lazy.py") && name_is(s, f, "_infer_parameters")) ||
-                 (frame_in(s, f, "torch/nn/parameter.py") && name_is(s, f, "materialize")))
+        else if (((fb & FB_LAZY) && name_is(s, f, "_infer_parameters")) ||
+                 ((fb & FB_PARAMETER) && name_is(s, f, "materialize")))
             tags |= MD_TAG_MODEL_INIT; /* a LazyModule's weights, made by its first forward */
-        else if (frame_in(s, f, "torch/_functorch/functional_call.py") &&
+        else if ((fb & FB_FUNCTIONAL_CALL) &&
                  name_is(s, f, "stack_module_state"))
             tags |= MD_TAG_MODEL_INIT; /* an ensemble's weights, stacked for vmap */
-        else if (frame_in(s, f, "torch/nn/parallel/distributed.py") &&
+        else if ((fb & FB_DDP) &&
                  (name_is(s, f, "_pre_forward") || name_is(s, f, "_ddp_init_helper")))
             tags |= MD_TAG_GRAD_ACCUM; /* DDP's gradient buckets, (re)built there */
-        else if (frame_in(s, f, "torch/distributed/") && /* sharded parameters: */
+        else if ((fb & FB_DISTRIBUTED) && /* sharded parameters: */
                  (name_is(s, f, "fully_shard") ||           /* FSDP2 */
-                  (frame_in(s, f, "fully_sharded_data_parallel.py") && name_is(s, f, "__init__")) ||
+                  ((fb & FB_FSDP_FILE) && name_is(s, f, "__init__")) ||
                   name_is(s, f, "distribute_tensor") ||     /* DTensor: tensor parallelism */
                   name_is(s, f, "distribute_module") || name_is(s, f, "parallelize_module")))
             tags |= MD_TAG_MODEL_INIT | MD_TAG_SHARDED;
@@ -304,31 +381,66 @@ static unsigned frame_tags(const md_snapshot *s, const md_frame *f)
     return tags | cpp_phase_tags(nm);
 }
 
-/* A frame's tags through the cache. */
-static unsigned cached_frame_tags(md_stack_cache *c, const md_snapshot *s, uint32_t f)
+/* Files the map of file bits is made for at first: without a repeat, as
+ * many as frames, up to this; more grow it. */
+#define FILES_HINT 4096
+
+/* Every frame's tags, each file's bits computed once (c->files: file name
+ * id -> bits; without it, per frame: the same answers). */
+static void all_frame_tags(md_stack_cache *c, const md_snapshot *s)
 {
-    if (f >= c->nframes)
-        return frame_tags(s, &s->frames[f]);
-    if (!(c->ftags[f] & MD_TAG_KNOWN))
-        c->ftags[f] = (uint32_t)(frame_tags(s, &s->frames[f]) | MD_TAG_KNOWN);
-    return c->ftags[f] & ~MD_TAG_KNOWN;
+    int mapped = c->files.cap != 0;
+    for (size_t f = 0; f < c->nframes; f++) {
+        const md_frame *fr = &s->frames[f];
+        uint64_t fb;
+        if (!mapped || !md_map_get(&c->files, fr->filename, &fb)) {
+            fb = file_bits(s, fr->filename);
+            mapped = mapped && !md_map_put(&c->files, fr->filename, fb);
+        }
+        c->ftags[f] = frame_tags(s, fr, (uint32_t)fb);
+    }
+}
+
+int md_stack_cache_new(md_stack_cache *c, const md_snapshot *s)
+{
+    memset(c, 0, sizeof *c);
+    c->n = s->nstacks;
+    c->nframes = s->nframes;
+    c->tags = calloc(c->n ? c->n : 1, sizeof *c->tags);
+    c->user = calloc(c->n ? c->n : 1, sizeof *c->user);
+    c->ftags = malloc((c->nframes ? c->nframes : 1) * sizeof *c->ftags);
+    if (!c->tags || !c->user || !c->ftags) {
+        md_stack_cache_free(c);
+        return -1;
+    }
+    if (md_map_init(&c->files, c->nframes < FILES_HINT ? c->nframes : FILES_HINT))
+        memset(&c->files, 0, sizeof c->files); /* per frame, then */
+    return 0;
+}
+
+void md_stack_cache_free(md_stack_cache *c)
+{
+    free(c->tags);
+    free(c->ftags);
+    free(c->user);
+    md_map_free(&c->files);
+    memset(c, 0, sizeof *c);
 }
 
 /* Phase a stack belongs to: the union of its frames' tags (optimizer
- * code, zero_grad, autograd backward, module forward, workspace). Frame
- * tags are cached too: stacks share most frames. Kept out of line: inlined,
- * its register saves were most of md_stack_tags' cost on every cache hit
- * (a trace's events ask once or twice each). */
+ * code, zero_grad, autograd backward, module forward, workspace). Kept out
+ * of line: inlined, its register saves were most of md_stack_tags' cost
+ * on every cache hit (a trace's events ask once or twice each). */
 __attribute__((noinline)) static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    const uint32_t *ft = c->ftags;
     unsigned tags = 0, outer_py = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned t = cached_frame_tags(c, s, ids[i]);
+        unsigned t = ft[ids[i]];
         tags |= t;
-        if (t & FT_PYTHON)
-            outer_py = t;
+        outer_py = t & FT_PYTHON ? t : outer_py;
     }
     if (outer_py & FT_FUNCTION_APPLY)
         tags |= MD_TAG_BACKWARD; /* the engine ran a custom function's backward */
@@ -340,9 +452,34 @@ const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_
     size_t n;
     const uint32_t *ids = md_snapshot_stack(s, stack, &n);
     for (size_t i = 0; i < n; i++)
-        if (cached_frame_tags(c, s, ids[i]) & FT_SCRIPT)
+        if (c->ftags[ids[i]] & FT_SCRIPT)
             return &s->frames[ids[i]];
     return NULL;
+}
+
+/* md_user_frame by the frames' tags: frame id + 1, or UINT32_MAX if none. */
+static uint32_t user_frame_by_tags(const md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+{
+    size_t n;
+    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    uint32_t generated = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t t = c->ftags[ids[i]];
+        if (t & FT_USER)
+            return ids[i] + 1;
+        if ((t & FT_GENERATED) && generated == UINT32_MAX)
+            generated = ids[i] + 1;
+    }
+    return generated;
+}
+
+const md_frame *md_stack_user_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
+{
+    if (stack >= c->n)
+        return md_user_frame(s, stack);
+    if (!c->user[stack])
+        c->user[stack] = user_frame_by_tags(c, s, stack);
+    return c->user[stack] == UINT32_MAX ? NULL : &s->frames[c->user[stack] - 1];
 }
 
 unsigned md_stack_tags_first(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
@@ -350,6 +487,24 @@ unsigned md_stack_tags_first(md_stack_cache *c, const md_snapshot *s, uint32_t s
     uint32_t t = (uint32_t)(classify(c, s, stack) | MD_TAG_KNOWN);
     c->tags[stack] = t;
     return t & ~MD_TAG_KNOWN;
+}
+
+/* Frames in stacks from which their classification outlasts a thread's
+ * start (~50 us): some 15 instructions each, and the frames' own tags. */
+#define DEAR_STACK_FRAMES 16384
+
+int md_stack_cache_dear(const md_snapshot *s)
+{
+    return s->nsframes >= DEAR_STACK_FRAMES;
+}
+
+void md_stack_cache_fill(md_stack_cache *c, const md_snapshot *s, int stacks)
+{
+    all_frame_tags(c, s);
+    for (uint32_t k = 1; stacks && k < c->n; k++) {
+        c->tags[k] = (uint32_t)(classify(c, s, k) | MD_TAG_KNOWN);
+        c->user[k] = user_frame_by_tags(c, s, k);
+    }
 }
 
 /* "torch/optim/adamw.py" -> "AdamW", from the file the optimizer runs in. */

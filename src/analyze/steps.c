@@ -1330,23 +1330,31 @@ static int zero_phase_lived(const md_analysis *a, long k, long i, long fr)
 
 int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_err *err)
 {
+    return md_analyze_with(s, r, NULL, out, err);
+}
+
+int md_analyze_with(const md_snapshot *s, const md_replay *r, md_stack_cache *cache,
+                    md_analysis **out, md_err *err)
+{
     md_analysis *a = calloc(1, sizeof *a);
     step_end *ends = NULL;
     step_src *lo = NULL;
     size_t cap = 0, n;
-    if (!a)
+    if (!a) {
+        if (cache)
+            md_stack_cache_free(cache);
         return md_err_set(err, MD_E_NOMEM, -1, "out of memory");
+    }
     a->s = s;
     a->r = r;
     a->ev = md_replay_events(r);
     a->n = md_replay_nevents(r);
-    a->cache.n = s->nstacks;
-    a->cache.tags = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.tags);
-    a->cache.nframes = s->nframes;
-    a->cache.ftags = calloc(s->nframes ? s->nframes : 1, sizeof *a->cache.ftags);
-    a->cache.user = calloc(s->nstacks ? s->nstacks : 1, sizeof *a->cache.user);
-    if (!a->cache.tags || !a->cache.ftags || !a->cache.user)
+    if (cache)
+        a->cache = *cache;
+    else if (md_stack_cache_new(&a->cache, s))
         goto nomem;
+    else
+        md_stack_cache_fill(&a->cache, s, 0);
     /* no history, no steps: a snapshot's annotations without its trace
      * gave steps whose every phase was the state when it was taken */
     a->history = md_snapshot_has_history(s, md_replay_device(r));
@@ -1418,9 +1426,7 @@ void md_analysis_free(md_analysis *a)
     free(a->state_addr);
     free(a->pre_fates);
     free(a->iters.steps);
-    free(a->cache.tags);
-    free(a->cache.ftags);
-    free(a->cache.user);
+    md_stack_cache_free(&a->cache);
     free(a->set_cat);
     free(a);
 }

@@ -59,6 +59,7 @@ typedef struct pool {
     int follow; /* FOLLOW_*: replay files while they are read, on a CPU of their own */
     int walks;  /* and where not, walk their traces for a reconstruction (walk_pays) */
     int rank_threads; /* threads building one file's ranks (its devices) */
+    size_t job_cpus;  /* the CPUs each file being read has */
     const off_t *plain; /* each job's plain_size, NULL: none known */
     const off_t *guess; /* and its plain bytes, guessed where compressed */
 } pool;
@@ -76,6 +77,7 @@ typedef struct rank_builds {
     atomic_size_t next;
     md_pass *first; /* for devices[0], the pass made while reading */
     const md_err *err0; /* each rank's error starts as this */
+    int aside; /* each rank's stacks classified on a thread of its own */
 } rank_builds;
 
 static void *build_some(void *arg)
@@ -85,7 +87,7 @@ static void *build_some(void *arg)
         md_pass *pass = k == 0 ? B->first : NULL;
         B->errs[k] = *B->err0; /* the file's name, for the message */
         B->failed[k] = md_rank_build_with(&B->ranks[k], B->s, B->dev[k], B->rank, pass,
-                                          &B->errs[k]) != 0;
+                                          B->aside, &B->errs[k]) != 0;
     }
     return NULL;
 }
@@ -130,8 +132,9 @@ static size_t devices_with_data(const md_snapshot *s, int maxdev, int *dev)
 /* A rank for each device that holds data. A file is one process: its
  * devices share its rank, taken from the file name ("rank3") when it has
  * one, else the number of its first device. threads: how many may build
- * them at once. */
-static int build_ranks(cli_snap_job *j, md_pass *first, int threads)
+ * them at once; cpus: the CPUs this file has (each rank being built takes
+ * a second one for its stacks where there are enough). */
+static int build_ranks(cli_snap_job *j, md_pass *first, int threads, size_t cpus)
 {
     const md_snapshot *s = j->snap;
     int named = md_rank_from_name(j->path), maxdev = md_snapshot_ndevices(s) - 1;
@@ -153,8 +156,9 @@ static int build_ranks(cli_snap_job *j, md_pass *first, int threads)
     size_t n = devices_with_data(s, maxdev, dev);
     /* the pass made while reading covers the first device with events, if
      * any (md_replay_run_with checks) */
+    size_t at_once = n < (size_t)threads ? n : (size_t)threads;
     rank_builds B = {s, j->ranks, dev, named >= 0 ? named : n ? dev[0] : 0, errs, failed, n, 0,
-                     first, &j->err};
+                     first, &j->err, cpus >= 2 * at_once};
     if (n && build_all(&B, threads, &j->err)) {
         rc = -1;
         goto out;
@@ -265,7 +269,7 @@ static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow,
  * (model/follow.c), else walk it for a reconstruction where that pays
  * (walk_pays); plain: the file's plain_size, guess its plain bytes */
 static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int walks,
-                    off_t plain, off_t guess, int threads)
+                    off_t plain, off_t guess, int threads, size_t cpus)
 {
     md_load_opts o = *opts;
     int pass = passes(follow, plain);
@@ -281,7 +285,7 @@ static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int w
         return;
     }
     md_err_file(&j->err, j->path); /* the file's name in build_ranks' errors */
-    j->failed = build_ranks(j, md_follow_finish(f), threads) != 0;
+    j->failed = build_ranks(j, md_follow_finish(f), threads, cpus) != 0;
     md_follow_free(f);
 }
 
@@ -302,7 +306,7 @@ static void *worker(void *arg)
         if (i >= P->n || i > atomic_load(&P->failed))
             return NULL;
         run_job(&P->jobs[i], &P->opts, P->follow, P->walks, P->plain ? P->plain[i] : -1,
-                P->guess ? P->guess[i] : -1, P->rank_threads);
+                P->guess ? P->guess[i] : -1, P->rank_threads, P->job_cpus);
         if (P->jobs[i].failed)
             note_failed(&P->failed, i);
     }
@@ -390,7 +394,8 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
         plain[i] = plain_size(jobs[i].path, &guess[i]);
     int spare = 2 * nw <= cpus;
     pool P = {jobs, n, 0, n, {.read_ahead = spare}, spare ? follow : 0,
-              follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1, plain, guess};
+              follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1, nw ? cpus / nw : cpus,
+              plain, guess};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* where page faults are dear, the heap goes on huge pages, a small

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
+#include "../analyze/analyze.h"
 #include "../model/model.h"
+#include "../util/thread.h"
 
 int md_rank_from_name(const char *path)
 {
@@ -127,11 +129,49 @@ const char *md_rank_peak_where(const md_rank *rk, char *dst, size_t n)
 
 int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err)
 {
-    return md_rank_build_with(rk, s, device, rank, NULL, err);
+    return md_rank_build_with(rk, s, device, rank, NULL, 0, err);
+}
+
+/* The stacks classified on a thread of their own while the trace is
+ * replayed: the analysis asks every event's stack its phase, and the
+ * frames' names and files take searches (a synthetic 10 000-entry trace:
+ * 2 672 stacks of 34 frames, 1.6 M instructions beside the replay's 2.2 M). */
+typedef struct aside {
+    md_stack_cache c;
+    const md_snapshot *s;
+    pthread_t tid;
+    int have, running;
+} aside;
+
+static void *aside_main(void *arg)
+{
+    aside *a = arg;
+    md_stack_cache_fill(&a->c, a->s, 1);
+    return NULL;
+}
+
+/* The cache's arrays are made here, so the thread allocates nothing
+ * (a thread's first malloc makes it an arena of its own). */
+static void aside_start(aside *a, const md_snapshot *s, int on)
+{
+    a->s = s;
+    a->have = on && md_stack_cache_dear(s) && !md_stack_cache_new(&a->c, s);
+    a->running = a->have && !md_thread_start(&a->tid, aside_main, a, MD_STACK_HELPER);
+    if (a->have && !a->running)
+        md_stack_cache_fill(&a->c, s, 0); /* the rest as the analysis asks */
+}
+
+/* The cache for md_analyze_with once the thread is done (NULL: none). */
+static md_stack_cache *aside_finish(aside *a)
+{
+    if (a->running)
+        pthread_join(a->tid, NULL);
+    a->running = 0;
+    return a->have ? &a->c : NULL;
 }
 
 int md_rank_build_with(md_rank *rk, const md_snapshot *s, int device, int rank, md_pass *first,
-                       md_err *err)
+                       int classify_aside, md_err *err)
 {
     memset(rk, 0, sizeof *rk);
     rk->path = md_snapshot_path(s);
@@ -140,9 +180,14 @@ int md_rank_build_with(md_rank *rk, const md_snapshot *s, int device, int rank, 
     rk->rank = rank;
     md_snapshot_events(s, device, &rk->nevents);
     rk->history = md_snapshot_has_history(s, device);
+    aside as;
+    aside_start(&as, s, classify_aside);
     int rc = md_replay_run_with(s, device, first, &rk->r, err);
+    md_stack_cache *cache = aside_finish(&as);
     if (!rc)
-        rc = md_analyze(s, rk->r, &rk->a, err);
+        rc = md_analyze_with(s, rk->r, cache, &rk->a, err);
+    else if (cache)
+        md_stack_cache_free(cache);
     if (!rc)
         rc = md_sites_at(rk->a, md_analysis_peak_index(rk->a), &rk->sites, &rk->nsites,
                          rk->by_cat, err);

@@ -46,10 +46,11 @@ typedef struct md_rank {
 /* Builds the facts for one device of a snapshot. */
 int md_rank_build(md_rank *rk, const md_snapshot *s, int device, int rank, md_err *err);
 /* Same, taking over a replay pass made while the snapshot was read (NULL:
- * none; see md_replay_run_with). */
+ * none; see md_replay_run_with); classify_aside: the stacks are classified
+ * on a thread of its own while the trace is replayed (a CPU is free). */
 typedef struct md_pass md_pass;
 int md_rank_build_with(md_rank *rk, const md_snapshot *s, int device, int rank, md_pass *first,
-                       md_err *err);
+                       int classify_aside, md_err *err);
 void md_rank_free(md_rank *rk);
 /* A rank of the job: its process's own device, not a helper's. */
 int md_rank_is_rank(const md_rank *rk);

@@ -5,7 +5,8 @@
  * name (a C++ frame's name is a signature of ~230 characters): near misses,
  * which hold a part but not a word, must stay untagged. One allocation per
  * name in tests/data/synthetic/frame_words.pickle (tests/gen/frame_words.py,
- * the same names in the same order). */
+ * the same names in the same order). And every stack of every fixture
+ * classified up front as one at a time (test_classified_ahead). */
 #include "testutil.h"
 #include "analyze/analyze.h"
 #include "snapshot/snapshot_int.h"
@@ -55,10 +56,9 @@ static void test_cpp_frame_names(void **st)
     const md_event *ev = md_snapshot_events(s, 0, &n);
     size_t ncases = sizeof cases / sizeof cases[0];
     assert_int_equal(n, ncases);
-    md_stack_cache c = {calloc(s->nstacks, sizeof(uint32_t)), s->nstacks,
-                        calloc(s->nframes, sizeof(uint32_t)), s->nframes,
-                        calloc(s->nstacks, sizeof(uint32_t))};
-    assert_true(c.tags && c.ftags && c.user);
+    md_stack_cache c;
+    assert_int_equal(md_stack_cache_new(&c, s), 0);
+    md_stack_cache_fill(&c, s, 0);
     for (size_t i = 0; i < n; i++) {
         size_t nf;
         const uint32_t *ids = md_snapshot_stack(s, ev[i].stack, &nf);
@@ -71,16 +71,64 @@ static void test_cpp_frame_names(void **st)
             fail_msg("%s: tags %#x, must have %#x and not %#x", name, t, cases[i].must,
                      cases[i].must_not);
     }
-    free(c.tags);
-    free(c.ftags);
-    free(c.user);
+    md_stack_cache_free(&c);
     md_snapshot_free(s);
+}
+
+typedef struct aside_tally {
+    size_t files, stacks, tagged, users;
+} aside_tally;
+
+/* One snapshot: every stack classified up front (md_stack_cache_fill with
+ * stacks, as the thread beside the replay does) gives what the analysis
+ * asking stack by stack gives, and the user frame md_user_frame finds by
+ * its own searches of each frame's file. */
+static void classified_alike(const char *path, void *ctx)
+{
+    aside_tally *t = ctx;
+    md_snapshot *s;
+    md_err e;
+    if (md_snapshot_load(path, &s, &e))
+        return; /* the hostile inputs */
+    md_stack_cache ahead, asked;
+    assert_int_equal(md_stack_cache_new(&ahead, s), 0);
+    assert_int_equal(md_stack_cache_new(&asked, s), 0);
+    md_stack_cache_fill(&ahead, s, 1);
+    md_stack_cache_fill(&asked, s, 0);
+    for (uint32_t k = 1; k < s->nstacks; k++) {
+        unsigned a = md_stack_tags(&ahead, s, k), b = md_stack_tags(&asked, s, k);
+        const md_frame *direct = md_user_frame(s, k);
+        if (a != b || md_stack_user_frame(&ahead, s, k) != direct ||
+            md_stack_user_frame(&asked, s, k) != direct)
+            fail_msg("%s: stack %u: tags %#x ahead, %#x asked; user frames differ: %d", path, k,
+                     a, b, md_stack_user_frame(&ahead, s, k) != direct);
+        t->tagged += a != 0;
+        t->users += direct != NULL;
+    }
+    t->stacks += s->nstacks;
+    t->files++;
+    md_stack_cache_free(&ahead);
+    md_stack_cache_free(&asked);
+    md_snapshot_free(s);
+}
+
+static void test_classified_ahead(void **st)
+{
+    (void)st;
+    char root[1024];
+    aside_tally t = {0};
+    each_snapshot(data_path("", root, sizeof root), classified_alike, &t);
+    /* the fixtures' stacks: most in some phase, most with a user frame */
+    assert_true(t.files > 300);
+    assert_true(t.tagged > t.stacks / 4);
+    assert_true(t.users > t.stacks / 4);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpp_frame_names),
+        cmocka_unit_test(test_classified_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
