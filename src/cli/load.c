@@ -60,6 +60,7 @@ typedef struct pool {
     int walks;  /* and where not, walk their traces for a reconstruction (walk_pays) */
     int rank_threads; /* threads building one file's ranks (its devices) */
     size_t job_cpus;  /* the CPUs each file being read has */
+    int aside;        /* stacks classified aside: -1 where CPUs allow, 0 never, 1 always */
     const off_t *plain; /* each job's plain_size, NULL: none known */
     const off_t *guess; /* and its plain bytes, guessed where compressed */
 } pool;
@@ -134,7 +135,7 @@ static size_t devices_with_data(const md_snapshot *s, int maxdev, int *dev)
  * one, else the number of its first device. threads: how many may build
  * them at once; cpus: the CPUs this file has (each rank being built takes
  * a second one for its stacks where there are enough). */
-static int build_ranks(cli_snap_job *j, md_pass *first, int threads, size_t cpus)
+static int build_ranks(cli_snap_job *j, md_pass *first, int threads, size_t cpus, int aside)
 {
     const md_snapshot *s = j->snap;
     int named = md_rank_from_name(j->path), maxdev = md_snapshot_ndevices(s) - 1;
@@ -156,9 +157,13 @@ static int build_ranks(cli_snap_job *j, md_pass *first, int threads, size_t cpus
     size_t n = devices_with_data(s, maxdev, dev);
     /* the pass made while reading covers the first device with events, if
      * any (md_replay_run_with checks) */
+    /* each rank being built classifies its stacks on a CPU of its own
+     * where the file has three a rank (as the walk, walk_pays): on this
+     * 2-CPU guest the thread cost more than it took off (synthetic-10000
+     * 3.33 -> 3.45 ms, its idle vCPU slow to wake) */
     size_t at_once = n < (size_t)threads ? n : (size_t)threads;
     rank_builds B = {s, j->ranks, dev, named >= 0 ? named : n ? dev[0] : 0, errs, failed, n, 0,
-                     first, &j->err, cpus >= 2 * at_once};
+                     first, &j->err, aside >= 0 ? aside : cpus >= 3 * at_once};
     if (n && build_all(&B, threads, &j->err)) {
         rc = -1;
         goto out;
@@ -269,7 +274,7 @@ static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow,
  * (model/follow.c), else walk it for a reconstruction where that pays
  * (walk_pays); plain: the file's plain_size, guess its plain bytes */
 static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int walks,
-                    off_t plain, off_t guess, int threads, size_t cpus)
+                    off_t plain, off_t guess, int threads, size_t cpus, int aside)
 {
     md_load_opts o = *opts;
     int pass = passes(follow, plain);
@@ -285,7 +290,7 @@ static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int w
         return;
     }
     md_err_file(&j->err, j->path); /* the file's name in build_ranks' errors */
-    j->failed = build_ranks(j, md_follow_finish(f), threads, cpus) != 0;
+    j->failed = build_ranks(j, md_follow_finish(f), threads, cpus, aside) != 0;
     md_follow_free(f);
 }
 
@@ -306,7 +311,7 @@ static void *worker(void *arg)
         if (i >= P->n || i > atomic_load(&P->failed))
             return NULL;
         run_job(&P->jobs[i], &P->opts, P->follow, P->walks, P->plain ? P->plain[i] : -1,
-                P->guess ? P->guess[i] : -1, P->rank_threads, P->job_cpus);
+                P->guess ? P->guess[i] : -1, P->rank_threads, P->job_cpus, P->aside);
         if (P->jobs[i].failed)
             note_failed(&P->failed, i);
     }
@@ -320,6 +325,15 @@ static size_t cpu_count(void)
     const char *env = getenv("MEMDIAG_THREADS");
     long cpus = env && atol(env) > 0 ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 0 ? (size_t)cpus : 1;
+}
+
+/* MEMDIAG_ASIDE: 0 never classifies a rank's stacks on a thread beside its
+ * replay, 1 always (where they are worth it: md_stack_cache_dear), unset:
+ * where the file has three CPUs a rank being built (build_ranks). */
+static int aside_mode(void)
+{
+    const char *env = getenv("MEMDIAG_ASIDE");
+    return env && *env ? strcmp(env, "0") != 0 : -1;
 }
 
 /* The plain bytes of these files (plain_size's guesses); SIZE_MAX where
@@ -395,7 +409,7 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     int spare = 2 * nw <= cpus;
     pool P = {jobs, n, 0, n, {.read_ahead = spare}, spare ? follow : 0,
               follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1, nw ? cpus / nw : cpus,
-              plain, guess};
+              aside_mode(), plain, guess};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* where page faults are dear, the heap goes on huge pages, a small

@@ -9,7 +9,8 @@
 #        bench/out/shared
 # Results in $OUT: host.txt, ab.txt (bench/ab.py, min / median ms of each
 # build), pair.txt (bench/pair.py: each build against pickle.load, the
-# median speedup and its range).
+# median speedup and its range). VARIANT (e.g. VARIANT=MEMDIAG_ASIDE=0): the
+# new build under that environment too, in ab.txt.
 set -u
 OUT=${OUT:?set OUT}
 A=bench/out/md-old B=bench/out/md-new
@@ -29,7 +30,11 @@ files="big_gamma synthetic-100000 hf-qwen2-ring stateonly-bare-8 synthetic-10000
 for f in $files; do
     F=bench/out/$f.pickle
     echo "== $f $(stat -c %s "$F")"
-    python3 bench/ab.py 15 "$A summary $F" "$B summary $F"
+    if [ -n "${VARIANT:-}" ]; then
+        python3 bench/ab.py 15 "$A summary $F" "$B summary $F" "$VARIANT $B summary $F"
+    else
+        python3 bench/ab.py 15 "$A summary $F" "$B summary $F"
+    fi
 done >"$OUT/ab.txt" 2>&1
 for f in $files; do
     F=bench/out/$f.pickle
