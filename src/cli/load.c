@@ -156,11 +156,10 @@ static int build_ranks(cli_snap_job *j, md_pass *first, int threads, size_t cpus
     }
     size_t n = devices_with_data(s, maxdev, dev);
     /* the pass made while reading covers the first device with events, if
-     * any (md_replay_run_with checks) */
-    /* each rank being built classifies its stacks on a CPU of its own
-     * where the file has three a rank (as the walk, walk_pays): on this
-     * 2-CPU guest the thread cost more than it took off (synthetic-10000
-     * 3.33 -> 3.45 ms, its idle vCPU slow to wake) */
+     * any (md_replay_run_with checks); each rank being built classifies its
+     * stacks on a CPU of its own where the file has three CPUs for each (as
+     * for the walk, walk_pays): on a 2-CPU VM the thread cost more than it
+     * took off (synthetic-10000 3.33 -> 3.45 ms, its idle vCPU slow to wake) */
     size_t at_once = n < (size_t)threads ? n : (size_t)threads;
     rank_builds B = {s, j->ranks, dev, named >= 0 ? named : n ? dev[0] : 0, errs, failed, n, 0,
                      first, &j->err, aside >= 0 ? aside : cpus >= 3 * at_once};
@@ -408,8 +407,8 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
         plain[i] = plain_size(jobs[i].path, &guess[i]);
     int spare = 2 * nw <= cpus;
     pool P = {jobs, n, 0, n, {.read_ahead = spare}, spare ? follow : 0,
-              follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1, nw ? cpus / nw : cpus,
-              aside_mode(), plain, guess};
+              follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1,
+              nw ? cpus / nw : cpus, aside_mode(), plain, guess};
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* where page faults are dear, the heap goes on huge pages, a small
