@@ -10,7 +10,8 @@
 # Results in $OUT: host.txt, ab.txt (bench/ab.py, min / median ms of each
 # build), pair.txt (bench/pair.py: each build against pickle.load, the
 # median speedup and its range). VARIANT (e.g. VARIANT=MEMDIAG_ASIDE=0): the
-# new build under that environment too, in ab.txt.
+# new build under that environment too, in ab.txt. FILES: the bench files to
+# time (default all seven).
 set -u
 OUT=${OUT:?set OUT}
 A=bench/out/md-old B=bench/out/md-new
@@ -26,7 +27,7 @@ done
 python3 bench/gen_snapshot.py 10000 bench/out/synthetic-10000.pickle >/dev/null
 python3 bench/gen_snapshot.py 100000 bench/out/synthetic-100000.pickle >/dev/null
 python3 bench/state_heavy.py --bare bench/out/big_gamma.pickle bench/out/stateonly-bare-8.pickle 8 >/dev/null
-files="big_gamma synthetic-100000 hf-qwen2-ring stateonly-bare-8 synthetic-10000 big_beta_all hf-llama-all"
+files=${FILES:-"big_gamma synthetic-100000 hf-qwen2-ring stateonly-bare-8 synthetic-10000 big_beta_all hf-llama-all"}
 for f in $files; do
     F=bench/out/$f.pickle
     echo "== $f $(stat -c %s "$F")"
