@@ -99,7 +99,6 @@ const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
     return generated;
 }
 
-
 static int name_is(const md_snapshot *s, const md_frame *f, const char *name)
 {
     return !strcmp(md_strtab_get(&s->strs, f->name), name);
@@ -399,6 +398,7 @@ static void all_frame_tags(md_stack_cache *c, const md_snapshot *s)
         }
         c->ftags[f] = frame_tags(s, fr, (uint32_t)fb);
     }
+    md_map_free(&c->files); /* its work is done */
 }
 
 int md_stack_cache_new(md_stack_cache *c, const md_snapshot *s)

@@ -269,15 +269,16 @@ static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow,
     return faults_dear(dear);
 }
 
-/* follow (FOLLOW_*): replay the trace on another thread as it is read
- * (model/follow.c), else walk it for a reconstruction where that pays
- * (walk_pays); plain: the file's plain_size, guess its plain bytes */
-static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int walks,
-                    off_t plain, off_t guess, int threads, size_t cpus, int aside)
+/* Job i of P: its file read, its trace replayed on another thread as it is
+ * read where P->follow says (model/follow.c), else walked for a
+ * reconstruction where that pays (walk_pays), then its ranks built. */
+static void run_job(const pool *P, size_t i)
 {
-    md_load_opts o = *opts;
-    int pass = passes(follow, plain);
-    int walk = !pass && walk_pays(walks, follow, guess);
+    cli_snap_job *j = &P->jobs[i];
+    off_t plain = P->plain ? P->plain[i] : -1, guess = P->guess ? P->guess[i] : -1;
+    md_load_opts o = P->opts;
+    int pass = passes(P->follow, plain);
+    int walk = !pass && walk_pays(P->walks, P->follow, guess);
     md_follow *f = pass || walk ? md_follow_start(walk) : NULL;
     if (f)
         o.on_events = md_follow_events, o.events_ctx = f;
@@ -289,7 +290,7 @@ static void run_job(cli_snap_job *j, const md_load_opts *opts, int follow, int w
         return;
     }
     md_err_file(&j->err, j->path); /* the file's name in build_ranks' errors */
-    j->failed = build_ranks(j, md_follow_finish(f), threads, cpus, aside) != 0;
+    j->failed = build_ranks(j, md_follow_finish(f), P->rank_threads, P->job_cpus, P->aside) != 0;
     md_follow_free(f);
 }
 
@@ -309,8 +310,7 @@ static void *worker(void *arg)
         /* a job after a failed one would not be reported: not started */
         if (i >= P->n || i > atomic_load(&P->failed))
             return NULL;
-        run_job(&P->jobs[i], &P->opts, P->follow, P->walks, P->plain ? P->plain[i] : -1,
-                P->guess ? P->guess[i] : -1, P->rank_threads, P->job_cpus, P->aside);
+        run_job(P, i);
         if (P->jobs[i].failed)
             note_failed(&P->failed, i);
     }
