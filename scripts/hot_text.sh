@@ -65,6 +65,10 @@ if ! ls "$TR"/trace.* >/dev/null 2>&1; then
             [ $((n % 2)) -eq 1 ] || wait
         done
     done
+    # and the threads beside the replay and analysis (stacks classified,
+    # live sets probed), which hosts of three CPUs a file start: their
+    # start's code and constants (merged with others' alike) are hot there
+    MEMDIAG_ASIDE=1 MEMDIAG_THREADS=4 trace summary "$T/synthetic.pickle" >"$TR/trace.aside"
     wait
 fi
 : >"$T/also"

@@ -74,6 +74,28 @@ int md_stack_cache_dear(const md_snapshot *s);
 int md_analyze_with(const md_snapshot *s, const md_replay *r, md_stack_cache *cache,
                     md_analysis **out, md_err *err);
 
+/* Live sets a caller fetches ahead, on a thread of its own while the
+ * analysis finds the steps: md_replay_probe of the moments every report
+ * looks at that are known once the trace is replayed (its peak and the
+ * peak of reserved memory; md_lives_ahead_indices). wait() is called
+ * before any is read; the analysis takes the sets it wants (live[j] then
+ * NULL) and leaves the rest, and a failed probe (failed), to the caller. */
+#define MD_AHEAD_MAX 2
+typedef struct md_lives_ahead {
+    void (*wait)(struct md_lives_ahead *);
+    size_t k;
+    long idx[MD_AHEAD_MAX]; /* ascending */
+    md_live *live[MD_AHEAD_MAX];
+    size_t n[MD_AHEAD_MAX];
+    md_cache_state cs[MD_AHEAD_MAX];
+    int failed;
+} md_lives_ahead;
+/* The moments of r worth fetching ahead into idx, ascending; their count. */
+size_t md_lives_ahead_indices(const md_replay *r, long idx[MD_AHEAD_MAX]);
+/* md_analyze_with, taking live sets from ahead (NULL: none). */
+int md_analyze_ahead(const md_snapshot *s, const md_replay *r, md_stack_cache *cache,
+                     md_lives_ahead *ahead, md_analysis **out, md_err *err);
+
 /* The innermost frame of the user's own script (not torch, the standard
  * library or an installed package), or NULL. */
 const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack);

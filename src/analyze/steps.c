@@ -821,9 +821,44 @@ long md_analysis_peak_index(const md_analysis *a)
     return a->peak_index;
 }
 
+/* The moments the caller may fetch ahead: those prefetch_lives wants that
+ * are known once the trace is replayed, other than its end (the final
+ * state, copied). Where the history began inside a step the peak reported
+ * may move (peak_moment), and that one is then fetched here. */
+size_t md_lives_ahead_indices(const md_replay *r, long idx[MD_AHEAD_MAX])
+{
+    long n = (long)md_replay_nevents(r), at[2] = {md_replay_peak_index(r),
+                                                   md_replay_peak_reserved_index(r)};
+    size_t k = 0;
+    qsort(at, 2, sizeof *at, cmp_long);
+    for (size_t i = 0; i < 2; i++)
+        if (at[i] >= 0 && at[i] < n - 1 && (!k || at[i] != idx[k - 1]))
+            idx[k++] = at[i];
+    return k;
+}
+
+/* Where ahead fetched the live set at index, its slot, else -1. */
+static int ahead_slot(const md_lives_ahead *ahead, long index)
+{
+    for (size_t j = 0; ahead && !ahead->failed && j < ahead->k; j++)
+        if (ahead->idx[j] == index && ahead->live[j])
+            return (int)j;
+    return -1;
+}
+
+/* A live set fetched for index into a slot, categorized. */
+static void keep_live(md_analysis *a, long index, md_live *live, size_t n, const md_cache_state *cs)
+{
+    md_live_set *ls = take_slot(a);
+    ls->index = index;
+    ls->live = live, ls->n = n, ls->cache = *cs;
+    categorize_set(a, ls);
+}
+
 /* One replay for the points every report needs: the peak, the end of the
- * last step, the end of the trace, and where reserved memory peaked. */
-static void prefetch_lives(md_analysis *a)
+ * last step, the end of the trace, and where reserved memory peaked; less
+ * those fetched already (the held set, and ahead's). */
+static void prefetch_lives(md_analysis *a, md_lives_ahead *ahead)
 {
     long idx[4];
     size_t k = 0;
@@ -837,33 +872,38 @@ static void prefetch_lives(md_analysis *a)
     qsort(idx, k, sizeof *idx, cmp_long);
     size_t u = 0;
     for (size_t i = 0; i < k; i++)
-        if (!u || idx[i] != idx[u - 1])
+        if ((!u || idx[i] != idx[u - 1]) && (!a->held.valid || idx[i] != a->held.index))
             idx[u++] = idx[i];
-    md_live *live[4];
-    size_t nlive[4];
-    md_cache_state cs[4];
-    md_err e;
-    if (a->held.valid) { /* fetched already: its place taken from the batch */
-        size_t k2 = 0;
-        for (size_t i = 0; i < u; i++)
-            if (idx[i] != a->held.index)
-                idx[k2++] = idx[i];
+    if (a->held.valid) { /* fetched already */
         md_live_set *ls = take_slot(a);
         *ls = a->held;
         ls->valid = 0;
         memset(&a->held, 0, sizeof a->held);
         categorize_set(a, ls);
-        u = k2;
     }
-    if (md_replay_probe(a->r, idx, u, live, nlive, cs, &e))
+    if (ahead)
+        ahead->wait(ahead);
+    long want[4];
+    int from[4];
+    size_t nw = 0;
+    for (size_t i = 0; i < u; i++)
+        if ((from[i] = ahead_slot(ahead, idx[i])) < 0)
+            want[nw++] = idx[i];
+    md_live *live[4];
+    size_t nlive[4];
+    md_cache_state cs[4];
+    md_err e;
+    if (nw && md_replay_probe(a->r, want, nw, live, nlive, cs, &e))
         return; /* the lazy path will compute them one by one */
-    for (size_t i = 0; i < u; i++) {
-        md_live_set *ls = take_slot(a);
-        ls->index = idx[i];
-        ls->live = live[i];
-        ls->n = nlive[i];
-        ls->cache = cs[i];
-        categorize_set(a, ls);
+    for (size_t i = 0, b = 0; i < u; i++) {
+        int j = from[i];
+        if (j >= 0) {
+            keep_live(a, idx[i], ahead->live[j], ahead->n[j], &ahead->cs[j]);
+            ahead->live[j] = NULL; /* the analysis' now */
+        } else {
+            keep_live(a, idx[i], live[b], nlive[b], &cs[b]);
+            b++;
+        }
     }
 }
 
@@ -1336,6 +1376,12 @@ int md_analyze(const md_snapshot *s, const md_replay *r, md_analysis **out, md_e
 int md_analyze_with(const md_snapshot *s, const md_replay *r, md_stack_cache *cache,
                     md_analysis **out, md_err *err)
 {
+    return md_analyze_ahead(s, r, cache, NULL, out, err);
+}
+
+int md_analyze_ahead(const md_snapshot *s, const md_replay *r, md_stack_cache *cache,
+                     md_lives_ahead *ahead, md_analysis **out, md_err *err)
+{
     md_analysis *a = calloc(1, sizeof *a);
     step_end *ends = NULL;
     step_src *lo = NULL;
@@ -1401,7 +1447,7 @@ int md_analyze_with(const md_snapshot *s, const md_replay *r, md_stack_cache *ca
                   : md_find_calls(s, &a->cache, a->ev, a->n, &a->iters))
         goto nomem_after;
     indicators(a);
-    prefetch_lives(a);
+    prefetch_lives(a, ahead);
     *out = a;
     return MD_OK;
 nomem:

@@ -10,7 +10,7 @@ builds) passes only if it is not the static CLI."""
 import subprocess
 import sys
 
-HOT = ["rec_fast", "replay_run", "md_analyze_with", "classify", "malloc",
+HOT = ["rec_fast", "replay_run", "md_analyze_ahead", "classify", "malloc",
        "__vfprintf_internal", "cmd_summary"]
 
 

@@ -10,8 +10,9 @@
 # Results in $OUT: host.txt, ab.txt (bench/ab.py, min / median ms of each
 # build), pair.txt (bench/pair.py: each build against pickle.load, the
 # median speedup and its range). VARIANT (e.g. VARIANT=MEMDIAG_ASIDE=0): the
-# new build under that environment too, in ab.txt. FILES: the bench files to
-# time (default all seven).
+# new build under that environment too, in ab.txt; several, separated by
+# "|" (VARIANT="MEMDIAG_ASIDE=0|MEMDIAG_FOLLOW=walk"). FILES: the bench
+# files to time (default all seven).
 set -u
 OUT=${OUT:?set OUT}
 A=bench/out/md-old B=bench/out/md-new
@@ -31,11 +32,14 @@ files=${FILES:-"big_gamma synthetic-100000 hf-qwen2-ring stateonly-bare-8 synthe
 for f in $files; do
     F=bench/out/$f.pickle
     echo "== $f $(stat -c %s "$F")"
-    if [ -n "${VARIANT:-}" ]; then
-        python3 bench/ab.py 15 "$A summary $F" "$B summary $F" "$VARIANT $B summary $F"
-    else
-        python3 bench/ab.py 15 "$A summary $F" "$B summary $F"
-    fi
+    set -- "$A summary $F" "$B summary $F"
+    rest=${VARIANT:-}
+    while [ -n "$rest" ]; do
+        v=${rest%%|*}
+        set -- "$@" "$v $B summary $F"
+        [ "$v" = "$rest" ] && rest= || rest=${rest#*|}
+    done
+    python3 bench/ab.py 15 "$@"
 done >"$OUT/ab.txt" 2>&1
 for f in $files; do
     F=bench/out/$f.pickle

@@ -1,0 +1,122 @@
+/* test_ahead.c - live sets fetched ahead of the analysis (on a thread of
+ * the caller's, md_lives_ahead) give what the analysis fetches itself:
+ * every fixture's first device with events, replayed, analysed once alone
+ * and once with the replay's peak and peak of reserved memory probed
+ * beforehand (here on this thread, as the thread would). The analysis must
+ * take the sets it wants, leave the others, and give the same live sets,
+ * categories and cache states at those moments; a failed fetch is left
+ * alone and changes nothing. */
+#include "testutil.h"
+#include "analyze/analyze.h"
+#include "model/model.h"
+
+typedef struct tally {
+    size_t files, taken, left;
+} tally;
+
+typedef struct counted {
+    md_lives_ahead pub; /* first: wait() is handed it */
+    size_t waits;
+} counted;
+
+static void count_wait(md_lives_ahead *a)
+{
+    ((counted *)a)->waits++;
+}
+
+static void same_set(const char *path, long index, const md_live_set *x, const md_live_set *y)
+{
+    if (!x || !y || x->n != y->n || memcmp(&x->cache, &y->cache, sizeof x->cache))
+        fail_msg("%s: the live set at %ld differs (%zu / %zu blocks)", path, index,
+                 x ? x->n : 0, y ? y->n : 0);
+    for (size_t i = 0; i < x->n; i++) {
+        const md_live *a = &x->live[i], *b = &y->live[i];
+        if (a->addr != b->addr || a->block_size != b->block_size ||
+            a->requested != b->requested || a->alloc_index != b->alloc_index ||
+            a->stack != b->stack || a->category != b->category)
+            fail_msg("%s: at %ld, block %zu differs", path, index, i);
+    }
+}
+
+/* The analysis of r with sets fetched ahead (failed: a fetch that failed),
+ * held to alone's at those moments. */
+static void analysed_alike(const char *path, const md_snapshot *s, const md_replay *r,
+                           const md_analysis *alone, int failed, tally *t)
+{
+    counted c = {.pub = {.wait = count_wait}};
+    md_lives_ahead *ah = &c.pub;
+    md_err e;
+    md_analysis *a;
+    if (!(ah->k = md_lives_ahead_indices(r, ah->idx)))
+        return;
+    for (size_t j = 1; j < ah->k; j++)
+        assert_true(ah->idx[j] > ah->idx[j - 1]);
+    assert_int_equal(md_replay_probe(r, ah->idx, ah->k, ah->live, ah->n, ah->cs, &e), 0);
+    ah->failed = failed;
+    assert_int_equal(md_analyze_ahead(s, r, NULL, ah, &a, &e), 0);
+    assert_int_equal(c.waits, 1);
+    for (size_t j = 0; j < ah->k; j++) {
+        long index = ah->idx[j];
+        int wanted = index == md_analysis_peak_index(a) ||
+                     index == md_replay_peak_reserved_index(r);
+        if (failed || !wanted || !ah->n[j]) { /* an empty set is fetched again */
+            if (ah->n[j] && !ah->live[j])
+                fail_msg("%s: the set at %ld taken, failed %d", path, index, failed);
+            t->left++;
+        } else if (ah->live[j]) {
+            fail_msg("%s: the set at %ld, wanted, was not taken", path, index);
+        } else {
+            t->taken++;
+        }
+        same_set(path, index, md_analysis_live(a, index), md_analysis_live(alone, index));
+        free(ah->live[j]);
+    }
+    md_analysis_free(a);
+}
+
+static void each_file(const char *path, void *ctx)
+{
+    tally *t = ctx;
+    md_snapshot *s;
+    md_err e;
+    if (md_snapshot_load(path, &s, &e))
+        return; /* the hostile inputs */
+    int dev = -1;
+    for (int d = 0; d < md_snapshot_ndevices(s) && dev < 0; d++) {
+        size_t n;
+        if (md_snapshot_events(s, d, &n) && n)
+            dev = d;
+    }
+    md_replay *r;
+    md_analysis *alone;
+    if (dev < 0 || md_replay_run(s, dev, &r, &e)) {
+        md_snapshot_free(s);
+        return;
+    }
+    assert_int_equal(md_analyze(s, r, &alone, &e), 0);
+    analysed_alike(path, s, r, alone, 0, t);
+    analysed_alike(path, s, r, alone, 1, t);
+    t->files++;
+    md_analysis_free(alone);
+    md_replay_free(r);
+    md_snapshot_free(s);
+}
+
+static void test_lives_fetched_ahead(void **st)
+{
+    (void)st;
+    char root[1024];
+    tally t = {0};
+    each_snapshot(data_path("", root, sizeof root), each_file, &t);
+    assert_true(t.files > 200);
+    assert_true(t.taken > t.files / 2); /* the peak's set, at least, nearly everywhere */
+    assert_true(t.left >= t.files);     /* every failed fetch */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lives_fetched_ahead),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
