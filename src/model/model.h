@@ -21,6 +21,10 @@ long md_replay_peak_reserved_index(const md_replay *r);
 /* 1 where the trace did not explain the final state from an empty start,
  * so the state before its first event was reconstructed (and replayed). */
 int md_replay_reconstructed(const md_replay *r);
+/* What md_replay_probe of idx[0..k) (ascending) replays: the events it
+ * applies from the kept states it starts from, and the blocks it lays where
+ * it starts from the state before the trace. */
+size_t md_replay_probe_work(const md_replay *r, const long *idx, size_t k);
 
 /* A first pass over a trace made while the trace is read (model/follow.c
  * feeds it on a thread of its own): events[from, to) applied in order, the

@@ -1824,6 +1824,30 @@ static int probe_seek(const md_replay *r, rstate *st, int *have, long *i, long t
     return 0;
 }
 
+/* As probe_seek would go for each index: from a kept state ahead of where
+ * it is, else on from there, or from the start. */
+size_t md_replay_probe_work(const md_replay *r, const long *idx, size_t k)
+{
+    size_t work = 0;
+    long i = -1;
+    int have = 0;
+    for (size_t j = 0; j < k && idx[j] < (long)r->n - 1; j++) {
+        int c = r->nchecks - 1;
+        while (c >= 0 && r->checks[c].index > idx[j])
+            c--;
+        if (c >= 0 && (!have || r->checks[c].index > i))
+            i = r->checks[c].index;
+        else if (!have)
+            work += r->npre;
+        have = 1;
+        if (idx[j] > i) {
+            work += (size_t)(idx[j] - i);
+            i = idx[j];
+        }
+    }
+    return work;
+}
+
 int md_replay_probe(const md_replay *r, const long *idx, size_t k, md_live **live,
                     size_t *nlive, md_cache_state *cache, md_err *err)
 {

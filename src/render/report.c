@@ -173,10 +173,12 @@ static md_stack_cache *aside_finish(aside *a)
 
 /* The live sets at the replay's peak and where reserved memory peaked,
  * fetched on a thread of their own while the analysis finds the steps:
- * each probe replays from the nearest state kept (big_gamma: 3.2 M
- * instructions of the analysis' 8.4 M). Under AHEAD_MIN_EVENTS events the
- * thread's start would cost about what it saves. */
-#define AHEAD_MIN_EVENTS 8192
+ * each probe replays from the nearest state kept (big_gamma: 10 939
+ * events, 3.2 M instructions of the analysis' 8.4 M). Under AHEAD_MIN_WORK
+ * events to replay the thread's start would cost about what it saves
+ * (hf-qwen2-ring's 756 took 0.3 M: the main thread's total rose by 0.1 M;
+ * synthetic-10000's 1 363: 0.25 M less, a few tens of us). */
+#define AHEAD_MIN_WORK 2048
 typedef struct probes_ahead {
     md_lives_ahead pub; /* first: wait() is handed it */
     const md_replay *r;
@@ -207,8 +209,8 @@ static md_lives_ahead *probes_start(probes_ahead *p, const md_replay *r, int on)
     memset(p, 0, sizeof *p);
     p->r = r;
     p->pub.wait = probes_wait;
-    if (!on || md_replay_nevents(r) < AHEAD_MIN_EVENTS ||
-        !(p->pub.k = md_lives_ahead_indices(r, p->pub.idx)))
+    if (!on || !(p->pub.k = md_lives_ahead_indices(r, p->pub.idx)) ||
+        md_replay_probe_work(r, p->pub.idx, p->pub.k) < AHEAD_MIN_WORK)
         return NULL;
     p->running = !md_thread_start(&p->tid, probes_main, p, MD_STACK_HELPER);
     return p->running ? &p->pub : NULL;

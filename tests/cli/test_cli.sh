@@ -289,11 +289,14 @@ check "a heap on huge pages changes nothing (MEMDIAG_HUGEHEAP=1 against 0; one f
 # devices, and a compressed file (its events move).
 check "the replay made while reading changes nothing (MEMDIAG_FOLLOW=1 against 0)" sh -c "for f in $T/ahead.pickle $S/snap-gamma-medium-rank0.pickle $D/captured/gamma-small-ring.pickle.xz $D/derived/ragged-claims-expandable.pickle.xz $D/synthetic/multi_device.pickle $D/alpha-small.pickle.gz; do for k in summary 'diagnose --json'; do MEMDIAG_THREADS=2 MEMDIAG_FOLLOW=1 $M \$k \$f >$T/fo1 && MEMDIAG_THREADS=2 MEMDIAG_FOLLOW=0 $M \$k \$f >$T/fo0 && cmp $T/fo1 $T/fo0 || exit 1; done; done"
 # Each rank's stacks are classified on a thread of their own while its
-# trace is replayed (render/report.c; where a file has three CPUs a rank,
-# any with MEMDIAG_ASIDE=1): the output is that of the classification the
-# analysis makes as it asks, for C++ and Python stacks, several devices
-# built at once, and several files.
-check "stacks classified beside the replay change nothing (MEMDIAG_ASIDE=1 against 0)" sh -c "for f in $S/snap-gamma-medium-rank0.pickle $D/captured/gamma-small-ring.pickle.xz $D/synthetic/multi_device.pickle '$S/snap-beta-ddp-rank0.pickle $S/snap-beta-ddp-rank1.pickle' $D/attention/hfsdpa/rank0.pickle.xz; do for k in summary 'diagnose --json'; do MEMDIAG_THREADS=4 MEMDIAG_ASIDE=1 $M \$k \$f >$T/as1 && MEMDIAG_THREADS=4 MEMDIAG_ASIDE=0 $M \$k \$f >$T/as0 && cmp $T/as1 $T/as0 || exit 1; done; done"
+# trace is replayed, and the live sets at its peaks fetched on one while
+# it is analysed (render/report.c; where a file has three CPUs a rank,
+# any with MEMDIAG_ASIDE=1; the probes where they replay 2048 events or
+# more: hfsdpa's replay 3 894):
+# the output is that of the classification the analysis makes as it asks
+# and of its own probes, for C++ and Python stacks, several devices built
+# at once, and several files.
+check "stacks classified and live sets probed beside the replay change nothing (MEMDIAG_ASIDE=1 against 0)" sh -c "for f in $S/snap-gamma-medium-rank0.pickle $D/captured/gamma-small-ring.pickle.xz $D/synthetic/multi_device.pickle '$S/snap-beta-ddp-rank0.pickle $S/snap-beta-ddp-rank1.pickle' $D/attention/hfsdpa/rank0.pickle.xz; do for k in summary 'diagnose --json'; do MEMDIAG_THREADS=4 MEMDIAG_ASIDE=1 $M \$k \$f >$T/as1 && MEMDIAG_THREADS=4 MEMDIAG_ASIDE=0 $M \$k \$f >$T/as0 && cmp $T/as1 $T/as0 || exit 1; done; done"
 mkdir "$T/gap"; cp $D/seed-exercise/snap-beta-ddp-rank0.pickle "$T/gap/snap-rank0.pickle"; cp $D/seed-exercise/snap-beta-ddp-rank1.pickle "$T/gap/snap-rank2.pickle"
 check "a missing rank is named" sh -c "$M summary $T/gap 2>&1 >/dev/null | grep -q 'rank 1 has no snapshot'"
 check "help" sh -c "$M --help | grep -q summary && $M summary --help | grep -q -- --top"

@@ -5,7 +5,9 @@
  * beforehand (here on this thread, as the thread would). The analysis must
  * take the sets it wants, leave the others, and give the same live sets,
  * categories and cache states at those moments; a failed fetch is left
- * alone and changes nothing. */
+ * alone and changes nothing. And the replay each probe would make
+ * (md_replay_probe_work, which decides whether the thread pays) keeps
+ * within its bounds. */
 #include "testutil.h"
 #include "analyze/analyze.h"
 #include "model/model.h"
@@ -74,6 +76,31 @@ static void analysed_alike(const char *path, const md_snapshot *s, const md_repl
     md_analysis_free(a);
 }
 
+/* md_replay_probe_work, which decides whether the thread pays: nothing at
+ * the trace's end (the final state, copied), at most the events up to a
+ * moment (and the blocks laid before them) for one, and no more for two
+ * together than apart (the second goes on from the first). */
+static void work_bounds(const md_replay *r)
+{
+    long n = (long)md_replay_nevents(r), last = n - 1, idx[2];
+    size_t k = md_lives_ahead_indices(r, idx);
+    assert_int_equal(md_replay_probe_work(r, &last, 1), 0);
+    size_t apart = 0;
+    for (size_t j = 0; j < k; j++) {
+        size_t w = md_replay_probe_work(r, &idx[j], 1);
+        if (w > (size_t)idx[j] + 1 + (size_t)n * 4)
+            fail_msg("probe work %zu for event %ld of %ld", w, idx[j], n);
+        apart += w;
+    }
+    assert_true(md_replay_probe_work(r, idx, k) <= apart);
+    /* a long trace (checks from 8192 events) keeps a state at 27/32 of
+     * it: the last moment but one is replayed from there, not the start */
+    long near_end = n - 2;
+    if (n >= 2 * 8192 && md_replay_probe_work(r, &near_end, 1) > (size_t)n / 4)
+        fail_msg("probe work %zu for event %ld of %ld", md_replay_probe_work(r, &near_end, 1),
+                 near_end, n);
+}
+
 static void each_file(const char *path, void *ctx)
 {
     tally *t = ctx;
@@ -94,6 +121,7 @@ static void each_file(const char *path, void *ctx)
         return;
     }
     assert_int_equal(md_analyze(s, r, &alone, &e), 0);
+    work_bounds(r);
     analysed_alike(path, s, r, alone, 0, t);
     analysed_alike(path, s, r, alone, 1, t);
     t->files++;
