@@ -824,7 +824,7 @@ long md_analysis_peak_index(const md_analysis *a)
 /* The moments the caller may fetch ahead: those prefetch_lives wants that
  * are known once the trace is replayed, other than its end (the final
  * state, copied). Where the history began inside a step the peak reported
- * may move (peak_moment), and that one is then fetched here. */
+ * may move (peak_moment): the analysis then fetches that one itself. */
 size_t md_lives_ahead_indices(const md_replay *r, long idx[MD_AHEAD_MAX])
 {
     long n = (long)md_replay_nevents(r), at[2] = {md_replay_peak_index(r),
