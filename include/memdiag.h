@@ -208,8 +208,21 @@ unsigned md_snapshot_features(const md_snapshot *s);
 const char *md_snapshot_string(const md_snapshot *s, uint32_t id);
 /* "file:line function" of a frame into buf (n bytes); returns buf. */
 const char *md_frame_label(const md_snapshot *s, const md_frame *f, char *buf, size_t n);
-/* Frame ids of a stack, innermost first; md_snapshot_frame resolves one. */
-const uint32_t *md_snapshot_stack(const md_snapshot *s, uint32_t stack, size_t *n);
+/* Frame ids of a stack, innermost first: the i-th of n is md_stack_id(st,
+ * i), which md_snapshot_frame resolves. They are held 16 bits each where a
+ * snapshot's frames all fit (nearly always: a stack-heavy trace's frame ids
+ * were a fifth of its memory at 32), else 32. */
+typedef struct md_stack_ids {
+    const void *ids;
+    size_t n;
+    int wide; /* 32-bit ids, else 16-bit */
+} md_stack_ids;
+static inline uint32_t md_stack_id(md_stack_ids st, size_t i)
+{
+    return st.wide ? ((const uint32_t *)st.ids)[i] : ((const uint16_t *)st.ids)[i];
+}
+/* A stack's frame ids ({NULL, 0} for stack 0 and ids past the last). */
+md_stack_ids md_snapshot_stack(const md_snapshot *s, uint32_t stack);
 const md_frame *md_snapshot_frame(const md_snapshot *s, uint32_t frame);
 size_t md_snapshot_nstacks(const md_snapshot *s);
 

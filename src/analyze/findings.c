@@ -356,11 +356,10 @@ static const md_frame *metric_caller(fctx *c, long index, long after)
     for (size_t i = 0; ls && i < ls->n; i++) {
         if (ls->live[i].alloc_index <= after)
             continue;
-        size_t n;
-        const uint32_t *ids = md_snapshot_stack(c->s, ls->live[i].stack, &n);
+        md_stack_ids ids = md_snapshot_stack(c->s, ls->live[i].stack);
         int inside = 0;
-        for (size_t k = 0; ids && k < n; k++) {
-            const md_frame *fr = md_snapshot_frame(c->s, ids[k]);
+        for (size_t k = 0; k < ids.n; k++) {
+            const md_frame *fr = md_snapshot_frame(c->s, md_stack_id(ids, k));
             const char *fn = fr ? md_snapshot_string(c->s, fr->filename) : "";
             if (strstr(fn, "/torchmetrics/"))
                 inside = 1;

@@ -52,12 +52,12 @@ static uint32_t leaf_of(builder *b, const md_live *l)
         return child(b, 0, UINT32_MAX - MD_FLAME_BEFORE_HISTORY, MD_FLAME_BEFORE_HISTORY);
     if (md_map_get(&b->leaf, l->stack, &got))
         return (uint32_t)got;
-    size_t nf;
-    const uint32_t *fr = md_snapshot_stack(b->s, l->stack, &nf);
+    md_stack_ids fr = md_snapshot_stack(b->s, l->stack);
+    size_t nf = fr.n;
     uint32_t at = 0;
     for (size_t i = nf; i-- > 0 && at != MD_FLAME_NONE;) /* innermost first in the file */
-        if (!(b->flags & MD_FLAME_PYTHON_ONLY) || !is_cpp(b->s, fr[i]))
-            at = child(b, at, fr[i], MD_FLAME_FRAME);
+        if (!(b->flags & MD_FLAME_PYTHON_ONLY) || !is_cpp(b->s, md_stack_id(fr, i)))
+            at = child(b, at, md_stack_id(fr, i), MD_FLAME_FRAME);
     if (at == 0) { /* no frames, or only C++ ones and those left out */
         uint8_t kind = nf ? MD_FLAME_CPP_ONLY : MD_FLAME_NO_FRAMES;
         at = child(b, 0, UINT32_MAX - kind, kind);

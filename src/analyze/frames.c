@@ -85,11 +85,10 @@ static int owner(const md_snapshot *s, const md_frame *f)
  * after it), which still names the kernel's buffer. */
 const md_frame *md_user_frame(const md_snapshot *s, uint32_t stack)
 {
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    md_stack_ids ids = md_snapshot_stack(s, stack);
     const md_frame *generated = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const md_frame *f = &s->frames[ids[i]];
+    for (size_t i = 0; i < ids.n; i++) {
+        const md_frame *f = &s->frames[md_stack_id(ids, i)];
         int o = owner(s, f);
         if (o == OWNER_USER)
             return f;
@@ -433,12 +432,11 @@ void md_stack_cache_free(md_stack_cache *c)
  * on every cache hit (a trace's events ask once or twice each). */
 __attribute__((noinline)) static unsigned classify(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    md_stack_ids ids = md_snapshot_stack(s, stack);
     const uint32_t *ft = c->ftags;
     unsigned tags = 0, outer_py = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned t = ft[ids[i]];
+    for (size_t i = 0; i < ids.n; i++) {
+        unsigned t = ft[md_stack_id(ids, i)];
         tags |= t;
         outer_py = t & FT_PYTHON ? t : outer_py;
     }
@@ -449,26 +447,24 @@ __attribute__((noinline)) static unsigned classify(md_stack_cache *c, const md_s
 
 const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
-    for (size_t i = 0; i < n; i++)
-        if (c->ftags[ids[i]] & FT_SCRIPT)
-            return &s->frames[ids[i]];
+    md_stack_ids ids = md_snapshot_stack(s, stack);
+    for (size_t i = 0; i < ids.n; i++)
+        if (c->ftags[md_stack_id(ids, i)] & FT_SCRIPT)
+            return &s->frames[md_stack_id(ids, i)];
     return NULL;
 }
 
 /* md_user_frame by the frames' tags: frame id + 1, or UINT32_MAX if none. */
 static uint32_t user_frame_by_tags(const md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    md_stack_ids ids = md_snapshot_stack(s, stack);
     uint32_t generated = UINT32_MAX;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t t = c->ftags[ids[i]];
+    for (size_t i = 0; i < ids.n; i++) {
+        uint32_t id = md_stack_id(ids, i), t = c->ftags[id];
         if (t & FT_USER)
-            return ids[i] + 1;
+            return id + 1;
         if ((t & FT_GENERATED) && generated == UINT32_MAX)
-            generated = ids[i] + 1;
+            generated = id + 1;
     }
     return generated;
 }
@@ -521,14 +517,13 @@ const char *md_optimizer_from_stack(const md_snapshot *s, uint32_t stack)
         {"/adadelta.py", "Adadelta"}, {"/lbfgs.py", "LBFGS"}, {"/asgd.py", "ASGD"},
         {"/rprop.py", "Rprop"}, {"/sparse_adam.py", "SparseAdam"}, {"/adafactor.py", "Adafactor"},
         {"/_muon.py", "Muon"}};
-    size_t n;
-    const uint32_t *ids = md_snapshot_stack(s, stack, &n);
+    md_stack_ids ids = md_snapshot_stack(s, stack);
     const char *found = NULL;
     /* the outermost optimizer file names the class; since torch 2.x AdamW
      * is Adam with decoupled weight decay and leaves only adam.py frames,
      * so that file can only say "Adam/AdamW" */
-    for (size_t i = 0; i < n; i++) {
-        const char *fn = md_strtab_get(&s->strs, s->frames[ids[i]].filename);
+    for (size_t i = 0; i < ids.n; i++) {
+        const char *fn = md_strtab_get(&s->strs, s->frames[md_stack_id(ids, i)].filename);
         if (!strstr(fn, "torch/optim/"))
             continue;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)

@@ -1547,9 +1547,7 @@ static int workspace_by_size(const md_analysis *a, const md_live *l)
     if (a->nsteps && l->alloc_index > a->steps[0].fwd_start &&
         l->alloc_index <= a->steps[0].after_forward)
         return 1; /* the first forward: no frame scan needed */
-    size_t n;
-    md_snapshot_stack(a->s, l->stack, &n);
-    if (n == 0)
+    if (md_snapshot_stack(a->s, l->stack).n == 0)
         return 1; /* autograd engine thread, no Python frames */
     /* the frames' names are checked once per frame, in the tag cache */
     return (md_stack_tags(md_analysis_cache(a), a->s, l->stack) & MD_TAG_MATMUL) != 0;

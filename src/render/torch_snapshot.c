@@ -121,12 +121,11 @@ static int frames(pw *w, const md_snapshot *s, uint32_t stack)
         le32(w, (uint32_t)at);
         return 0;
     }
-    size_t n = 0;
-    const uint32_t *fr = stack ? md_snapshot_stack(s, stack, &n) : NULL;
+    md_stack_ids fr = md_snapshot_stack(s, stack);
     plist l;
     list_open(w, &l);
-    for (size_t i = 0; i < n; i++) {
-        const md_frame *f = md_snapshot_frame(s, fr[i]);
+    for (size_t i = 0; i < fr.n; i++) {
+        const md_frame *f = md_snapshot_frame(s, md_stack_id(fr, i));
         if (!f)
             continue;
         list_item(w, &l);

@@ -162,22 +162,26 @@ static int64_t intern_frame(md_snapshot *s, const md_frame *f)
     return (int64_t)s->nframes - 1;
 }
 
-/* A stack's frame ids, hashed as bytes (md_hash's four lanes take eight
- * ids a step: deep stacks are hashed once per trace entry). */
-static uint64_t stack_hash(const uint32_t *ids, size_t n)
+/* A stack's frame ids as they are stored (md_stack_ids' width), hashed
+ * as bytes (md_hash's four lanes take 16 or 32 bytes a step: deep stacks
+ * are hashed once per trace entry). */
+static size_t sf_size(const md_snapshot *s) { return s->sf_wide ? 4 : 2; }
+
+static uint64_t stack_hash(const void *ids, size_t n, size_t esz)
 {
-    return md_hash(ids, n * sizeof *ids, 11);
+    return md_hash(ids, n * esz, 11);
 }
 
-static int rehash_stacks(md_snapshot *s)
+/* The stack intern table remade with ns slots (a power of two). */
+static int rehash_stacks(md_snapshot *s, size_t ns)
 {
-    size_t ns = s->nsslots ? s->nsslots * 2 : 1024;
+    size_t esz = sf_size(s);
     uint32_t *sl = calloc(ns, sizeof *sl);
     if (!sl)
         return -1;
     for (size_t id = 1; id < s->nstacks; id++) {
         const md_range *r = &s->stacks[id];
-        size_t i = stack_hash(s->sframes + r->first, r->n) & (ns - 1);
+        size_t i = stack_hash((const char *)s->sframes + r->first * esz, r->n, esz) & (ns - 1);
         while (sl[i])
             i = (i + 1) & (ns - 1);
         sl[i] = (uint32_t)id;
@@ -186,6 +190,23 @@ static int rehash_stacks(md_snapshot *s)
     s->sslots = sl;
     s->nsslots = ns;
     return 0;
+}
+
+/* The stored frame ids 32 bits wide from now on: a frame id past 16 bits
+ * came (once a snapshot, if ever). -1 out of memory. */
+static int widen_stacks(md_snapshot *s)
+{
+    void *w = NULL;
+    size_t cap = 0;
+    if (s->nsframes && md_big_grow(&w, &cap, s->nsframes, sizeof(uint32_t)))
+        return -1;
+    const uint16_t *from = s->sframes;
+    for (size_t i = 0; i < s->nsframes; i++)
+        ((uint32_t *)w)[i] = from[i];
+    md_big_free(s->sframes, s->sfcap, sizeof(uint16_t));
+    s->sframes = w, s->sfcap = cap, s->sf_wide = 1;
+    /* the table's hashes were of the narrow bytes */
+    return s->nsslots ? rehash_stacks(s, s->nsslots) : 0;
 }
 
 /* How many elements of esz bytes an array that needs `need` asks
@@ -213,20 +234,17 @@ static size_t mapped_from(const md_snapshot *s, size_t need, size_t esz, size_t 
 _Static_assert(sizeof(md_live) == 32 && sizeof(md_segment) == 64 && sizeof(md_block) == 32,
                "md_live, md_segment, md_block sizes");
 
-/* Interns a sequence of frame ids; returns the stack id (>= 1), 0 for an
- * empty stack, -1 on allocation failure, -2 past STACKS_MAX. */
-static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
+/* intern_stack of the ids k[0..n) as stored (md_stack_ids' width). */
+static int64_t intern_stored(md_snapshot *s, const void *k, size_t n)
 {
-    if (n == 0)
-        return 0;
-    if (s->nstacks >= STACKS_MAX)
-        return -2;
-    if ((s->nstacks + 1) * 2 > s->nsslots && rehash_stacks(s))
+    size_t esz = sf_size(s);
+    if ((s->nstacks + 1) * 2 > s->nsslots &&
+        rehash_stacks(s, s->nsslots ? s->nsslots * 2 : 1024))
         return -1;
-    size_t i = stack_hash(ids, n) & (s->nsslots - 1);
+    size_t i = stack_hash(k, n, esz) & (s->nsslots - 1);
     while (s->sslots[i]) {
         const md_range *r = &s->stacks[s->sslots[i]];
-        if (r->n == n && !memcmp(s->sframes + r->first, ids, n * sizeof *ids))
+        if (r->n == n && !memcmp((const char *)s->sframes + r->first * esz, k, n * esz))
             return s->sslots[i];
         i = (i + 1) & (s->nsslots - 1);
     }
@@ -236,16 +254,47 @@ static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
      * (unless those come 2 MB at a time: heap_first) */
     size_t need = s->nsframes + n;
     if ((need > s->sfcap &&
-         md_big_grow((void **)&s->sframes, &s->sfcap, mapped_from(s, need, sizeof *ids, 0),
-                     sizeof *ids)) ||
+         md_big_grow(&s->sframes, &s->sfcap, mapped_from(s, need, esz, 0), esz)) ||
         md_grow((void **)&s->stacks, &s->stcap, s->nstacks + 1, sizeof *s->stacks))
         return -1;
-    memcpy(s->sframes + s->nsframes, ids, n * sizeof *ids);
+    memcpy((char *)s->sframes + s->nsframes * esz, k, n * esz);
     s->stacks[s->nstacks].first = s->nsframes;
     s->stacks[s->nstacks].n = n;
     s->nsframes += n;
     s->sslots[i] = (uint32_t)s->nstacks;
     return (int64_t)s->nstacks++;
+}
+
+/* Interns a sequence of frame ids; returns the stack id (>= 1), 0 for an
+ * empty stack, -1 on allocation failure, -2 past STACKS_MAX. */
+static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (s->nstacks >= STACKS_MAX)
+        return -2;
+    /* the ids as stored: narrowed into key while they all fit 16 bits */
+    uint16_t small[256], *key = small;
+    const void *k = ids;
+    if (!s->sf_wide) {
+        uint32_t most = 0;
+        for (size_t j = 0; j < n; j++)
+            most |= ids[j];
+        if (most > UINT16_MAX) {
+            if (widen_stacks(s))
+                return -1;
+        } else {
+            if (n > 256 && !(key = malloc(n * sizeof *key)))
+                return -1;
+            for (size_t j = 0; j < n; j++)
+                key[j] = (uint16_t)ids[j];
+            k = key;
+        }
+    }
+    int64_t id = intern_stored(s, k, n);
+    if (key != small)
+        free(key);
+    return id;
 }
 
 static int is_cpp_frame(const md_snapshot *s, const md_frame *f)
@@ -1199,7 +1248,7 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
     free(s->sslots);
     s->fslots = s->sslots = NULL;
     md_big_trim(s->events, s->evcap, s->nevents, sizeof *s->events);
-    md_big_trim(s->sframes, s->sfcap, s->nsframes, sizeof *s->sframes);
+    md_big_trim(s->sframes, s->sfcap, s->nsframes, sf_size(s));
     md_big_trim(s->segs, s->segcap, s->nsegs, sizeof *s->segs);
     md_big_trim(s->blocks, s->blkcap, s->nblocks, sizeof *s->blocks);
     if (rc) {
@@ -1251,7 +1300,7 @@ void md_snapshot_free(md_snapshot *s)
     md_strtab_free(&s->strs);
     free(s->frames);
     free(s->fslots);
-    md_big_free(s->sframes, s->sfcap, sizeof *s->sframes);
+    md_big_free(s->sframes, s->sfcap, sf_size(s));
     free(s->stacks);
     free(s->sslots);
     md_big_free(s->events, s->evcap, sizeof *s->events);
@@ -1325,14 +1374,12 @@ const char *md_frame_label(const md_snapshot *s, const md_frame *f, char *buf, s
     return buf;
 }
 
-const uint32_t *md_snapshot_stack(const md_snapshot *s, uint32_t stack, size_t *n)
+md_stack_ids md_snapshot_stack(const md_snapshot *s, uint32_t stack)
 {
-    if (stack == 0 || stack >= s->nstacks) {
-        *n = 0;
-        return NULL;
-    }
-    *n = s->stacks[stack].n;
-    return s->sframes + s->stacks[stack].first;
+    if (stack == 0 || stack >= s->nstacks)
+        return (md_stack_ids){NULL, 0, 0};
+    const md_range *r = &s->stacks[stack];
+    return (md_stack_ids){(const char *)s->sframes + r->first * sf_size(s), r->n, s->sf_wide};
 }
 
 const md_frame *md_snapshot_frame(const md_snapshot *s, uint32_t frame)

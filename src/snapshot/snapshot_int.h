@@ -17,8 +17,11 @@ struct md_snapshot {
     size_t nframes, fcap;
     uint32_t *fslots;       /* frame intern table: id+1 */
     size_t nfslots;
-    uint32_t *sframes;      /* all stacks' frame ids back to back */
+    /* all stacks' frame ids back to back: 16 bits each while every frame
+     * id fits (sf_wide 0), else 32 (a snapshot of 65 536 frames or more) */
+    void *sframes;
     size_t nsframes, sfcap;
+    int sf_wide;
     int heap_first;         /* arrays start in the heap (md_load_opts) */
     md_range *stacks;       /* stack id -> range in sframes; id 0 empty */
     size_t nstacks, stcap;

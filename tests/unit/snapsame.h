@@ -51,7 +51,9 @@ static inline const char *snapshot_difference(const md_snapshot *a, const md_sna
         return "strings";
     if (!SAME_ARRAY(a, b, frames, nframes))
         return "frames";
-    if (!SAME_ARRAY(a, b, sframes, nsframes) || !SAME_ARRAY(a, b, stacks, nstacks))
+    if (a->sf_wide != b->sf_wide || a->nsframes != b->nsframes ||
+        (a->nsframes && memcmp(a->sframes, b->sframes, a->nsframes * (a->sf_wide ? 4 : 2))) ||
+        !SAME_ARRAY(a, b, stacks, nstacks))
         return "stacks";
     if (!SAME_ARRAY(a, b, streams, nstreams))
         return "streams";

@@ -60,10 +60,10 @@ static void test_cpp_frame_names(void **st)
     assert_int_equal(md_stack_cache_new(&c, s), 0);
     md_stack_cache_fill(&c, s, 0);
     for (size_t i = 0; i < n; i++) {
-        size_t nf;
-        const uint32_t *ids = md_snapshot_stack(s, ev[i].stack, &nf);
+        md_stack_ids ids = md_snapshot_stack(s, ev[i].stack);
+        size_t nf = ids.n;
         assert_int_equal(nf, 1);
-        const char *name = md_snapshot_string(s, md_snapshot_frame(s, ids[0])->name);
+        const char *name = md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(ids, 0))->name);
         if (strncmp(name, cases[i].starts, strlen(cases[i].starts)))
             fail_msg("event %zu is %s, the case %s", i, name, cases[i].starts);
         unsigned t = md_stack_tags(&c, s, ev[i].stack);

@@ -91,10 +91,10 @@ static void test_odd_records(void **st)
     assert_int_equal(md_snapshot_stream(s, ev[6].stream), UINT64_MAX);
     assert_int_equal(ev[7].addr, A + 12288);
     for (int i = 8; i < 10; i++) {
-        size_t nf;
-        const uint32_t *fr = md_snapshot_stack(s, ev[i].stack, &nf);
+        md_stack_ids fr = md_snapshot_stack(s, ev[i].stack);
+        size_t nf = fr.n;
         assert_int_equal(nf, 2);
-        assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, fr[0])->name), "train");
+        assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(fr, 0))->name), "train");
     }
     assert_int_equal(ev[8].stack, ev[9].stack);
     assert_int_equal(md_snapshot_stream(s, ev[10].stream), 7); /* the key's bytes now name 'stream' */

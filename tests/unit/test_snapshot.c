@@ -62,10 +62,10 @@ static void test_interning(void **st)
     assert_int_equal(ev[0].time_us, 1795972022102326LL);
     assert_int_equal(ev[1].action, MD_ACT_ALLOC);
     assert_int_equal(ev[1].addr, 139637448245248ULL);
-    size_t nf;
-    const uint32_t *fr = md_snapshot_stack(s, ev[1].stack, &nf);
+    md_stack_ids fr = md_snapshot_stack(s, ev[1].stack);
+    size_t nf = fr.n;
     assert_true(nf > 10);
-    const md_frame *f = md_snapshot_frame(s, fr[0]);
+    const md_frame *f = md_snapshot_frame(s, md_stack_id(fr, 0));
     assert_string_equal(md_snapshot_string(s, f->name), "torch::unwind::unwind()");
     const md_frame *u = md_user_frame(s, ev[1].stack);
     assert_non_null(u);
@@ -82,11 +82,11 @@ static void test_interning(void **st)
 static void assert_same_stack(const md_snapshot *a, uint32_t sa, const md_snapshot *b,
                               uint32_t sb)
 {
-    size_t na, nb;
-    const uint32_t *fa = md_snapshot_stack(a, sa, &na), *fb = md_snapshot_stack(b, sb, &nb);
-    assert_int_equal(na, nb);
-    for (size_t i = 0; i < na; i++) {
-        const md_frame *x = md_snapshot_frame(a, fa[i]), *y = md_snapshot_frame(b, fb[i]);
+    md_stack_ids fa = md_snapshot_stack(a, sa), fb = md_snapshot_stack(b, sb);
+    assert_int_equal(fa.n, fb.n);
+    for (size_t i = 0; i < fa.n; i++) {
+        const md_frame *x = md_snapshot_frame(a, md_stack_id(fa, i)),
+                       *y = md_snapshot_frame(b, md_stack_id(fb, i));
         assert_int_equal(x->line, y->line);
         assert_string_equal(md_snapshot_string(a, x->name), md_snapshot_string(b, y->name));
         assert_string_equal(md_snapshot_string(a, x->filename), md_snapshot_string(b, y->filename));
@@ -273,11 +273,11 @@ static void check_memo_overwrite(const md_snapshot *s)
     const md_event *ev = md_snapshot_events(s, 0, &n);
     assert_int_equal(n, 4);
     for (size_t i = 0; i < 4; i++) {
-        size_t nf;
-        const uint32_t *fr = md_snapshot_stack(s, ev[i].stack, &nf);
+        md_stack_ids fr = md_snapshot_stack(s, ev[i].stack);
+        size_t nf = fr.n;
         assert_int_equal(nf, want[i][1] ? 2 : 1);
         for (size_t k = 0; k < nf; k++)
-            assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, fr[k])->name),
+            assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(fr, k))->name),
                                 want[i][k]);
     }
 }
@@ -395,14 +395,14 @@ static void test_distinct_stacks(void **st)
     const md_event *ev = md_snapshot_events(s, 0, &n);
     assert_int_equal(n, 351);
     for (size_t k = 0; k < 300; k++) {
-        size_t nf;
-        const uint32_t *fr = md_snapshot_stack(s, ev[1 + k].stack, &nf);
+        md_stack_ids fr = md_snapshot_stack(s, ev[1 + k].stack);
+        size_t nf = fr.n;
         assert_int_equal(nf, 4);
         char want[2][8];
         snprintf(want[0], sizeof want[0], "f%zu", k % 40);
         snprintf(want[1], sizeof want[1], "f%zu", k / 40);
         for (int i = 0; i < 2; i++)
-            assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, fr[i])->name), want[i]);
+            assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(fr, i))->name), want[i]);
         if (k)
             assert_int_not_equal(ev[1 + k].stack, ev[k].stack);
         if (k < 50)
@@ -458,6 +458,78 @@ static void test_stream_index_limit(void **st)
     free(d);
 }
 
+/* A pickle of one device's trace: n allocs, the k-th with the stack
+ * [f<k>, main] (f<k> a frame of its own: n distinct frames and one), then
+ * the first `again` of them once more. */
+static unsigned char *many_frames(size_t n, size_t again, size_t *len)
+{
+#define FRAME(name) "}(X\x04\0\0\0nameX\x06\0\0\0" name "X\x08\0\0\0filenameX\x04\0\0\0x.py" \
+                    "X\x04\0\0\0lineJ\0\0\0\0u"
+    static const unsigned char entry[] =
+        "}(X\x06\0\0\0actionX\x05\0\0\0allocX\x04\0\0\0addrJ\0\0\0\0X\x04\0\0\0sizeK\x01"
+        "X\x06\0\0\0frames](" FRAME("f00000") FRAME("main__") "eu";
+#undef FRAME
+    const size_t esz = sizeof entry - 1, addr_at = 33;
+    const unsigned char *name = memmem(entry, esz, "f00000", 6);
+    assert_non_null(name);
+    size_t name_at = (size_t)(name - entry);
+    unsigned char *p = malloc(64 + (n + again) * esz), *w = p;
+    assert_non_null(p);
+    static const unsigned char head[] = "\x80\x02}X\x08\0\0\0segments]sX\x0d\0\0\0device_traces]](";
+    memcpy(w, head, sizeof head - 1), w += sizeof head - 1;
+    for (size_t i = 0; i < n + again; i++, w += esz) {
+        size_t k = i < n ? i : i - n;
+        uint32_t addr = (uint32_t)(i + 1) * 512;
+        char nm[8];
+        snprintf(nm, sizeof nm, "f%05zu", k % 100000);
+        memcpy(w, entry, esz);
+        memcpy(w + addr_at, &addr, 4); /* BININT: little-endian, as here */
+        memcpy(w + name_at, nm, 6);
+    }
+    memcpy(w, "eas.", 4), w += 4;
+    *len = (size_t)(w - p);
+    return p;
+}
+
+/* Stacks' frame ids are held 16 bits each until a frame id needs more:
+ * past 65 536 distinct frames they are widened, and every stack, those
+ * interned before and after and those met again, keeps its frames. */
+static void test_frame_ids_widened(void **st)
+{
+    (void)st;
+    size_t len, n = 70000, again = 100;
+    unsigned char *d = many_frames(n, again, &len);
+    md_snapshot *s = NULL;
+    md_err e = {0};
+    assert_int_equal(md_snapshot_load_mem(d, len, "frames", &s, &e), MD_OK);
+    size_t ne;
+    const md_event *ev = md_snapshot_events(s, 0, &ne);
+    assert_int_equal(ne, n + again);
+    assert_int_equal(md_snapshot_nstacks(s), n + 1); /* and the empty stack */
+    for (size_t i = 0; i < ne; i += i < 100 || i > n - 100 ? 1 : 997) {
+        md_stack_ids fr = md_snapshot_stack(s, ev[i].stack);
+        char want[8];
+        snprintf(want, sizeof want, "f%05zu", (i < n ? i : i - n) % 100000);
+        assert_int_equal(fr.n, 2);
+        assert_int_equal(fr.wide, 1);
+        assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(fr, 0))->name),
+                            want);
+        assert_string_equal(md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(fr, 1))->name),
+                            "main__");
+        if (i >= n)
+            assert_int_equal(ev[i].stack, ev[i - n].stack);
+    }
+    md_snapshot_free(s);
+    free(d);
+    d = many_frames(1000, 10, &len); /* few frames: narrow */
+    assert_int_equal(md_snapshot_load_mem(d, len, "frames", &s, &e), MD_OK);
+    ev = md_snapshot_events(s, 0, &ne);
+    assert_int_equal(md_snapshot_stack(s, ev[5].stack).wide, 0);
+    assert_int_equal(ev[1005].stack, ev[5].stack);
+    md_snapshot_free(s);
+    free(d);
+}
+
 /* md_segment.device is 16 bits: a device index past 32767, or a
  * negative one, reads as -1 (no device's), not as one wrapped onto a real
  * device; 1 stays 1. */
@@ -496,12 +568,12 @@ static void test_list_sequence(void **st)
     const md_event *ev = md_snapshot_events(s, 0, &n);
     assert_int_equal(n, 1 + strlen(seq));
     for (size_t k = 0; seq[k]; k++) {
-        size_t nf;
-        const uint32_t *fr = md_snapshot_stack(s, ev[1 + k].stack, &nf);
+        md_stack_ids fr = md_snapshot_stack(s, ev[1 + k].stack);
+        size_t nf = fr.n;
         char got[64] = "";
         for (size_t i = 0; i < nf; i++)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "",
-                     md_snapshot_string(s, md_snapshot_frame(s, fr[i])->name));
+                     md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(fr, i))->name));
         assert_string_equal(got, names[seq[k] - 'A']);
     }
     md_snapshot_free(s);
@@ -875,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_cut_compressed_alike),
         cmocka_unit_test(test_distinct_stacks),
         cmocka_unit_test(test_stream_index_limit),
+        cmocka_unit_test(test_frame_ids_widened),
         cmocka_unit_test(test_segment_device_range),
         cmocka_unit_test(test_list_sequence),
         cmocka_unit_test(test_schema_versions),
