@@ -435,11 +435,18 @@ __attribute__((noinline)) static unsigned classify(md_stack_cache *c, const md_s
     md_stack_ids ids = md_snapshot_stack(s, stack);
     const uint32_t *ft = c->ftags;
     unsigned tags = 0, outer_py = 0;
-    for (size_t i = 0; i < ids.n; i++) {
-        unsigned t = ft[md_stack_id(ids, i)];
-        tags |= t;
-        outer_py = t & FT_PYTHON ? t : outer_py;
+/* the loop twice, by the ids' width: a test of it inside cost a tenth */
+#define CLASSIFY(type)                                   \
+    for (size_t i = 0; i < ids.n; i++) {                 \
+        unsigned t = ft[((const type *)ids.ids)[i]];     \
+        tags |= t;                                       \
+        outer_py = t & FT_PYTHON ? t : outer_py;         \
     }
+    if (ids.wide)
+        CLASSIFY(uint32_t)
+    else
+        CLASSIFY(uint16_t)
+#undef CLASSIFY
     if (outer_py & FT_FUNCTION_APPLY)
         tags |= MD_TAG_BACKWARD; /* the engine ran a custom function's backward */
     return tags & ~FT_INTERNAL;

@@ -265,36 +265,47 @@ static int64_t intern_stored(md_snapshot *s, const void *k, size_t n)
     return (int64_t)s->nstacks++;
 }
 
-/* Interns a sequence of frame ids; returns the stack id (>= 1), 0 for an
- * empty stack, -1 on allocation failure, -2 past STACKS_MAX. */
-static int64_t intern_stack(md_snapshot *s, const uint32_t *ids, size_t n)
+/* Interns a sequence of frame ids, each `less` more than the frame's id
+ * (the list hook's caches are id + 1); returns the stack id (>= 1), 0 for
+ * an empty stack, -1 on allocation failure, -2 past STACKS_MAX. ids may be
+ * overwritten. */
+static int64_t intern_stack_less(md_snapshot *s, uint32_t *ids, size_t n, uint32_t less)
 {
     if (n == 0)
         return 0;
     if (s->nstacks >= STACKS_MAX)
         return -2;
-    /* the ids as stored: narrowed into key while they all fit 16 bits */
-    uint16_t small[256], *key = small;
-    const void *k = ids;
-    if (!s->sf_wide) {
-        uint32_t most = 0;
-        for (size_t j = 0; j < n; j++)
-            most |= ids[j];
-        if (most > UINT16_MAX) {
-            if (widen_stacks(s))
-                return -1;
-        } else {
-            if (n > 256 && !(key = malloc(n * sizeof *key)))
-                return -1;
-            for (size_t j = 0; j < n; j++)
-                key[j] = (uint16_t)ids[j];
-            k = key;
-        }
+    if (s->sf_wide) {
+        for (size_t j = 0; less && j < n; j++)
+            ids[j] -= less;
+        return intern_stored(s, ids, n);
     }
-    int64_t id = intern_stored(s, k, n);
+    /* narrowed into key as they are checked to fit, in one pass */
+    uint16_t small[256], *key = small;
+    if (n > 256 && !(key = malloc(n * sizeof *key)))
+        return -1;
+    uint32_t most = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t id = ids[j] - less;
+        most |= id;
+        key[j] = (uint16_t)id;
+    }
+    int64_t id;
+    if (most <= UINT16_MAX) {
+        id = intern_stored(s, key, n);
+    } else { /* a frame id past 16 bits: the stored ids widen, for good */
+        for (size_t j = 0; less && j < n; j++)
+            ids[j] -= less;
+        id = widen_stacks(s) ? -1 : intern_stored(s, ids, n);
+    }
     if (key != small)
         free(key);
     return id;
+}
+
+static int64_t intern_stack(md_snapshot *s, uint32_t *ids, size_t n)
+{
+    return intern_stack_less(s, ids, n, 0);
 }
 
 static int is_cpp_frame(const md_snapshot *s, const md_frame *f)
@@ -409,9 +420,7 @@ static int on_list(void *ctx, uint32_t *caches, size_t n, uint32_t *cache, int64
                    md_err *err)
 {
     loader *L = ctx;
-    for (size_t i = 0; i < n; i++)
-        caches[i]--; /* cache = frame id + 1 */
-    int64_t sid = intern_stack(L->s, caches, n);
+    int64_t sid = intern_stack_less(L->s, caches, n, 1); /* cache = frame id + 1 */
     if (sid < 0)
         return stack_failed(sid, off, err);
     *cache = (uint32_t)sid + 1;
