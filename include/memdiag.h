@@ -148,7 +148,7 @@ typedef struct md_load_opts {
     /* Read (and decompress) the file on a thread of its own, a few chunks
      * ahead of the reader (md_snapshot_load does): a gain where a CPU is
      * free, a cost where every CPU already reads a file (0 then). Pipes
-     * and plain files under 2 MiB are read on the caller's thread anyway. */
+     * and plain files under 4 MiB are read on the caller's thread anyway. */
     int read_ahead;
     /* Told, on the reading thread, of the trace entries read so far: every
      * few thousand (MD_EVENTS_MORE) and when the pickle has been read

@@ -28,7 +28,10 @@ enum codec { C_RAW, C_GZIP, C_ZSTD, C_XZ };
 
 #define NCHUNK 4            /* chunks read ahead */
 #define CHUNK (128u << 10) /* bytes a chunk holds */
-#define AHEAD_RAW_MIN ((size_t)2 << 20)
+/* plain files from here (the CLI's HELPERS_INPUT_MIN): a 3.5 MB one read
+ * ahead was no faster on a 16-CPU host (8.27 -> 8.18 ms min without) and
+ * held 384 KB more (bench/RESULTS.md, session 44) */
+#define AHEAD_RAW_MIN ((size_t)4 << 20)
 
 /* The chunks the file's thread fills and md_input_read empties, in order:
  * chunk `next % NCHUNK` is the reader's; filled counts those handed over.
@@ -196,7 +199,8 @@ int md_input_open(const char *path, int read_ahead, md_input **out, md_err *err)
     /* A pipe is read here: its thread could block in read() after the
      * reader stopped early, and closing would wait for it. A plain file
      * under AHEAD_RAW_MIN is too: there the thread's start and its chunks
-     * cost more than the copy it takes over (+0.3 ms on a 0.9 MB file). */
+     * cost more than the copy it takes over (+0.3 ms on a 0.9 MB file), or
+     * as much, for 384 KB of chunks resident (3.5 MB). */
     if (read_ahead && in->file_size && (in->codec != C_RAW || in->file_size >= AHEAD_RAW_MIN))
         ahead_start(in);
     *out = in;

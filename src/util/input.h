@@ -10,7 +10,7 @@
 typedef struct md_input md_input;
 
 /* read_ahead: read and decompress on a thread of its own (a regular file
- * only: compressed, or plain from 2 MiB). */
+ * only: compressed, or plain from 4 MiB). */
 int md_input_open(const char *path, int read_ahead, md_input **out, md_err *err);
 int md_input_mem(const void *data, size_t n, md_input **out, md_err *err);
 /* Reads up to n bytes; returns bytes read (0 at end) or a negative md code. */

@@ -237,17 +237,17 @@ check "directory of per-rank files, sorted by rank, compared" sh -c "$M summary 
 S=$D/seed-exercise
 check "several snapshots read at once: the same output as one at a time" sh -c "for t in 1 4 ''; do MEMDIAG_THREADS=\$t $M diagnose --json $S/snap-alpha-small-rank0.pickle $S/snap-beta-ddp-rank0.pickle $S/snap-beta-ddp-rank1.pickle $S/snap-gamma-medium-rank0.pickle $D/alpha-small.pickle.zst $S/gamma-small.json > $T/par\$t.json || exit 1; done; cmp $T/par1.json $T/par4.json && cmp $T/par1.json $T/par.json && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d[\"ranks\"])==6, len(d[\"ranks\"])' $T/par1.json"
 # Files are read ahead on a thread of their own (a compressed one, a plain one
-# from 2 MiB) where a CPU is left over (MEMDIAG_THREADS=4 says there are: one
+# from 4 MiB) where a CPU is left over (MEMDIAG_THREADS=4 says there are: one
 # file, four CPUs); a pipe is read on the reader's thread: both must read
 # alike, to the end and where the input is cut short.
-python3 bench/gen_snapshot.py 40000 "$T/ahead.pickle"
+python3 bench/gen_snapshot.py 75000 "$T/ahead.pickle"
 gzip -c "$T/ahead.pickle" >"$T/ahead.pickle.gz"
-head -c 2500000 "$T/ahead.pickle" >"$T/ahead-cut.pickle"
-head -c 150000 "$T/ahead.pickle.gz" >"$T/ahead-cut.pickle.gz"
+head -c 4300000 "$T/ahead.pickle" >"$T/ahead-cut.pickle"
+head -c 280000 "$T/ahead.pickle.gz" >"$T/ahead-cut.pickle.gz"
 cat >"$T/nosrc" <<'EOF'
 sed 's|"source":"[^"]*"||g; s|^memdiag: [^:]*: ||' "$@"
 EOF
-check "a file read ahead reads as through a pipe (plain, gzip)" sh -c "MEMDIAG_THREADS=4 $M diagnose --json $T/ahead.pickle >$T/a1 && MEMDIAG_THREADS=4 $M diagnose --json $T/ahead.pickle.gz >$T/a2 && cat $T/ahead.pickle | $M diagnose --json /dev/stdin >$T/a3 && sh $T/nosrc $T/a1 >$T/b1 && sh $T/nosrc $T/a2 | cmp $T/b1 - && sh $T/nosrc $T/a3 | cmp $T/b1 - && grep -q '\"events\":40000' $T/a1"
+check "a file read ahead reads as through a pipe (plain, gzip)" sh -c "MEMDIAG_THREADS=4 $M diagnose --json $T/ahead.pickle >$T/a1 && MEMDIAG_THREADS=4 $M diagnose --json $T/ahead.pickle.gz >$T/a2 && cat $T/ahead.pickle | $M diagnose --json /dev/stdin >$T/a3 && sh $T/nosrc $T/a1 >$T/b1 && sh $T/nosrc $T/a2 | cmp $T/b1 - && sh $T/nosrc $T/a3 | cmp $T/b1 - && grep -q '\"events\":75000' $T/a1"
 for c in ahead-cut.pickle ahead-cut.pickle.gz; do
     check "a cut file read ahead fails as through a pipe: $c" sh -c "MEMDIAG_THREADS=4 $M summary $T/$c 2>$T/r1; test \$? -eq 2 || exit 1; cat $T/$c | $M summary /dev/stdin 2>$T/r2; test \$? -eq 2 && grep -q truncated $T/r1 && sh $T/nosrc $T/r1 >$T/b1 && sh $T/nosrc $T/r2 | cmp $T/b1 -"
 done
