@@ -162,11 +162,12 @@ static int64_t intern_frame(md_snapshot *s, const md_frame *f)
     return (int64_t)s->nframes - 1;
 }
 
-/* A stack's frame ids as they are stored (md_stack_ids' width), hashed
- * as bytes (md_hash's four lanes take 16 or 32 bytes a step: deep stacks
- * are hashed once per trace entry). */
+/* Bytes a stored frame id takes (md_stack_ids' width). */
 static size_t sf_size(const md_snapshot *s) { return s->sf_wide ? 4 : 2; }
 
+/* A stack's frame ids as they are stored, hashed as bytes (md_hash's four
+ * lanes take 16 or 32 bytes a step: deep stacks are hashed once per trace
+ * entry). */
 static uint64_t stack_hash(const void *ids, size_t n, size_t esz)
 {
     return md_hash(ids, n * esz, 11);
