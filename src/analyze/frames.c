@@ -455,9 +455,11 @@ __attribute__((noinline)) static unsigned classify(md_stack_cache *c, const md_s
 const md_frame *md_script_frame(md_stack_cache *c, const md_snapshot *s, uint32_t stack)
 {
     md_stack_ids ids = md_snapshot_stack(s, stack);
-    for (size_t i = 0; i < ids.n; i++)
-        if (c->ftags[md_stack_id(ids, i)] & FT_SCRIPT)
-            return &s->frames[md_stack_id(ids, i)];
+    for (size_t i = 0; i < ids.n; i++) {
+        uint32_t id = md_stack_id(ids, i);
+        if (c->ftags[id] & FT_SCRIPT)
+            return &s->frames[id];
+    }
     return NULL;
 }
 

@@ -266,6 +266,14 @@ static int64_t intern_stored(md_snapshot *s, const void *k, size_t n)
     return (int64_t)s->nstacks++;
 }
 
+/* ids[0..n) with `less` taken off each, in place. */
+static uint32_t *less_taken(uint32_t *ids, size_t n, uint32_t less)
+{
+    for (size_t j = 0; less && j < n; j++)
+        ids[j] -= less;
+    return ids;
+}
+
 /* Interns a sequence of frame ids, each `less` more than the frame's id
  * (the list hook's caches are id + 1); returns the stack id (>= 1), 0 for
  * an empty stack, -1 on allocation failure, -2 past STACKS_MAX. ids may be
@@ -276,11 +284,8 @@ static int64_t intern_stack_less(md_snapshot *s, uint32_t *ids, size_t n, uint32
         return 0;
     if (s->nstacks >= STACKS_MAX)
         return -2;
-    if (s->sf_wide) {
-        for (size_t j = 0; less && j < n; j++)
-            ids[j] -= less;
-        return intern_stored(s, ids, n);
-    }
+    if (s->sf_wide)
+        return intern_stored(s, less_taken(ids, n, less), n);
     /* narrowed into key as they are checked to fit, in one pass */
     uint16_t small[256], *key = small;
     if (n > 256 && !(key = malloc(n * sizeof *key)))
@@ -295,9 +300,7 @@ static int64_t intern_stack_less(md_snapshot *s, uint32_t *ids, size_t n, uint32
     if (most <= UINT16_MAX) {
         id = intern_stored(s, key, n);
     } else { /* a frame id past 16 bits: the stored ids widen, for good */
-        for (size_t j = 0; less && j < n; j++)
-            ids[j] -= less;
-        id = widen_stacks(s) ? -1 : intern_stored(s, ids, n);
+        id = widen_stacks(s) ? -1 : intern_stored(s, less_taken(ids, n, less), n);
     }
     if (key != small)
         free(key);
