@@ -170,6 +170,16 @@ typedef struct md_load_opts {
      * (the CLI, for small inputs where faults are dear), or that runs under
      * a limit counting each 2 MB mapping whole (ulimit -d or -v). */
     int heap_first;
+    /* Read a plain file's trace on two threads at once, the second
+     * starting about halfway (split_where of the input, default 0.55) in a
+     * snapshot of its own that the first takes in when it arrives there;
+     * `split` threads (the second's among them) first count the memo
+     * before that place. 0: one reader. Only where a CPU or more is free
+     * beside the reader (the CLI decides); from split_min bytes (0: 2 MiB).
+     * The snapshot is the same either way. */
+    int split;
+    double split_where;
+    size_t split_min;
 } md_load_opts;
 enum { MD_EVENTS_MORE, MD_EVENTS_END, MD_EVENTS_PAUSE, MD_EVENTS_GONE };
 int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapshot **out,

@@ -47,6 +47,12 @@
  * without, for 10 % of its time (27 -> 31 ms); big_gamma (6.4 MB) 1.69x
  * and 1.50x, 16 -> 18 ms */
 #define HUGE_HEAP_INPUT_MIN ((size_t)8 << 20)
+/* A plain file's read splits in two (split_threads) from this size, on a
+ * file's CPUs from SPLIT_CPUS, with up to SPLIT_COUNTERS threads counting
+ * the memo before the second reader's start (it one of them) */
+#define SPLIT_MIN_BYTES ((size_t)4 << 20)
+#define SPLIT_CPUS 6
+#define SPLIT_COUNTERS 4
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2, FOLLOW_WALK = 3 }; /* pool.follow, 0: none */
 
@@ -61,6 +67,7 @@ typedef struct pool {
     int rank_threads; /* threads building one file's ranks (its devices) */
     size_t job_cpus;  /* the CPUs each file being read has */
     int aside;        /* stacks classified aside: -1 where CPUs allow, 0 never, 1 always */
+    int split;        /* md_load_opts.split for plain files of SPLIT_MIN_BYTES and more */
     const off_t *plain; /* each job's plain_size, NULL: none known */
     const off_t *guess; /* and its plain bytes, guessed where compressed */
 } pool;
@@ -277,6 +284,8 @@ static void run_job(const pool *P, size_t i)
     cli_snap_job *j = &P->jobs[i];
     off_t plain = P->plain ? P->plain[i] : -1, guess = P->guess ? P->guess[i] : -1;
     md_load_opts o = P->opts;
+    o.split = P->split;
+    o.split_min = SPLIT_MIN_BYTES;
     int pass = passes(P->follow, plain);
     int walk = !pass && walk_pays(P->walks, P->follow, guess);
     md_follow *f = pass || walk ? md_follow_start(walk) : NULL;
@@ -324,6 +333,20 @@ static size_t cpu_count(void)
     const char *env = getenv("MEMDIAG_THREADS");
     long cpus = env && atol(env) > 0 ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 0 ? (size_t)cpus : 1;
+}
+
+/* The threads a file's read split in two takes (md_load_opts.split): the
+ * second reader and the memo's other counters, where the file has CPUs
+ * enough for them beside its reader, its walk and its prefault thread
+ * (SPLIT_CPUS); MEMDIAG_SPLIT=0 never splits, =N always, with N. */
+static int split_threads(size_t job_cpus)
+{
+    const char *env = getenv("MEMDIAG_SPLIT");
+    if (env && *env)
+        return atoi(env) > 0 ? atoi(env) : 0;
+    if (job_cpus < SPLIT_CPUS)
+        return 0;
+    return job_cpus - 3 < SPLIT_COUNTERS ? (int)(job_cpus - 3) : SPLIT_COUNTERS;
 }
 
 /* MEMDIAG_ASIDE: 0 never classifies a rank's stacks on a thread beside its
@@ -408,7 +431,8 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     int spare = 2 * nw <= cpus;
     pool P = {jobs, n, 0, n, {.read_ahead = spare}, spare ? follow : 0,
               follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1,
-              nw ? cpus / nw : cpus, aside_mode(), plain, guess};
+              nw ? cpus / nw : cpus, aside_mode(), 0, plain, guess};
+    P.split = split_threads(P.job_cpus);
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* where page faults are dear, the heap goes on huge pages, a small

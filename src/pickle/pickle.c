@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pickle.h"
+#include "split.h"
 
 #define WINDOW 262144
 /* a plain input under SMALL_INPUT is read through a window an eighth as
@@ -128,6 +129,22 @@ struct md_pkl {
     md_pkl_limits lim;
     int proto;
     int64_t op_off; /* offset of the opcode being executed */
+    /* The read split in two (md_pkl_split_*; snapshot/split.c). The first
+     * reader: at the MARK at split_at (SIZE_MAX: none) it offers to take
+     * the second's part; memo slots [hole_lo, hole_hi) are the second's,
+     * which it does not have (a get of one: hole_hit). The second: memo
+     * slots below nremote were filled before its start, their values read
+     * where remote_at says when first got; it stops after a batch of the
+     * list it began in that no MARK follows (ended). */
+    size_t split_at;
+    md_pkl_split_fn split_fn;
+    void *split_ctx;
+    size_t hole_lo, hole_hi;
+    int hole_hit;
+    const uint32_t *remote_at;
+    size_t nremote;
+    int remote_depth;
+    int second, ended;
 };
 
 static const struct { int op; const char *name; } opnames[] = {
@@ -728,6 +745,18 @@ static int memo_room(md_pkl *p, size_t idx)
     return 0;
 }
 
+/* A memo slot the second reader filled, used after the first took its
+ * part: the read is made again whole (md_pkl_hole_hit). */
+static int hole(md_pkl *p, uint64_t idx, md_err *err)
+{
+    p->hole_hit = 1;
+    return md_err_set(err, MD_E_FORMAT, p->op_off,
+                      "memo slot %llu of the part read on another thread is used after it",
+                      (unsigned long long)idx);
+}
+
+static int remote_get(md_pkl *p, size_t idx, md_err *err);
+
 static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
 {
     if (!p->sp)
@@ -739,6 +768,8 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
         return md_err_set(err, MD_E_LIMIT, p->op_off,
                           "memo index %llu is implausibly large",
                           (unsigned long long)idx);
+    if (idx >= p->hole_lo && idx < p->hole_hi)
+        return hole(p, idx, err);
     if (idx >= p->memocap && memo_room(p, idx))
         return md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
     if (idx < p->nmemo && p->memo[idx])
@@ -760,9 +791,14 @@ static int memo_put(md_pkl *p, uint64_t idx, md_err *err)
 
 static inline int memo_get(md_pkl *p, uint64_t idx, md_err *err)
 {
-    if (idx >= p->nmemo || !p->memo[idx])
+    if (idx >= p->nmemo || !p->memo[idx]) {
+        if (idx < p->nremote)
+            return remote_get(p, (size_t)idx, err);
+        if (idx >= p->hole_lo && idx < p->hole_hi)
+            return hole(p, idx, err);
         return md_err_set(err, MD_E_FORMAT, p->op_off,
                           "memo index %llu was never stored", (unsigned long long)idx);
+    }
     md_pv v;
     memo_decode(p, p->memo[idx], &v);
     return push(p, v, err);
@@ -946,6 +982,16 @@ static int make_tuple(md_pkl *p, size_t from, md_err *err)
     return push(p, t, err);
 }
 
+/* The second reader's part ends after a batch of the list it began in
+ * that no other batch follows: 1 (as STOP) there, else 0. */
+static int second_end(md_pkl *p)
+{
+    if (p->sp != 1 || p->nmarks || (p->pos < p->len && p->buf[p->pos] == '('))
+        return 0;
+    p->ended = 1;
+    return 1;
+}
+
 static int op_collection(md_pkl *p, int op, md_err *err)
 {
     size_t mark;
@@ -954,14 +1000,16 @@ static int op_collection(md_pkl *p, int op, md_err *err)
     case 'a': /* APPEND */
         if ((rc = need_stack(p, 2, 0, err)))
             return rc;
-        return list_extend(p, &p->stack[p->sp - 2], p->sp - 1, err);
+        rc = list_extend(p, &p->stack[p->sp - 2], p->sp - 1, err);
+        return rc || !p->second ? rc : second_end(p);
     case 'e': /* APPENDS */
     case 0x90: /* ADDITEMS (sets are read as lists) */
         if ((rc = pop_mark(p, &mark, err)) || (rc = need_stack(p, 0, mark, err)))
             return rc;
         if (mark == 0)
             return md_err_set(err, MD_E_FORMAT, p->op_off, "APPENDS without a list");
-        return list_extend(p, &p->stack[mark - 1], mark, err);
+        rc = list_extend(p, &p->stack[mark - 1], mark, err);
+        return rc || !p->second ? rc : second_end(p);
     case 's': /* SETITEM */
         if ((rc = need_stack(p, 3, 0, err)))
             return rc;
@@ -1949,6 +1997,14 @@ static int step_rest(md_pkl *p, int op, md_err *err)
     return md_err_set(err, MD_E_FORMAT, p->op_off, "unknown opcode 0x%02x", op);
 }
 
+/* At the first reader's split_at: the second reader's part offered
+ * (once). 1 if it was taken (p->pos past it), 0 if not, or an error. */
+static int split_offer(md_pkl *p, md_err *err)
+{
+    p->split_at = SIZE_MAX;
+    return p->split_fn(p->split_ctx, p, err);
+}
+
 /* One dispatch per opcode: the frequent ones first, each family to its
  * handler. Returns 1 only for STOP. */
 static inline int dispatch(md_pkl *p, int op, md_err *err)
@@ -1967,6 +2023,10 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
         p->pos += 4;
         return memo_get(p, rd_le(p->buf + p->pos - 4, 4), err);
     case '(': /* MARK */
+        if (__builtin_expect((size_t)p->op_off == p->split_at, 0)) {
+            if ((rc = split_offer(p, err)) != 0)
+                return rc < 0 ? rc : MD_OK;
+        }
         if (p->nmarks < p->mcap && p->nmarks < p->lim.max_depth) {
             p->marks[p->nmarks++] = p->sp;
             return MD_OK;
@@ -2043,11 +2103,12 @@ THREADED_DISPATCH static int run_fast(md_pkl *p, md_err *err)
     const unsigned char *buf, *lim, *b; /* lim: the last opcode with 16 bytes behind it */
     md_pv *stack, *top, *full; /* full: the last slot an opcode may fill */
     uint64_t *memo;
-    size_t nmemo, memocap;
+    size_t nmemo, memocap, split;
 #define LOAD()                                                              \
     do {                                                                    \
         size_t n_ = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack; \
         buf = p->buf, lim = buf + p->len - 16, b = buf + p->pos;            \
+        split = p->split_at;                                                \
         stack = p->stack, top = stack + p->sp;                              \
         full = stack + (n_ ? n_ - 1 : 0);                                   \
         memo = p->memo, nmemo = p->nmemo, memocap = p->memocap;             \
@@ -2108,7 +2169,7 @@ long1:
     b += 2 + (size_t)b[1];
     NEXT();
 mark:
-    if (p->nmarks >= p->mcap || p->nmarks >= p->lim.max_depth)
+    if (p->nmarks >= p->mcap || p->nmarks >= p->lim.max_depth || (size_t)(b - buf) == split)
         goto out;
     p->marks[p->nmarks++] = (size_t)(top - stack);
     b += 1;
@@ -2287,6 +2348,7 @@ int md_pkl_new(md_input *in, md_strtab *strs, md_pkl **out, md_err *err)
         p->short_cache[k].n = UINT32_MAX; /* empty */
     rec_forget(p); /* zeroed entries would match anything */
     p->seen_last = SIZE_MAX;
+    p->split_at = SIZE_MAX;
     p->in = in;
     p->strs = strs;
     p->lim.max_depth = 512;
@@ -2383,6 +2445,194 @@ void md_pkl_free(md_pkl *p)
     free(p->seenbytes);
     free(p->own);
     free(p);
+}
+
+/* ---- the read split in two (snapshot/split.c) ------------------------------- */
+
+#define REMOTE_DEPTH 8   /* values got from before the start, one inside another */
+#define REMOTE_OPS 4096  /* opcodes of one such value */
+
+static int second_fails(size_t at, const char *what, md_err *err)
+{
+    return md_err_set(err, MD_E_FORMAT, (int64_t)at, "second reader: %s", what);
+}
+
+/* A list filled before the second reader's start: a released list whose
+ * cache names its slot (MD_PKL_REMOTE_LIST), for the join to resolve in
+ * the first reader's memo (where it is a converted frames list). */
+static int remote_list(md_pkl *p, size_t idx, md_err *err)
+{
+    md_pv v;
+    int rc = new_obj(p, PVO_LIST, &v, err);
+    if (rc)
+        return rc;
+    v.o->taken = PVO_RELEASED;
+    v.o->cache = MD_PKL_REMOTE_LIST | (uint32_t)(idx + 1);
+    memo_slot(&p->memo[idx], idx, &v); /* a container: always inline */
+    return push(p, v, err);
+}
+
+/* Whether the remote value at p->pos - 1 (its last opcode just run) is
+ * complete: one more value than sp0 on the stack, the marks as they were,
+ * a dict's batch closed, and no MEMOIZE of it still to come. */
+static int remote_done(const md_pkl *p, size_t sp0, size_t nmarks0, int dict, int op)
+{
+    return p->sp == sp0 + 1 && p->nmarks == nmarks0 && (!dict || op == 'u') &&
+           (p->pos >= p->len || p->buf[p->pos] != 0x94);
+}
+
+/* A string or a dict (a frame) filled before the second reader's start,
+ * read again from its bytes on top of the stack, the memo slots it
+ * filled then (from idx) filled again; then got as any slot. */
+static int remote_read(md_pkl *p, size_t idx, size_t at, md_err *err)
+{
+    size_t pos0 = p->pos, sp0 = p->sp, nmarks0 = p->nmarks, nmemo0 = p->nmemo;
+    int64_t off0 = p->op_off;
+    int dict = p->buf[at] == '}', rc = MD_OK;
+    p->pos = at, p->nmemo = idx;
+    p->remote_depth++;
+    for (int k = 0;; k++) {
+        if (p->pos >= p->len || k == REMOTE_OPS) {
+            rc = second_fails(at, "a value from before its start does not end", err);
+            break;
+        }
+        p->op_off = (int64_t)p->pos;
+        int op = p->buf[p->pos++];
+        if ((rc = dispatch(p, op, err)) != 0) {
+            if (rc == 1)
+                rc = second_fails(at, "STOP inside a value from before its start", err);
+            break;
+        }
+        if (p->sp <= sp0 || p->nmarks < nmarks0) {
+            rc = second_fails(at, "a value from before its start is not one", err);
+            break;
+        }
+        if (remote_done(p, sp0, nmarks0, dict, op))
+            break;
+    }
+    p->remote_depth--;
+    if (!rc && !p->memo[idx])
+        rc = second_fails(at, "a value from before its start is not memoized", err);
+    p->sp = sp0, p->nmarks = nmarks0, p->nmemo = nmemo0, p->pos = pos0, p->op_off = off0;
+    if (rc)
+        return rc;
+    md_pv v;
+    memo_decode(p, p->memo[idx], &v);
+    return push(p, v, err);
+}
+
+static int remote_get(md_pkl *p, size_t idx, md_err *err)
+{
+    size_t at = p->remote_at[idx] & MD_SPLIT_OFFSET;
+    unsigned kind = p->remote_at[idx] >> 30;
+    if (at >= p->len || idx >= MD_PKL_REMOTE_LIST - 1)
+        return second_fails(at, "a memo slot from before its start out of range", err);
+    if (kind == MD_SPLIT_LIST) /* its bytes not looked at: a page fault */
+        return remote_list(p, idx, err);
+    if (kind == MD_SPLIT_OTHER)
+        return second_fails(at, "a value from before its start neither a list, a dict "
+                                "nor a string", err);
+    if (p->remote_depth >= REMOTE_DEPTH)
+        return second_fails(at, "values from before its start nest too deep", err);
+    return remote_read(p, idx, at, err);
+}
+
+void md_pkl_set_split(md_pkl *p, size_t at, md_pkl_split_fn fn, void *ctx)
+{
+    p->split_at = p->own ? SIZE_MAX : at; /* read in place only */
+    p->split_fn = fn;
+    p->split_ctx = ctx;
+}
+
+int md_pkl_second(md_pkl *p, size_t at, const uint32_t *remote_at, size_t nremote,
+                  md_err *err)
+{
+    md_pv list;
+    if (p->own || at >= p->len || p->buf[at] != '(')
+        return second_fails(at, "not at a MARK of an input read in place", err);
+    /* A memo of its own: slots below nremote read as unset until got
+     * (remote_get), which a fresh mapping is and a heap array is made;
+     * room for a slot a byte to its end, never to move; and 4 KiB pages,
+     * as it touches only its own slots and the few it gets */
+    size_t esz = sizeof *p->memo;
+    md_big_free(p->memo, p->memomap, esz);
+    p->memo = NULL, p->memomap = 0;
+    if (md_big_reserve((void **)&p->memo, &p->memomap, nremote + (p->len - at) + 1, 0, esz))
+        return md_err_set(err, MD_E_NOMEM, (int64_t)at, "out of memory");
+    if (p->memomap * esz < MD_BIG_MIN)
+        memset(p->memo, 0, p->memomap * esz);
+    p->memocap = md_big_ahead(p->memo, p->memomap, nremote, esz);
+    int rc = new_obj(p, PVO_LIST, &list, err);
+    if (rc)
+        return rc;
+    p->stack[0] = list;
+    p->sp = 1;
+    p->pos = at;
+    p->nmemo = nremote;
+    p->remote_at = remote_at;
+    p->nremote = nremote;
+    p->second = 1;
+    p->proto = 4;
+    return MD_OK;
+}
+
+/* The second reader's list: the run of records it took, or NULL where it
+ * did not end as a list of records only. */
+static const pv_obj *second_list(const md_pkl *b)
+{
+    if (!b->second || !b->ended || b->sp != 1 || b->stack[0].t != PV_LIST)
+        return NULL;
+    const pv_obj *o = b->stack[0].o;
+    return o->n || o->taken || !o->run_n || o->run_first ? NULL : o;
+}
+
+int md_pkl_split_can(const md_pkl *a, const md_pkl_part *part, size_t nrefs)
+{
+    if (!part->records || a->own || a->nmemo != part->nremote || !a->sp ||
+        a->stack[a->sp - 1].t != PV_LIST)
+        return 0;
+    const pv_obj *o = a->stack[a->sp - 1].o;
+    return !o->n && !o->taken && o->run_n && (uint64_t)o->run_first + o->run_n == nrefs &&
+           (uint64_t)o->run_n + part->records < UINT32_MAX / 2;
+}
+
+uint64_t md_pkl_memo_list(const md_pkl *a, size_t idx)
+{
+    if (idx >= a->nmemo || (a->memo[idx] & 7) != MT_LIST || !a->memo[idx])
+        return 0;
+    const pv_obj *o = (const pv_obj *)(uintptr_t)(a->memo[idx] & ~7ULL);
+    return o->taken == PVO_RELEASED ? o->cache : 0;
+}
+
+void md_pkl_second_part(const md_pkl *b, md_pkl_part *part)
+{
+    const pv_obj *bl = second_list(b);
+    part->records = bl ? bl->run_n : 0;
+    part->nremote = b->nremote;
+    part->nmemo = b->nmemo;
+    part->end = b->pos;
+    part->taken = b->nrecords;
+    part->spills = b->nspills;
+}
+
+int md_pkl_split_take(md_pkl *a, const md_pkl_part *part, md_err *err)
+{
+    size_t lo = a->nmemo, hi = part->nmemo;
+    if (hi > a->memocap && memo_room(a, hi))
+        return md_err_set(err, MD_E_NOMEM, a->op_off, "out of memory");
+    memset(a->memo + lo, 0, (hi - lo) * sizeof *a->memo);
+    a->stack[a->sp - 1].o->run_n += part->records;
+    a->nmemo = hi;
+    a->hole_lo = lo, a->hole_hi = hi;
+    a->pos = part->end;
+    a->nrecords += part->taken;
+    a->nspills += part->spills;
+    return MD_OK;
+}
+
+int md_pkl_hole_hit(const md_pkl *p)
+{
+    return p->hole_hit;
 }
 
 /* ---- value helpers ---------------------------------------------------------- */

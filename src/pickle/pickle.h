@@ -155,6 +155,52 @@ static inline int md_pv_u64(const md_pv *v, uint64_t *out)
     return 1;
 }
 
+/* ---- the read split in two (snapshot/split.c) --------------------------------
+ * A second reader reads a stretch of a list of records (a device's trace)
+ * from a MARK opening one of its batches, while the first reads the bytes
+ * before; the first, arriving at that MARK, takes the second's part (its
+ * records, its memo slots as a hole) and goes on after it. Both read the
+ * same input in place. */
+
+/* A second reader's list got from before its start: its cache is this |
+ * (memo slot + 1); the join finds the stack in the first reader's memo. */
+#define MD_PKL_REMOTE_LIST 0x80000000u
+
+/* Called by the first reader at the MARK at its split offset: 1 if it
+ * took the second's part (md_pkl_split_take), 0 to read on itself, or a
+ * negative md error. */
+typedef int (*md_pkl_split_fn)(void *ctx, md_pkl *p, md_err *err);
+/* The first reader offers fn the part at byte `at` (inputs read in place). */
+void md_pkl_set_split(md_pkl *p, size_t at, md_pkl_split_fn fn, void *ctx);
+/* Makes p (fresh, reading in place) the second reader, to start at the
+ * MARK at byte `at` with nremote memo slots filled before it, slot k by the
+ * opcode at remote_at[k] (kept by the caller). md_pkl_run then reads to
+ * the end of the list's batches. */
+int md_pkl_second(md_pkl *p, size_t at, const uint32_t *remote_at, size_t nremote,
+                  md_err *err);
+/* The cache of the converted list in a's memo slot idx, 0 if none. */
+uint64_t md_pkl_memo_list(const md_pkl *a, size_t idx);
+/* What the first reader takes of the second's part (md_pkl_second_part),
+ * so the second can be freed first. */
+typedef struct md_pkl_part {
+    size_t records;     /* the run of records its list took, 0: unusable */
+    size_t nremote;     /* its memo count at its start */
+    size_t nmemo;       /* and at its end */
+    size_t end;         /* where it ended */
+    size_t taken, spills; /* md_pkl_records, md_pkl_spills */
+} md_pkl_part;
+void md_pkl_second_part(const md_pkl *b, md_pkl_part *part);
+/* Whether the first reader, at the split offset, can take the part: its
+ * memo count is the part's start's, and the list open on its stack holds
+ * only the run of records [.., nrefs). */
+int md_pkl_split_can(const md_pkl *a, const md_pkl_part *part, size_t nrefs);
+/* Takes the second reader's part into a (after md_pkl_split_can): the
+ * list's run grows by its records (the caller appended them), its memo
+ * slots become a hole, a goes on where it ended. */
+int md_pkl_split_take(md_pkl *a, const md_pkl_part *part, md_err *err);
+/* Whether a read failed on a slot of the hole: it must be made again whole. */
+int md_pkl_hole_hit(const md_pkl *p);
+
 /* Opcode name for messages ("GLOBAL", "0x??"). */
 const char *md_pkl_opname(int op);
 

@@ -7,9 +7,16 @@
  * memo, are interned once and cached on the shared pickle object. Unknown
  * keys and newer fields are skipped; missing optional fields take
  * documented defaults. Schema history: ../../docs/snapshot-format.md. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "../pickle/pickle.h"
+#include "../pickle/split.h"
+#include "../util/thread.h"
 #include "snapshot_int.h"
 
 /* Interned ids of the keys and values we look for, so matching a key is an
@@ -91,7 +98,17 @@ typedef struct loader {
     double bytes; /* the input's size, for the expected count */
     md_omap stream_ix; /* stream -> index in s->streams */
     uint16_t last_stream; /* the index the last event had */
+    struct second *second; /* the read split in two: the other reader */
+    /* a file mapping read in place: its pages behind the reader given
+     * back, from drop_from, when a record ends past drop_at (SIZE_MAX: never) */
+    const unsigned char *drop_buf;
+    size_t drop_from, drop_at;
+    size_t drop_before; /* the second reader: and the pages before its start,
+                           which its values got from there faulted in (64 KiB
+                           each: the kernel maps a fault's neighbours too) */
 } loader;
+
+#define DROP_EVERY ((size_t)256 << 10) /* bytes read between two drops */
 
 #define NOTE_EVERY 2048 /* events between two calls of on_events */
 
@@ -693,15 +710,28 @@ static int take_flat(loader *L, const md_pv *const *v, uint32_t *ref, int64_t of
     return take_entry(L, v, ref, off, err);
 }
 
+/* The mapping's pages behind off given back (loader.drop_buf). */
+static void drop_behind(loader *L, int64_t off)
+{
+    md_split_drop(L->drop_buf, L->drop_from, (size_t)off);
+    if (L->drop_before)
+        md_split_drop(L->drop_buf, 0, L->drop_before);
+    L->drop_from = (size_t)off;
+    L->drop_at = (size_t)off + DROP_EVERY;
+}
+
 /* The item hook: a dict with 'blocks' is a segment; else one with a string
  * 'action' and an 'addr', 'size' or 'device_free' a trace entry; else one
  * with an 'address' and no other known key a block. Each becomes what the
  * record hook makes of the same dict read from its bytes (on_record), at
  * the same point (its first SETITEMS, or its append to a list), so both
  * paths take the same dicts; anything else is left alone. */
+
 static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     loader *L = ctx;
+    if ((size_t)off >= L->drop_at)
+        drop_behind(L, off);
     /* one pass over the keys, noting where each value is (the last of a
      * repeated key, as Python keeps it); an OOM's 'device_free' is its addr */
     const md_pv *v[SL_COUNT] = {NULL};
@@ -729,7 +759,10 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
 static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t off,
                      md_err *err)
 {
-    return take_flat(ctx, v, ref, off, err);
+    loader *L = ctx;
+    if ((size_t)off >= L->drop_at)
+        drop_behind(L, off);
+    return take_flat(L, v, ref, off, err);
 }
 
 /* The record hook's slot for each key: trace entries' own keys as on_item
@@ -741,6 +774,260 @@ _Static_assert(K_COUNT <= MD_PKL_REC_KEYS && SL_COUNT <= MD_PKL_REC_SLOTS,
 static void set_record_hook(loader *L, md_pkl *p)
 {
     (void)md_pkl_set_record_hook(p, L->key[0], key_slot, K_COUNT, SL_COUNT, on_record, L);
+}
+
+/* ---- the read split in two -------------------------------------------------
+ * Where a CPU or more is free (md_load_opts.split), a long trace is read by
+ * two readers at once: a second one, on a thread of its own, reads from a
+ * batch of trace entries about halfway through the input (pickle/split.c)
+ * into a snapshot of its own, while this one reads up to there. Arriving
+ * there, this one takes the second's part (split_join): its strings,
+ * frames and stacks interned in the order the second met them (the order
+ * a whole read meets them: their ids come out the same), its events
+ * appended with their stacks and streams renumbered, and goes on after it.
+ * Anything the second cannot read, or a part this one cannot take, leaves
+ * the bytes to this one: a split changes how long a read takes, never what
+ * it reads (tests/unit/test_split.c holds every fixture to that). */
+
+static int loader_init(loader *L, md_snapshot *s);
+
+typedef struct second {
+    const unsigned char *buf;
+    size_t len, at;
+    int threads;
+    int mapped; /* buf maps the file: pages read are given back (drop) */
+    md_split_frames frames;
+    uint32_t *slot_at; /* memo slots before `at`: where each value was written */
+    size_t nslots, slots_cap;
+    md_snapshot *s;
+    loader L;
+    md_input *in;
+    md_pkl *p;
+    md_pkl_part part; /* what the first reader takes (part.records 0: nothing) */
+    pthread_t thread;
+    int started;
+} second;
+
+static void *second_main(void *arg)
+{
+    second *x = arg;
+    md_err e = {0};
+    md_pv top;
+    if (md_split_count(x->buf, x->len, &x->frames, x->at, x->threads, x->mapped, &x->slot_at,
+                       &x->nslots, &x->slots_cap))
+        return NULL;
+    if (!(x->s = calloc(1, sizeof *x->s)) || md_strtab_init(&x->s->strs) ||
+        loader_init(&x->L, x->s) || md_input_mem(x->buf, x->len, &x->in, &e) ||
+        md_pkl_new(x->in, &x->s->strs, &x->p, &e))
+        return NULL;
+    /* its events in room for as many as its bytes could hold, 4 KiB pages:
+     * a huge page would be half empty */
+    (void)md_big_reserve((void **)&x->s->events, &x->s->evcap, (x->len - x->at) / 8 + 1, 0,
+                         sizeof *x->s->events);
+    md_pkl_set_hook(x->p, on_item, &x->L);
+    md_pkl_set_list_hook(x->p, on_list, &x->L);
+    set_record_hook(&x->L, x->p);
+    x->L.p = x->p;
+    if (x->mapped)
+        x->L.drop_buf = x->buf, x->L.drop_from = x->L.drop_before = x->at,
+        x->L.drop_at = x->at + DROP_EVERY;
+    if (md_pkl_second(x->p, x->at, x->slot_at, x->nslots, &e) || md_pkl_run(x->p, &top, &e))
+        return NULL; /* the first reader reads it: any error is its to report */
+    md_pkl_second_part(x->p, &x->part);
+    if (x->part.records != x->s->nevents || x->s->nblocks || x->s->nsegs)
+        x->part.records = 0; /* not a trace's entries alone */
+    if (x->mapped) /* its part, read: nothing reads it again */
+        md_split_drop(x->buf, x->at, x->part.end);
+    /* its reader's memory, while the first reads on: only its snapshot is taken */
+    md_pkl_free(x->p);
+    x->p = NULL;
+    return NULL;
+}
+
+static void second_wait(second *x)
+{
+    if (x && x->started) {
+        pthread_join(x->thread, NULL);
+        x->started = 0;
+    }
+}
+
+static void second_free(second *x)
+{
+    if (!x)
+        return;
+    second_wait(x);
+    md_pkl_free(x->p);
+    md_input_close(x->in);
+    md_omap_free(&x->L.stream_ix);
+    md_snapshot_free(x->s);
+    md_big_free(x->slot_at, x->slots_cap, sizeof *x->slot_at);
+    md_split_frames_free(&x->frames);
+    free(x);
+}
+
+/* The second reader started at the first batch of records near `where`
+ * of an input read in place, or NULL (no frames, no such batch, no
+ * thread). */
+static second *second_start(const unsigned char *buf, size_t len, int threads, double where,
+                            int mapped)
+{
+    second *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->buf = buf, x->len = len, x->threads = threads, x->mapped = mapped;
+    int found = !md_split_frames_find(buf, len, &x->frames) &&
+                (x->at = md_split_start(buf, len, &x->frames, where)) != 0;
+    if (mapped) /* hopping from frame to frame faulted in 64 KiB of each */
+        md_split_drop(buf, 0, len);
+    if (!found ||
+        md_thread_start(&x->thread, second_main, x, MD_STACK_WORK)) {
+        second_free(x);
+        return NULL;
+    }
+    x->started = 1;
+    return x;
+}
+
+/* Whether every list the second reader got from before its start is a
+ * converted frames list in the first reader's memo. */
+static int remotes_known(const md_pkl *pa, const md_snapshot *b)
+{
+    for (size_t i = 0; i < b->nevents; i++) {
+        uint32_t k = b->events[i].stack;
+        if ((k & MD_PKL_REMOTE_LIST) && !md_pkl_memo_list(pa, k & ~MD_PKL_REMOTE_LIST))
+            return 0;
+    }
+    return 1;
+}
+
+/* Ids of the second reader's strings, frames and stacks in the first's
+ * snapshot a, interned in the second's order. */
+static int merge_ids(loader *L, const md_snapshot *b, uint32_t *smap, uint32_t *fmap,
+                     uint32_t *kmap)
+{
+    md_snapshot *a = L->s;
+    for (size_t i = 0; i < b->strs.n; i++) {
+        int64_t id = md_strtab_intern(&a->strs, md_strtab_get(&b->strs, (uint32_t)i),
+                                      md_strtab_len(&b->strs, (uint32_t)i));
+        if (id < 0)
+            return -1;
+        smap[i] = (uint32_t)id;
+    }
+    for (size_t i = 0; i < b->nframes; i++) {
+        md_frame f = b->frames[i];
+        f.name = smap[f.name], f.filename = smap[f.filename];
+        int64_t id = intern_frame(a, &f);
+        if (id < 0)
+            return -1;
+        if (!L->cpp_seen && is_cpp_frame(a, &f))
+            L->cpp_seen = 1;
+        fmap[i] = (uint32_t)id;
+    }
+    uint32_t small[256], *ids = small;
+    size_t idcap = 256;
+    kmap[0] = 0;
+    for (uint32_t k = 1; k < b->nstacks; k++) {
+        md_stack_ids st = md_snapshot_stack(b, k);
+        if (st.n > idcap) {
+            uint32_t *w = malloc(st.n * sizeof *w);
+            if (!w)
+                return ids == small ? -1 : (free(ids), -1);
+            if (ids != small)
+                free(ids);
+            ids = w, idcap = st.n;
+        }
+        for (size_t j = 0; j < st.n; j++)
+            ids[j] = fmap[md_stack_id(st, j)];
+        int64_t id = intern_stack(a, ids, st.n);
+        if (id < 0) {
+            if (ids != small)
+                free(ids);
+            return (int)id;
+        }
+        kmap[k] = (uint32_t)id;
+    }
+    if (ids != small)
+        free(ids);
+    return 0;
+}
+
+/* The second reader's streams' indices in a, added in its order (the
+ * order a whole read meets them). */
+static uint16_t *merge_streams(loader *L, const md_snapshot *b)
+{
+    uint16_t *tmap = malloc(b->nstreams * sizeof *tmap);
+    for (size_t i = 0; tmap && i < b->nstreams; i++)
+        if (stream_index(L, b->streams[i], &tmap[i])) {
+            free(tmap);
+            return NULL;
+        }
+    return tmap;
+}
+
+/* The second reader's events appended to a's, their stacks and streams
+ * a's (kmap, tmap; lists from before its start: the first reader's memo). */
+static int merge_events(loader *L, const md_pkl *pa, const md_snapshot *b, const uint32_t *kmap,
+                        const uint16_t *tmap, int64_t off)
+{
+    md_snapshot *a = L->s;
+    if (a->nevents + b->nevents > a->evcap) {
+        if (L->on_events)
+            L->on_events(L->events_ctx, NULL, 0, 0, MD_EVENTS_PAUSE);
+        if (md_big_grow((void **)&a->events, &a->evcap, a->nevents + b->nevents,
+                        sizeof *a->events))
+            return -1;
+    }
+    for (size_t i = 0; i < b->nevents; i++) {
+        md_event e = b->events[i];
+        e.stack = e.stack & MD_PKL_REMOTE_LIST
+                      ? (uint32_t)md_pkl_memo_list(pa, e.stack & ~MD_PKL_REMOTE_LIST) - 1
+                      : kmap[e.stack];
+        e.stream = tmap[e.stream];
+        if (e.stack)
+            a->features |= MD_HAS_FRAMES;
+        a->events[a->nevents++] = e;
+    }
+    a->features |= b->features & MD_HAS_TIME;
+    if (L->on_events)
+        note_events(L, off);
+    return 0;
+}
+
+/* The first reader at the second's start (md_pkl_split_fn): the second's
+ * part taken (1) where both ends hold, else 0 (this reader reads it). */
+static int split_join(void *ctx, md_pkl *pa, md_err *err)
+{
+    loader *L = ctx;
+    second *x = L->second;
+    second_wait(x);
+    if (!md_pkl_split_can(pa, &x->part, L->s->nevents) || !remotes_known(pa, x->s)) {
+        second_free(x); /* this reader reads the part */
+        L->second = NULL;
+        return 0;
+    }
+    const md_snapshot *b = x->s;
+    int64_t off = (int64_t)x->at;
+    uint32_t *smap = malloc((b->strs.n + 1) * sizeof *smap);
+    uint32_t *fmap = malloc((b->nframes + 1) * sizeof *fmap);
+    uint32_t *kmap = malloc((b->nstacks + 1) * sizeof *kmap);
+    uint16_t *tmap = NULL;
+    int rc = smap && fmap && kmap ? merge_ids(L, b, smap, fmap, kmap) : -1;
+    if (!rc)
+        rc = (tmap = merge_streams(L, b)) ? merge_events(L, pa, b, kmap, tmap, off) : -1;
+    free(smap), free(fmap), free(kmap), free(tmap);
+    if (rc == -2)
+        return stack_failed(rc, off, err);
+    if (rc)
+        return md_err_set(err, MD_E_NOMEM, off, "out of memory");
+    L->s->nsecond += b->nevents;
+    md_pkl_part part = x->part;
+    second_free(x); /* its memory before this reader's grows on */
+    L->second = NULL;
+    rc = md_pkl_split_take(pa, &part, err);
+    if (L->drop_buf) /* read up to here; a list's bytes looked at again fault back in */
+        drop_behind(L, (int64_t)md_pkl_offset(pa));
+    return rc ? rc : 1;
 }
 
 /* ---- the rest of the schema --------------------------------------------- */
@@ -1137,6 +1424,7 @@ static int loader_init(loader *L, md_snapshot *s)
     memset(L, 0, sizeof *L);
     L->s = s;
     L->note_at = SIZE_MAX;
+    L->drop_at = SIZE_MAX;
     for (int k = 0; k < K_COUNT; k++) {
         int64_t id = md_strtab_intern(&s->strs, key_names[k], strlen(key_names[k]));
         if (id < 0)
@@ -1206,13 +1494,32 @@ int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **
     return md_snapshot_read_with(in, name, records, NULL, out, err);
 }
 
-int md_snapshot_read_with(md_input *in, const char *name, int records, const md_load_opts *opts,
-                          md_snapshot **out, md_err *err)
+#define SPLIT_MIN ((size_t)2 << 20) /* input bytes: below, a split gains nothing */
+#define SPLIT_WHERE 0.55               /* where the second reader starts */
+
+/* The second reader of a read split in two, started where opts ask for
+ * one and the input is read in place; else NULL. */
+static second *split_start(md_input *in, int records, const md_load_opts *opts, int mapped)
+{
+    const unsigned char *buf;
+    size_t len;
+    if (!opts || opts->split <= 0 || !records || !md_input_whole(in, &buf, &len) ||
+        len < (opts->split_min ? opts->split_min : SPLIT_MIN))
+        return NULL;
+    double where = opts->split_where > 0 && opts->split_where < 1 ? opts->split_where : SPLIT_WHERE;
+    return second_start(buf, len, opts->split, where, mapped);
+}
+
+/* One read of in; *again where it failed on a memo slot of the second
+ * reader's part (md_pkl_hole_hit): the caller reads it again whole. */
+static int read_once(md_input *in, const char *name, int records, const md_load_opts *opts,
+                     int mapped, md_snapshot **out, int *again, md_err *err)
 {
     md_snapshot *s = calloc(1, sizeof *s);
     md_pkl *p = NULL;
     loader L;
     int rc;
+    *again = 0;
     if (!s || !(s->path = strdup(name ? name : "")) || md_strtab_init(&s->strs) ||
         loader_init(&L, s)) {
         md_snapshot_free(s);
@@ -1231,6 +1538,10 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
     if (!s->heap_first && !s->evcap) /* a hint: on failure the array grows as it fills */
         (void)md_big_reserve((void **)&s->events, &s->evcap, usual,
                              hint >= GUESS_HUGE_MIN ? usual : 0, sizeof *s->events);
+    second *x = split_start(in, records, opts, mapped);
+    L.second = x;
+    if (x && mapped)
+        L.drop_buf = x->buf, L.drop_at = DROP_EVERY;
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
@@ -1238,7 +1549,10 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
         if (records)
             set_record_hook(&L, p);
         L.p = p;
+        if (x)
+            md_pkl_set_split(p, x->at, split_join, &L);
         rc = md_pkl_run(p, &top, err);
+        *again = rc && md_pkl_hole_hit(p);
         s->nrecords = md_pkl_records(p);
         s->nspills = md_pkl_spills(p);
         if (rc == MD_OK && L.on_events)
@@ -1248,6 +1562,7 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
         if (rc == MD_OK && lay_blocks(s))
             rc = md_err_set(err, MD_E_NOMEM, -1, "out of memory");
     }
+    second_free(L.second); /* not taken (or the read failed first) */
     L.p = NULL;
     md_pkl_free(p);
     md_omap_free(&L.stream_ix);
@@ -1273,10 +1588,65 @@ int md_snapshot_read_with(md_input *in, const char *name, int records, const md_
     return MD_OK;
 }
 
+/* md_snapshot_read_with, of a mapping of the file where mapped. */
+static int read_split(md_input *in, const char *name, int records, const md_load_opts *opts,
+                      int mapped, md_snapshot **out, md_err *err)
+{
+    int again;
+    int rc = read_once(in, name, records, opts, mapped, out, &again, err);
+    if (rc && again) { /* whole, and without telling of events: that was ended */
+        md_load_opts whole = *opts;
+        whole.split = 0;
+        whole.on_events = NULL;
+        rc = read_once(in, name, records, &whole, mapped, out, &again, err);
+        if (!rc)
+            (*out)->split_again = 1;
+    }
+    return rc;
+}
+
+int md_snapshot_read_with(md_input *in, const char *name, int records, const md_load_opts *opts,
+                          md_snapshot **out, md_err *err)
+{
+    return read_split(in, name, records, opts, 0, out, err);
+}
+
 int md_snapshot_load(const char *path, md_snapshot **out, md_err *err)
 {
     md_load_opts opts = {.read_ahead = 1};
     return md_snapshot_load_with(path, &opts, out, err);
+}
+
+/* A plain pickle file of split_min bytes or more, mapped and read in place
+ * so that two readers can read it at once (md_load_opts.split): 1 with
+ * *rc the read's result, 0 where it is not one (then read as a stream). */
+static int load_mapped(const char *path, const md_load_opts *opts, md_snapshot **out,
+                       md_err *err, int *rc)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t min = opts->split_min ? opts->split_min : SPLIT_MIN;
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < min ||
+        (uint64_t)st.st_size > MD_SPLIT_OFFSET) { /* a larger one is read whole */
+        close(fd);
+        return 0;
+    }
+    size_t len = (size_t)st.st_size;
+    unsigned char *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return 0;
+    md_input *in = NULL;
+    if (m[0] != 0x80 || md_input_mem(m, len, &in, err)) { /* compressed: a stream */
+        munmap(m, len);
+        return 0;
+    }
+    *rc = read_split(in, path, 1, opts, 1, out, err);
+    md_input_close(in);
+    munmap(m, len);
+    return 1;
 }
 
 int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapshot **out,
@@ -1284,7 +1654,10 @@ int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapsho
 {
     md_input *in = NULL;
     md_err_file(err, path);
-    int rc = md_input_open(path, opts && opts->read_ahead, &in, err);
+    int rc;
+    if (opts && opts->split > 0 && load_mapped(path, opts, out, err, &rc))
+        return rc;
+    rc = md_input_open(path, opts && opts->read_ahead, &in, err);
     if (rc)
         return rc;
     rc = md_snapshot_read_with(in, path, 1, opts, out, err);

@@ -43,6 +43,8 @@ struct md_snapshot {
     unsigned features;
     size_t nrecords;        /* trace entries, blocks and segments read by the record path */
     size_t nspills;         /* records it stopped inside, after their lists took some */
+    size_t nsecond;         /* trace entries a second reader read (md_load_opts.split) */
+    int split_again;        /* read again whole: a memo slot of the second's part got after it */
 };
 
 /* Reads a snapshot from in (name for messages). records: trace entries

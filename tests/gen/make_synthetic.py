@@ -1099,6 +1099,28 @@ def nested_blocks():
     return w.close_with_room()
 
 
+def split_hole():
+    """A two-device trace whose second device's entries name a frames list
+    written first late in the first device's (the same list object: a
+    memo get of it): where the read splits in two inside the first
+    device's trace (md_load_opts.split), that list is the second reader's,
+    which the first does not have: the read is made again whole. 6000
+    entries, so the pickle has frames to split at."""
+    frames = [dict(f) for f in FRAMES_USER]
+    late = [frames[2], frames[0]]
+    dev0 = []
+    for i in range(3000):
+        addr = A + 512 * (i % 64)
+        fr = late if i >= 2000 else [frames[i % 3], frames[(i + 1) % 3]]
+        dev0.append({"action": "alloc", "addr": addr, "size": 512, "stream": 0,
+                     "time_us": 1000 + 2 * i, "frames": fr})
+        dev0.append({"action": "free_completed", "addr": addr, "size": 512, "stream": 0,
+                     "time_us": 1001 + 2 * i, "frames": fr})
+    dev1 = [{"action": "alloc", "addr": B + 512 * i, "size": 512, "stream": 0,
+             "time_us": 9000 + i, "frames": late} for i in range(8)]
+    return {"segments": [], "device_traces": [dev0, dev1]}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -1119,6 +1141,7 @@ def main():
         "optimizers_in_turn.pickle": (optimizers_in_turn(), 4),
         "calls.pickle": (calls(), 4),
         "small_leaks.pickle": (small_leaks(), 4),
+        "split_hole.pickle": (split_hole(), 4),
         "records_as_segments.refused": (records_as_segments(), 4),  # not *.pickle: an error case
         "segments_as_traces.refused": (segments_as_traces(), 4),
         "blocks_as_traces.refused": (blocks_as_traces(), 4),

@@ -1,0 +1,297 @@
+/* split.c - where a pickle read in place can be split between two readers,
+ * and the memo before that place, counted on several threads.
+ *
+ * Protocol 4 and 5 pickles come in FRAMEs of ~64 KB, each cut at an opcode
+ * boundary and saying its length, so the frames are found by hopping from
+ * one to the next, and any frame's start is a place to walk opcodes from
+ * without reading what came before. A second reader starts at the first
+ * batch of records (MARK, EMPTY_DICT MEMOIZE MARK) after the frame
+ * nearest the place asked for; to read there it needs the memo count at
+ * its start and, for each slot before, where its value was written (it
+ * reads again the few it gets: pickle.c, remote_get). Those come from
+ * walks of the frames before, one span of frames a thread, that note the
+ * opcode before each MEMOIZE. A pickle with explicit memo stores (the C++
+ * pickler's BINPUT), text opcodes or no frames is not split. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "../util/thread.h"
+#include "../util/util.h"
+#include "split.h"
+
+#define FRAME 0x95
+#define SPLIT_SEEK ((size_t)1 << 20) /* bytes walked for a batch's start */
+#define DROP_EVERY ((size_t)256 << 10) /* bytes walked between two md_split_drop */
+#define MEMOIZE 0x94
+
+static uint32_t le32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t le(const unsigned char *b, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+/* The length of the opcode at b (avail bytes there), its argument
+ * included; 0 for one a split does not walk over (text opcodes, explicit
+ * memo stores, the refused ones, anything cut short). */
+static size_t op_len(const unsigned char *b, size_t avail)
+{
+    size_t head, n;
+    switch (b[0]) {
+    case '(': case '.': case '0': case '1': case '2': case 'N': case ')': case ']':
+    case '}': case 'a': case 'e': case 'l': case 'd': case 's': case 't': case 'u':
+    case 0x85: case 0x86: case 0x87: case 0x88: case 0x89: case 0x8f: case 0x90:
+    case 0x91: case MEMOIZE:
+        return 1;
+    case 'K': case 'h': return avail >= 2 ? 2 : 0;
+    case 0x80: return avail >= 2 ? 2 : 0;
+    case 'M': return avail >= 3 ? 3 : 0;
+    case 'J': case 'j': return avail >= 5 ? 5 : 0;
+    case 'G': case FRAME: return avail >= 9 ? 9 : 0;
+    case 0x8a: case 0x8c: case 'C': case 'U': head = 2; break;
+    case 'X': case 'B': case 0x8b: head = 5; break;
+    case 0x8d: case 0x8e: case 0x96: head = 9; break;
+    default: return 0;
+    }
+    if (avail < head)
+        return 0;
+    n = (size_t)le(b + 1, (int)head - 1);
+    return n <= avail - head ? head + n : 0;
+}
+
+static int frames_add(md_split_frames *f, size_t off)
+{
+    if (f->n == f->cap) {
+        size_t nc = f->cap ? f->cap * 2 : 256;
+        size_t *no = realloc(f->off, nc * sizeof *no);
+        if (!no)
+            return -1;
+        f->off = no, f->cap = nc;
+    }
+    f->off[f->n++] = off;
+    return 0;
+}
+
+int md_split_frames_find(const unsigned char *buf, size_t len, md_split_frames *f)
+{
+    memset(f, 0, sizeof *f);
+    if (len < 11 || buf[0] != 0x80 || buf[1] < 4 || buf[2] != FRAME)
+        return -1;
+    for (size_t q = 2; q + 9 <= len && buf[q] == FRAME;) {
+        uint64_t n = le(buf + q + 1, 8);
+        if (n > len - q - 9 || frames_add(f, q))
+            break;
+        q += 9 + (size_t)n;
+    }
+    return f->n >= 2 ? 0 : -1;
+}
+
+void md_split_frames_free(md_split_frames *f)
+{
+    free(f->off);
+    memset(f, 0, sizeof *f);
+}
+
+/* The frame starting nearest `want`, past the first. */
+static size_t nearest_frame(const md_split_frames *f, size_t want)
+{
+    size_t best = 1;
+    for (size_t i = 2; i < f->n; i++)
+        if ((f->off[i] > want ? f->off[i] - want : want - f->off[i]) <
+            (f->off[best] > want ? f->off[best] - want : want - f->off[best]))
+            best = i;
+    return best;
+}
+
+size_t md_split_start(const unsigned char *buf, size_t len, const md_split_frames *f,
+                      double where)
+{
+    if (f->n < 2 || !(where > 0 && where < 1))
+        return 0;
+    size_t i = nearest_frame(f, (size_t)(where * (double)len));
+    /* Python's pickler writes a batch every 1000 records (150-400 KB of
+     * trace entries) */
+    size_t end = len - f->off[i] > SPLIT_SEEK ? f->off[i] + SPLIT_SEEK : len;
+    for (size_t q = f->off[i]; q + 4 <= end;) {
+        if (buf[q] == '(' && buf[q + 1] == '}' && buf[q + 2] == MEMOIZE && buf[q + 3] == '(')
+            return q;
+        size_t n = op_len(buf + q, len - q);
+        if (!n)
+            return 0;
+        q += n;
+    }
+    return 0;
+}
+
+/* One thread's walk of [from, to): the offset of the opcode before each
+ * MEMOIZE (SIZE_MAX for one before the span's first opcode: the previous
+ * span's last, fixed up after), and its own last opcode's. */
+typedef struct span {
+    const unsigned char *buf;
+    size_t len, from, to;
+    uint32_t *at;
+    size_t n, cap;
+    size_t last; /* the last opcode other than MEMOIZE and FRAME, SIZE_MAX none */
+    int failed;
+    int drop; /* the span's pages given back once walked (md_split_drop) */
+    pthread_t thread;
+    int started;
+} span;
+
+/* Each opcode's length where it is fixed, and where it is not the bytes
+ * of its length after it (1 + those + the length); 0 in both: not walked
+ * over (op_len says why). */
+static const uint8_t fixed_len[256] = {
+    ['('] = 1, ['.'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['N'] = 1, [')'] = 1, [']'] = 1,
+    ['}'] = 1, ['a'] = 1, ['e'] = 1, ['l'] = 1, ['d'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    [0x85] = 1, [0x86] = 1, [0x87] = 1, [0x88] = 1, [0x89] = 1, [0x8f] = 1, [0x90] = 1,
+    [0x91] = 1, [MEMOIZE] = 1, ['K'] = 2, ['h'] = 2, [0x80] = 2, ['M'] = 3, ['J'] = 5,
+    ['j'] = 5, ['G'] = 9, [FRAME] = 9};
+static const uint8_t len_bytes[256] = {[0x8a] = 1, [0x8c] = 1, ['C'] = 1, ['U'] = 1,
+                                       ['X'] = 4, ['B'] = 4, [0x8b] = 4, [0x8d] = 8,
+                                       [0x8e] = 8, [0x96] = 8};
+
+/* What a memo slot holds by the opcode before its MEMOIZE (MD_SPLIT_*),
+ * so that the second reader need not look at the bytes of a list. */
+static const uint8_t kind_of[256] = {[']'] = MD_SPLIT_LIST, ['}'] = MD_SPLIT_DICT,
+                                     [0x8c] = MD_SPLIT_STR, ['X'] = MD_SPLIT_STR,
+                                     [0x8d] = MD_SPLIT_STR};
+
+/* The walk of s's span: a table lookup an opcode while 16 bytes are
+ * readable past it, op_len near the input's end (16 instructions an
+ * opcode with the notes kept through s, 11 in locals). */
+static void *span_walk(void *arg)
+{
+    span *s = arg;
+    const unsigned char *b = s->buf;
+    size_t q = s->from, to = s->to, fast_to = s->len >= 16 ? s->len - 16 : 0;
+    uint32_t prev = UINT32_MAX, *at = s->at;
+    size_t n = s->n, cap = s->cap, dropped = q, drop_at = s->drop ? q + DROP_EVERY : SIZE_MAX;
+    while (q < to) {
+        if (q >= drop_at) { /* the pages walked given back as it goes */
+            md_split_drop(b, dropped, q);
+            dropped = q, drop_at = q + DROP_EVERY;
+        }
+        unsigned op = b[q];
+        size_t len = fixed_len[op];
+        if (op == MEMOIZE) {
+            if (n == cap)
+                break; /* more MEMOIZEs than bytes: cannot be */
+            at[n++] = prev == UINT32_MAX ? prev : prev | (uint32_t)kind_of[b[prev]] << 30;
+            q++;
+            continue;
+        }
+        if (!len) {
+            unsigned lb = len_bytes[op];
+            if (q < fast_to && lb && lb < 8)
+                len = 1 + lb + (lb == 1 ? b[q + 1] : le32(b + q + 1));
+            else if (!(len = op_len(b + q, s->len - q)))
+                break;
+        }
+        prev = op == FRAME ? prev : (uint32_t)q;
+        q += len;
+    }
+    s->n = n;
+    s->failed = q != to; /* spans end where frames start: at an opcode */
+    if (s->drop)
+        md_split_drop(b, dropped, to);
+    s->last = prev == UINT32_MAX ? SIZE_MAX : prev;
+    return NULL;
+}
+
+/* The spans' notes as one array, each span's first notes without an
+ * opcode given the one before them. */
+static int spans_join(const unsigned char *buf, span *sp, int k, uint32_t **out, size_t *nout,
+                      size_t *outcap)
+{
+    size_t total = 0;
+    for (int i = 0; i < k; i++) {
+        if (sp[i].failed)
+            return -1;
+        total += sp[i].n;
+    }
+    uint32_t *all = NULL;
+    size_t cap = 0;
+    if (md_big_grow((void **)&all, &cap, total + 1, sizeof *all))
+        return -1;
+    size_t at = 0, last = SIZE_MAX;
+    for (int i = 0; i < k; i++) {
+        for (size_t j = 0; j < sp[i].n; j++)
+            all[at++] = sp[i].at[j] != UINT32_MAX ? sp[i].at[j]
+                                                  : (uint32_t)last | (uint32_t)kind_of[buf[last]] << 30;
+        if (sp[i].last != SIZE_MAX)
+            last = sp[i].last;
+        if (last == SIZE_MAX && sp[i].n) {
+            md_big_free(all, cap, sizeof *all);
+            return -1; /* MEMOIZE with nothing before it */
+        }
+    }
+    *out = all;
+    *nout = total;
+    *outcap = cap;
+    return 0;
+}
+
+void md_split_drop(const unsigned char *buf, size_t from, size_t to)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)(buf + from) + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = (uintptr_t)(buf + to) & ~(uintptr_t)(page - 1);
+    if (lo < hi)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+int md_split_count(const unsigned char *buf, size_t len, const md_split_frames *f, size_t at,
+                   int threads, int drop, uint32_t **slot_at, size_t *nslots, size_t *slots_cap)
+{
+    if (at > MD_SPLIT_OFFSET || threads < 1)
+        return -1;
+    if (threads > MD_SPLIT_THREADS)
+        threads = MD_SPLIT_THREADS;
+    span sp[MD_SPLIT_THREADS];
+    memset(sp, 0, sizeof sp);
+    /* spans of about equal bytes, cut where frames start */
+    size_t from = 0, fi = 0;
+    int k = 0;
+    for (; k < threads && from < at; k++) {
+        size_t want = at / (size_t)threads * (size_t)(k + 1), to = at;
+        while (k + 1 < threads && fi < f->n && f->off[fi] <= from)
+            fi++;
+        while (k + 1 < threads && fi < f->n && f->off[fi] < want)
+            fi++;
+        if (k + 1 < threads && fi < f->n && f->off[fi] < at)
+            to = f->off[fi];
+        sp[k] = (span){buf, len, from, to, NULL, 0, 0, SIZE_MAX, 0, drop, 0, 0};
+        from = to;
+    }
+    /* each span's notes in room for one a byte, made here: a thread that
+     * mallocs gets an arena of its own, which keeps what it freed resident
+     * (only the notes written are) */
+    for (int i = 0; i < k; i++)
+        if (md_big_reserve((void **)&sp[i].at, &sp[i].cap, sp[i].to - sp[i].from + 1, 0,
+                           sizeof *sp[i].at)) {
+            for (int j = 0; j < i; j++)
+                md_big_free(sp[j].at, sp[j].cap, sizeof *sp[j].at);
+            return -1;
+        }
+    for (int i = 1; i < k; i++)
+        sp[i].started = !md_thread_start(&sp[i].thread, span_walk, &sp[i], MD_STACK_HELPER);
+    span_walk(&sp[0]);
+    for (int i = 1; i < k; i++) {
+        if (sp[i].started)
+            pthread_join(sp[i].thread, NULL);
+        else
+            span_walk(&sp[i]);
+    }
+    int rc = spans_join(buf, sp, k, slot_at, nslots, slots_cap);
+    for (int i = 0; i < k; i++)
+        md_big_free(sp[i].at, sp[i].cap, sizeof *sp[i].at);
+    return rc;
+}

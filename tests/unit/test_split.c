@@ -1,0 +1,159 @@
+/* test_split.c - the read split in two (md_load_opts.split; snapshot.c,
+ * pickle/split.c): the same snapshot, or the same error, as the read
+ * whole, from every snapshot under tests/data (compressed ones
+ * decompressed first) split at several places, with one and with several
+ * threads counting the memo; and the split taken on real traces, so these
+ * tests cannot pass by its never happening. */
+#include "testutil.h"
+#include "snapsame.h"
+
+/* The input's bytes, decompressed; NULL where it cannot be read. */
+static unsigned char *bytes_of(const char *path, size_t *n)
+{
+    md_input *in = NULL;
+    md_err e;
+    size_t cap = 1 << 16;
+    unsigned char *b = malloc(cap);
+    *n = 0;
+    if (!b || md_input_open(path, 0, &in, &e)) {
+        free(b);
+        return NULL;
+    }
+    for (;;) {
+        if (*n == cap) {
+            unsigned char *nb = realloc(b, cap *= 2);
+            assert_non_null(nb);
+            b = nb;
+        }
+        long r = md_input_read(in, b + *n, cap - *n, &e);
+        if (r <= 0) {
+            md_input_close(in);
+            if (r < 0) {
+                free(b);
+                return NULL;
+            }
+            return b;
+        }
+        *n += (size_t)r;
+    }
+}
+
+static int read_mem(const unsigned char *d, size_t n, const md_load_opts *o, md_snapshot **s,
+                    md_err *e, char *msg, size_t msz)
+{
+    md_input *in = NULL;
+    memset(e, 0, sizeof *e);
+    *s = NULL;
+    assert_int_equal(md_input_mem(d, n, &in, e), MD_OK);
+    int rc = md_snapshot_read_with(in, "same", 1, o, s, e);
+    md_input_close(in);
+    md_err_format(e, msg, msz);
+    return rc;
+}
+
+struct tally {
+    size_t files, split, events, second;
+};
+
+static const double places[] = {0.2, 0.45, 0.55, 0.7, 0.9};
+
+/* The read split at each place alike to the read whole, on one file. */
+static void alike(const char *path, void *ctx)
+{
+    struct tally *t = ctx;
+    size_t n;
+    unsigned char *d = bytes_of(path, &n);
+    if (!d)
+        return;
+    md_snapshot *whole, *part;
+    md_err e;
+    char m0[512], m1[512];
+    int rc0 = read_mem(d, n, NULL, &whole, &e, m0, sizeof m0);
+    for (size_t i = 0; i < sizeof places / sizeof *places; i++) {
+        md_load_opts o = {.split = 1 + (int)(i % 3), .split_where = places[i], .split_min = 1};
+        int rc1 = read_mem(d, n, &o, &part, &e, m1, sizeof m1);
+        const char *why = rc0 != rc1            ? "one read failed, the other did not"
+                          : rc0 && strcmp(m0, m1) ? "the errors differ"
+                          : rc0                 ? NULL
+                                                : snapshot_difference(whole, part);
+        if (why)
+            print_error("%s split at %.2f: %s (%s | %s)\n", path, places[i], why, m0, m1);
+        assert_null(why);
+        if (part && part->nsecond) {
+            t->split++;
+            t->second += part->nsecond;
+            t->events += part->nevents;
+        }
+        md_snapshot_free(part);
+    }
+    md_snapshot_free(whole);
+    free(d);
+    t->files++;
+}
+
+static void test_every_file_alike(void **st)
+{
+    (void)st;
+    char root[1024];
+    struct tally t = {0, 0, 0, 0};
+    each_snapshot(data_path("", root, sizeof root), alike, &t);
+    print_message("split: %zu files, %zu reads split, %zu of their %zu events read second\n",
+                  t.files, t.split, t.second, t.events);
+    assert_true(t.files >= 300);
+    /* real traces split: most reads of them, and a good share of their events */
+    assert_true(t.split >= 300);
+    assert_true(t.second * 5 >= t.events);
+}
+
+static md_snapshot *load_split(const char *rel, double where)
+{
+    char p[1024];
+    md_snapshot *s = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    md_load_opts o = {.split = 2, .split_where = where, .split_min = 1};
+    assert_int_equal(md_snapshot_load_with(data_path(rel, p, sizeof p), &o, &s, &e), MD_OK);
+    return s;
+}
+
+/* A file read from a mapping of it, split (the CLI's path): as read whole,
+ * and split. */
+static void test_mapped_file(void **st)
+{
+    (void)st;
+    const char *rel = "seed-exercise/snap-gamma-medium-rank0.pickle";
+    md_snapshot *whole = load_ok(rel), *part = load_split(rel, 0.5);
+    assert_null(snapshot_difference(whole, part));
+    assert_true(part->nsecond * 4 >= part->nevents); /* a quarter or more read second */
+    assert_int_equal(part->split_again, 0);
+    md_snapshot_free(whole);
+    md_snapshot_free(part);
+}
+
+/* tests/gen/make_synthetic.py split_hole: the second device names a
+ * frames list the first device's trace wrote after the split: the read
+ * is made again whole, to the same snapshot. */
+static void test_hole_read_again(void **st)
+{
+    (void)st;
+    const char *rel = "synthetic/split_hole.pickle";
+    md_snapshot *whole = load_ok(rel);
+    for (double where = 0.3; where < 0.6; where += 0.2) {
+        md_snapshot *part = load_split(rel, where);
+        assert_null(snapshot_difference(whole, part));
+        assert_int_equal(part->split_again, 1);
+        assert_int_equal(part->nsecond, 0);
+        md_snapshot_free(part);
+    }
+    md_snapshot_free(whole);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_file_alike),
+        cmocka_unit_test(test_mapped_file),
+        cmocka_unit_test(test_hole_read_again),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
