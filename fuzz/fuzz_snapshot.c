@@ -7,8 +7,8 @@
  * CSV, trace JSON, torch snapshot). Must never crash, hang or leak; the
  * reader's record path must read every input as its general path does
  * (the same snapshot or the same error), in place and through the window;
- * and a replay pass fed while the input is read must give the replay made
- * after it. */
+ * a replay pass fed while the input is read must give the replay made
+ * after it; and a read split in two must give the read whole. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +66,39 @@ static void records_alike(const uint8_t *data, size_t size)
     const char *why = records_difference(open_mem, &b);
     if (why) {
         fprintf(stderr, "record path differs from the general path: %s\n", why);
+        abort();
+    }
+}
+
+/* These bytes read split in two (md_load_opts.split: a second reader from
+ * a batch of records past a place the input's size picks) against the
+ * read whole: the same snapshot or the same error, or it is a bug,
+ * reported as a crash. */
+static void split_alike(const uint8_t *data, size_t size)
+{
+    md_snapshot *s[2] = {NULL, NULL};
+    md_err e[2];
+    char msg[2][512];
+    int rc[2];
+    for (int k = 0; k < 2; k++) {
+        md_input *in = NULL;
+        md_load_opts o = {.split = k ? 1 + (int)(size % 3) : 0,
+                          .split_where = (double)(size % 7 + 1) / 8, .split_min = 1};
+        memset(&e[k], 0, sizeof e[k]);
+        if (md_input_mem(data, size, &in, &e[k]))
+            return;
+        rc[k] = md_snapshot_read_with(in, "fuzz", 1, &o, &s[k], &e[k]);
+        md_input_close(in);
+        md_err_format(&e[k], msg[k], sizeof msg[k]);
+    }
+    const char *why = rc[0] != rc[1]              ? "one read failed, the other did not"
+                      : rc[0] && strcmp(msg[0], msg[1]) ? "the errors differ"
+                      : rc[0]                     ? NULL
+                                                  : snapshot_difference(s[0], s[1]);
+    md_snapshot_free(s[0]);
+    md_snapshot_free(s[1]);
+    if (why) {
+        fprintf(stderr, "the read split in two differs: %s (%s | %s)\n", why, msg[0], msg[1]);
         abort();
     }
 }
@@ -165,6 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         load_windowed(data, size);
         records_alike(data, size);
         follow_alike(data, size);
+        split_alike(data, size);
     }
     md_snapshot *s = NULL;
     md_err e;

@@ -13,6 +13,8 @@ import pickle
 import struct
 import sys
 
+import reframe
+
 MIB = 1 << 20
 A = 0x7F0000000000          # small segment (2 MiB)
 B = 0x7F0000200000          # large segment (20 MiB)
@@ -1121,6 +1123,29 @@ def split_hole():
     return {"segments": [], "device_traces": [dev0, dev1]}
 
 
+def split_small():
+    """A trace of 2200 entries (three batches of a list: a read splits at a
+    batch's start) small enough for the fuzzer (under 64 KiB), its pickle
+    cut into 1 KiB frames (reframe.py) so a read can split in it
+    (md_load_opts.split): frames lists made before and after the places it
+    splits at, frames got from before them inside lists made after, and a
+    second device after the first's trace."""
+    frames = [dict(f) for f in FRAMES_USER] + [
+        {"name": "step", "filename": "/venv/lib/python3.12/site-packages/torch/optim/adamw.py",
+         "line": 200 + i} for i in range(6)]
+    dev0, lists = [], []
+    for i in range(2200):
+        if i % 50 == 0:
+            lists.append([frames[(i // 50 + k) % len(frames)] for k in range(1 + i % 4)])
+        fr = lists[(i * 7) % len(lists)]
+        act = "alloc" if i % 2 == 0 else "free_completed"
+        dev0.append({"action": act, "addr": 512 * (i // 2 % 64), "size": 512, "frames": fr})
+    dev1 = [{"action": "alloc", "addr": B + 512 * i, "size": 512, "stream": 0,
+             "frames": [frames[i]]} for i in range(4)]
+    data = pickle.dumps({"segments": [], "device_traces": [dev0, dev1]}, protocol=4)
+    return reframe.reframe(data, 1024)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -1164,6 +1189,8 @@ def main():
         f.write(odd_blocks())
     with open(os.path.join(out, "nested_blocks.pickle"), "wb") as f:
         f.write(nested_blocks())
+    with open(os.path.join(out, "split_small.pickle"), "wb") as f:
+        f.write(split_small())
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
 #        bench/out/shared
 # Results in $OUT: host.txt, ab.txt (bench/ab.py, min / median ms of each
 # build), pair.txt (bench/pair.py: each build against pickle.load, the
-# median speedup and its range). VARIANT (e.g. VARIANT=MEMDIAG_ASIDE=0): the
+# median speedup and its range), rss.txt (peak RSS KB, 3 runs each). VARIANT (e.g. VARIANT=MEMDIAG_ASIDE=0): the
 # new build under that environment too, in ab.txt; several, separated by
 # "|" (VARIANT="MEMDIAG_ASIDE=0|MEMDIAG_FOLLOW=walk"). FILES: the bench
 # files to time (default all seven).
@@ -48,4 +48,25 @@ for f in $files; do
         python3 bench/pair.py 5 "$F" "$m" "$PY"
     done
 done >"$OUT/pair.txt" 2>&1
+# peak RSS in KB of each build (and the new one under each VARIANT), 3 runs
+rss() {
+    env "$@" python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' 2>/dev/null
+}
+for f in $files; do
+    F=bench/out/$f.pickle
+    set -- "$A" "$B"
+    rest=${VARIANT:-}
+    while [ -n "$rest" ]; do
+        v=${rest%%|*}
+        set -- "$@" "$v $B"
+        [ "$v" = "$rest" ] && rest= || rest=${rest#*|}
+    done
+    for m in "$@"; do
+        printf '%s %s:' "$f" "$m"
+        for i in 1 2 3; do printf ' %s' "$(rss $m summary "$F")"; done
+        echo
+    done
+done >"$OUT/rss.txt" 2>&1
 echo done >>"$OUT/host.txt"
