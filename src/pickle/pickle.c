@@ -144,6 +144,8 @@ struct md_pkl {
     const uint32_t *remote_at;
     size_t nremote;
     int remote_depth;
+    md_pkl_bytes_fn remote_read; /* a window's reader: the bytes before its start */
+    void *remote_ctx;
     int second, ended;
 };
 
@@ -2108,7 +2110,7 @@ THREADED_DISPATCH static int run_fast(md_pkl *p, md_err *err)
     do {                                                                    \
         size_t n_ = p->scap < p->lim.max_stack ? p->scap : p->lim.max_stack; \
         buf = p->buf, lim = buf + p->len - 16, b = buf + p->pos;            \
-        split = p->split_at;                                                \
+        split = p->split_at - (size_t)p->base; /* wraps past SIZE_MAX/2: none */ \
         stack = p->stack, top = stack + p->sp;                              \
         full = stack + (n_ ? n_ - 1 : 0);                                   \
         memo = p->memo, nmemo = p->nmemo, memocap = p->memocap;             \
@@ -2451,6 +2453,8 @@ void md_pkl_free(md_pkl *p)
 
 #define REMOTE_DEPTH 8   /* values got from before the start, one inside another */
 #define REMOTE_OPS 4096  /* opcodes of one such value */
+#define REMOTE_BYTES 2048 /* bytes read for one (a frame, a string), then 32 times more */
+#define REMOTE_BYTES_MAX ((size_t)2 << 20)
 
 static int second_fails(size_t at, const char *what, md_err *err)
 {
@@ -2481,22 +2485,29 @@ static int remote_done(const md_pkl *p, size_t sp0, size_t nmarks0, int dict, in
            (p->pos >= p->len || p->buf[p->pos] != 0x94);
 }
 
-/* A string or a dict (a frame) filled before the second reader's start,
- * read again from its bytes on top of the stack, the memo slots it
- * filled then (from idx) filled again; then got as any slot. */
-static int remote_read(md_pkl *p, size_t idx, size_t at, md_err *err)
+/* The window as it stands, set aside while a value from before the start
+ * is read from bytes of its own. */
+struct window {
+    const unsigned char *buf;
+    unsigned char *own;
+    size_t cap, pos, len;
+    int64_t base;
+    int eof;
+};
+
+/* Runs the opcodes of the value at `at` (a string, or a dict of one batch)
+ * on top of the stack, memo slots from idx, until it is whole. */
+static int remote_run(md_pkl *p, size_t idx, size_t at, md_err *err)
 {
-    size_t pos0 = p->pos, sp0 = p->sp, nmarks0 = p->nmarks, nmemo0 = p->nmemo;
-    int64_t off0 = p->op_off;
-    int dict = p->buf[at] == '}', rc = MD_OK;
-    p->pos = at, p->nmemo = idx;
-    p->remote_depth++;
+    size_t sp0 = p->sp, nmarks0 = p->nmarks;
+    int dict = (p->remote_at[idx] >> 30) == MD_SPLIT_DICT, rc = MD_OK;
+    p->pos = at - (size_t)p->base, p->nmemo = idx;
     for (int k = 0;; k++) {
-        if (p->pos >= p->len || k == REMOTE_OPS) {
+        if (k == REMOTE_OPS || need(p, 1, err)) {
             rc = second_fails(at, "a value from before its start does not end", err);
             break;
         }
-        p->op_off = (int64_t)p->pos;
+        p->op_off = p->base + (int64_t)p->pos;
         int op = p->buf[p->pos++];
         if ((rc = dispatch(p, op, err)) != 0) {
             if (rc == 1)
@@ -2510,10 +2521,47 @@ static int remote_read(md_pkl *p, size_t idx, size_t at, md_err *err)
         if (remote_done(p, sp0, nmarks0, dict, op))
             break;
     }
-    p->remote_depth--;
     if (!rc && !p->memo[idx])
         rc = second_fails(at, "a value from before its start is not memoized", err);
-    p->sp = sp0, p->nmarks = nmarks0, p->nmemo = nmemo0, p->pos = pos0, p->op_off = off0;
+    p->sp = sp0, p->nmarks = nmarks0;
+    return rc;
+}
+
+/* remote_run over the value's bytes read into a window of their own
+ * (REMOTE_BYTES, then more where that cut it short): a reader through a
+ * window has only what it read since its start. */
+static int remote_windowed(md_pkl *p, size_t idx, size_t at, md_err *err)
+{
+    struct window w = {p->buf, p->own, p->cap, p->pos, p->len, p->base, p->eof};
+    int rc = MD_E_FORMAT;
+    for (size_t n = REMOTE_BYTES; n <= REMOTE_BYTES_MAX && rc; n *= 32) {
+        unsigned char *b = malloc(n);
+        if (!b)
+            return md_err_set(err, MD_E_NOMEM, (int64_t)at, "out of memory");
+        size_t got = p->remote_read(p->remote_ctx, at, b, n);
+        /* eof: need() stops at the value's bytes instead of reading on */
+        p->buf = p->own = b, p->cap = n, p->len = got, p->base = (int64_t)at, p->eof = 1;
+        rc = remote_run(p, idx, at, err);
+        free(p->own);
+        p->buf = w.buf, p->own = w.own, p->cap = w.cap, p->pos = w.pos, p->len = w.len;
+        p->base = w.base, p->eof = w.eof;
+        if (got < n)
+            break; /* all there was */
+    }
+    return rc;
+}
+
+/* A string or a dict (a frame) filled before the second reader's start,
+ * read again from its bytes on top of the stack, the memo slots it
+ * filled then (from idx) filled again; then got as any slot. */
+static int remote_read(md_pkl *p, size_t idx, size_t at, md_err *err)
+{
+    size_t pos0 = p->pos, nmemo0 = p->nmemo;
+    int64_t off0 = p->op_off;
+    p->remote_depth++;
+    int rc = p->own ? remote_windowed(p, idx, at, err) : remote_run(p, idx, at, err);
+    p->remote_depth--;
+    p->nmemo = nmemo0, p->pos = pos0, p->op_off = off0;
     if (rc)
         return rc;
     md_pv v;
@@ -2525,7 +2573,7 @@ static int remote_get(md_pkl *p, size_t idx, md_err *err)
 {
     size_t at = p->remote_at[idx] & MD_SPLIT_OFFSET;
     unsigned kind = p->remote_at[idx] >> 30;
-    if (at >= p->len || idx >= MD_PKL_REMOTE_LIST - 1)
+    if ((!p->own && at >= p->len) || idx >= MD_PKL_REMOTE_LIST - 1)
         return second_fails(at, "a memo slot from before its start out of range", err);
     if (kind == MD_SPLIT_LIST) /* its bytes not looked at: a page fault */
         return remote_list(p, idx, err);
@@ -2539,25 +2587,26 @@ static int remote_get(md_pkl *p, size_t idx, md_err *err)
 
 void md_pkl_set_split(md_pkl *p, size_t at, md_pkl_split_fn fn, void *ctx)
 {
-    p->split_at = p->own ? SIZE_MAX : at; /* read in place only */
+    p->split_at = at;
     p->split_fn = fn;
     p->split_ctx = ctx;
 }
 
 int md_pkl_second(md_pkl *p, size_t at, const uint32_t *remote_at, size_t nremote,
-                  md_err *err)
+                  md_pkl_bytes_fn read, void *ctx, md_err *err)
 {
     md_pv list;
-    if (p->own || at >= p->len || p->buf[at] != '(')
-        return second_fails(at, "not at a MARK of an input read in place", err);
+    if (p->own ? !read || p->len || p->base : at >= p->len || p->buf[at] != '(')
+        return second_fails(at, "not at a MARK, nor at a window's start", err);
     /* A memo of its own: slots below nremote read as unset until got
      * (remote_get), which a fresh mapping is and a heap array is made;
      * room for a slot a byte to its end, never to move; and 4 KiB pages,
      * as it touches only its own slots and the few it gets */
-    size_t esz = sizeof *p->memo;
+    size_t esz = sizeof *p->memo, size = p->own ? md_input_size(p->in) : p->len;
+    size_t left = size > at ? size - at : 0;
     md_big_free(p->memo, p->memomap, esz);
     p->memo = NULL, p->memomap = 0;
-    if (md_big_reserve((void **)&p->memo, &p->memomap, nremote + (p->len - at) + 1, 0, esz))
+    if (md_big_reserve((void **)&p->memo, &p->memomap, nremote + left + 1, 0, esz))
         return md_err_set(err, MD_E_NOMEM, (int64_t)at, "out of memory");
     if (p->memomap * esz < MD_BIG_MIN)
         memset(p->memo, 0, p->memomap * esz);
@@ -2567,10 +2616,15 @@ int md_pkl_second(md_pkl *p, size_t at, const uint32_t *remote_at, size_t nremot
         return rc;
     p->stack[0] = list;
     p->sp = 1;
-    p->pos = at;
+    if (p->own)
+        p->base = (int64_t)at; /* its input stands at `at` */
+    else
+        p->pos = at;
     p->nmemo = nremote;
     p->remote_at = remote_at;
     p->nremote = nremote;
+    p->remote_read = read;
+    p->remote_ctx = ctx;
     p->second = 1;
     p->proto = 4;
     return MD_OK;
@@ -2588,7 +2642,7 @@ static const pv_obj *second_list(const md_pkl *b)
 
 int md_pkl_split_can(const md_pkl *a, const md_pkl_part *part, size_t nrefs)
 {
-    if (!part->records || a->own || a->nmemo != part->nremote || !a->sp ||
+    if (!part->records || a->nmemo != part->nremote || !a->sp ||
         a->stack[a->sp - 1].t != PV_LIST)
         return 0;
     const pv_obj *o = a->stack[a->sp - 1].o;
@@ -2610,7 +2664,7 @@ void md_pkl_second_part(const md_pkl *b, md_pkl_part *part)
     part->records = bl ? bl->run_n : 0;
     part->nremote = b->nremote;
     part->nmemo = b->nmemo;
-    part->end = b->pos;
+    part->end = (size_t)b->base + b->pos;
     part->taken = b->nrecords;
     part->spills = b->nspills;
 }
@@ -2624,7 +2678,15 @@ int md_pkl_split_take(md_pkl *a, const md_pkl_part *part, md_err *err)
     a->stack[a->sp - 1].o->run_n += part->records;
     a->nmemo = hi;
     a->hole_lo = lo, a->hole_hi = hi;
-    a->pos = part->end;
+    size_t held = (size_t)a->base + a->len;
+    if (part->end <= held) { /* in the window (or read in place) */
+        a->pos = part->end - (size_t)a->base;
+    } else { /* the window's rest and the input up to the end skipped */
+        int rc = md_input_skip(a->in, part->end - held, err);
+        if (rc)
+            return rc;
+        a->base = (int64_t)part->end, a->pos = a->len = 0;
+    }
     a->nrecords += part->taken;
     a->nspills += part->spills;
     return MD_OK;

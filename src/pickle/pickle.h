@@ -159,8 +159,7 @@ static inline int md_pv_u64(const md_pv *v, uint64_t *out)
  * A second reader reads a stretch of a list of records (a device's trace)
  * from a MARK opening one of its batches, while the first reads the bytes
  * before; the first, arriving at that MARK, takes the second's part (its
- * records, its memo slots as a hole) and goes on after it. Both read the
- * same input in place. */
+ * records, its memo slots as a hole) and goes on after it. */
 
 /* A second reader's list got from before its start: its cache is this |
  * (memo slot + 1); the join finds the stack in the first reader's memo. */
@@ -170,14 +169,18 @@ static inline int md_pv_u64(const md_pv *v, uint64_t *out)
  * took the second's part (md_pkl_split_take), 0 to read on itself, or a
  * negative md error. */
 typedef int (*md_pkl_split_fn)(void *ctx, md_pkl *p, md_err *err);
-/* The first reader offers fn the part at byte `at` (inputs read in place). */
+/* The first reader offers fn the part at byte `at`. */
 void md_pkl_set_split(md_pkl *p, size_t at, md_pkl_split_fn fn, void *ctx);
-/* Makes p (fresh, reading in place) the second reader, to start at the
- * MARK at byte `at` with nremote memo slots filled before it, slot k by the
- * opcode at remote_at[k] (kept by the caller). md_pkl_run then reads to
- * the end of the list's batches. */
+/* Reads n bytes of the input from byte `at` into buf: how many there were. */
+typedef size_t (*md_pkl_bytes_fn)(void *ctx, size_t at, unsigned char *buf, size_t n);
+/* Makes p (fresh) the second reader, to start at the MARK at byte `at`
+ * with nremote memo slots filled before it, slot k by the opcode at
+ * remote_at[k] & MD_SPLIT_OFFSET (kept by the caller; pickle/split.h). A
+ * reader in place starts there; one through a window must have its input
+ * standing at `at` (md_input_skip), and reads the bytes before it with
+ * read. md_pkl_run then reads to the end of the list's batches. */
 int md_pkl_second(md_pkl *p, size_t at, const uint32_t *remote_at, size_t nremote,
-                  md_err *err);
+                  md_pkl_bytes_fn read, void *ctx, md_err *err);
 /* The cache of the converted list in a's memo slot idx, 0 if none. */
 uint64_t md_pkl_memo_list(const md_pkl *a, size_t idx);
 /* What the first reader takes of the second's part (md_pkl_second_part),

@@ -1,5 +1,5 @@
-/* split.c - where a pickle read in place can be split between two readers,
- * and the memo before that place, counted on several threads.
+/* split.c - where a pickle can be split between two readers, and the memo
+ * before that place, counted on several threads.
  *
  * Protocol 4 and 5 pickles come in FRAMEs of ~64 KB, each cut at an opcode
  * boundary and saying its length, so the frames are found by hopping from
@@ -11,7 +11,11 @@
  * reads again the few it gets: pickle.c, remote_get). Those come from
  * walks of the frames before, one span of frames a thread, that note the
  * opcode before each MEMOIZE. A pickle with explicit memo stores (the C++
- * pickler's BINPUT), text opcodes or no frames is not split. */
+ * pickler's BINPUT), text opcodes or no frames is not split. A file is
+ * read with pread, a chunk at a time, never mapped: a file truncated while
+ * it is read (a job writing its next snapshot over it) gives short reads,
+ * where a mapping would give SIGBUS. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,7 +26,8 @@
 
 #define FRAME 0x95
 #define SPLIT_SEEK ((size_t)1 << 20) /* bytes walked for a batch's start */
-#define DROP_EVERY ((size_t)256 << 10) /* bytes walked between two md_split_drop */
+#define CHUNK ((size_t)256 << 10)     /* bytes of a file a walk holds at once */
+#define MARGIN 16 /* bytes readable past an opcode the walks read: its whole argument but strings' */
 #define MEMOIZE 0x94
 
 static uint32_t le32(const unsigned char *b)
@@ -79,14 +84,83 @@ static int frames_add(md_split_frames *f, size_t off)
     return 0;
 }
 
-int md_split_frames_find(const unsigned char *buf, size_t len, md_split_frames *f)
+/* n bytes of src at off into buf (a file's, by pread): how many there were. */
+static size_t src_read(const md_split_src *src, size_t off, unsigned char *buf, size_t n)
 {
+    if (off >= src->len)
+        return 0;
+    if (n > src->len - off)
+        n = src->len - off;
+    if (src->mem) {
+        memcpy(buf, src->mem + off, n);
+        return n;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(src->fd, buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break; /* cut short: the walks fail where they need more */
+        got += (size_t)r;
+    }
+    return got;
+}
+
+/* A walk's window on src: bytes [lo, hi) at p (the memory itself, or a
+ * chunk of the file in buf). */
+typedef struct view {
+    const md_split_src *src;
+    unsigned char *buf;
+    size_t lo, hi;
+    const unsigned char *p;
+} view;
+
+/* The chunk buffer a walk reads a file through, mapped apart: a thread
+ * that mallocs gets an arena of its own, which keeps what it frees
+ * resident. */
+static unsigned char *chunk_new(const md_split_src *src)
+{
+    if (src->mem)
+        return NULL;
+    void *b = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return b == MAP_FAILED ? NULL : b;
+}
+
+static void chunk_free(unsigned char *b)
+{
+    if (b)
+        munmap(b, CHUNK);
+}
+
+/* v holding q onwards (as much of CHUNK as the input has): 0 where it
+ * cannot (no chunk buffer). */
+static int view_fill(view *v, size_t q)
+{
+    if (v->src->mem) {
+        v->lo = 0, v->hi = v->src->len, v->p = v->src->mem;
+        return 1;
+    }
+    if (!v->buf)
+        return 0;
+    v->lo = q;
+    v->hi = q + src_read(v->src, q, v->buf, CHUNK);
+    v->p = v->buf;
+    return 1;
+}
+
+int md_split_frames_find(const md_split_src *src, md_split_frames *f)
+{
+    unsigned char h[11];
     memset(f, 0, sizeof *f);
-    if (len < 11 || buf[0] != 0x80 || buf[1] < 4 || buf[2] != FRAME)
+    if (src_read(src, 0, h, sizeof h) < sizeof h || h[0] != 0x80 || h[1] < 4 || h[2] != FRAME)
         return -1;
-    for (size_t q = 2; q + 9 <= len && buf[q] == FRAME;) {
-        uint64_t n = le(buf + q + 1, 8);
-        if (n > len - q - 9 || frames_add(f, q))
+    for (size_t q = 2; q + 9 <= src->len;) {
+        unsigned char b[9];
+        if (src_read(src, q, b, 9) < 9 || b[0] != FRAME)
+            break;
+        uint64_t n = le(b + 1, 8);
+        if (n > src->len - q - 9 || frames_add(f, q))
             break;
         q += 9 + (size_t)n;
     }
@@ -110,37 +184,45 @@ static size_t nearest_frame(const md_split_frames *f, size_t want)
     return best;
 }
 
-size_t md_split_start(const unsigned char *buf, size_t len, const md_split_frames *f,
-                      double where)
+size_t md_split_start(const md_split_src *src, const md_split_frames *f, double where)
 {
     if (f->n < 2 || !(where > 0 && where < 1))
         return 0;
-    size_t i = nearest_frame(f, (size_t)(where * (double)len));
+    size_t i = nearest_frame(f, (size_t)(where * (double)src->len)), len = src->len;
     /* Python's pickler writes a batch every 1000 records (150-400 KB of
      * trace entries) */
-    size_t end = len - f->off[i] > SPLIT_SEEK ? f->off[i] + SPLIT_SEEK : len;
+    size_t end = len - f->off[i] > SPLIT_SEEK ? f->off[i] + SPLIT_SEEK : len, found = 0;
+    unsigned char *chunk = chunk_new(src);
+    view v = {src, chunk, 0, 0, NULL};
     for (size_t q = f->off[i]; q + 4 <= end;) {
-        if (buf[q] == '(' && buf[q + 1] == '}' && buf[q + 2] == MEMOIZE && buf[q + 3] == '(')
-            return q;
-        size_t n = op_len(buf + q, len - q);
+        if ((q < v.lo || q + MARGIN > v.hi) && (v.hi >= len || !view_fill(&v, q)))
+            break; /* the end of the input (no batch starts in its last bytes) */
+        const unsigned char *b = v.p + (q - v.lo);
+        if (b[0] == '(' && b[1] == '}' && b[2] == MEMOIZE && b[3] == '(') {
+            found = q;
+            break;
+        }
+        size_t n = op_len(b, v.hi - q);
         if (!n)
-            return 0;
+            break;
         q += n;
     }
-    return 0;
+    chunk_free(chunk);
+    return found;
 }
 
 /* One thread's walk of [from, to): the offset of the opcode before each
- * MEMOIZE (SIZE_MAX for one before the span's first opcode: the previous
- * span's last, fixed up after), and its own last opcode's. */
+ * MEMOIZE and what it makes (UINT32_MAX for one before the span's first
+ * opcode: the previous span's last, fixed up after), and its own last
+ * opcode's. */
 typedef struct span {
-    const unsigned char *buf;
-    size_t len, from, to;
+    const md_split_src *src;
+    unsigned char *chunk; /* a file's chunk buffer */
+    size_t from, to;
     uint32_t *at;
     size_t n, cap;
-    size_t last; /* the last opcode other than MEMOIZE and FRAME, SIZE_MAX none */
+    uint32_t last; /* the last opcode other than MEMOIZE and FRAME, and its kind; UINT32_MAX none */
     int failed;
-    int drop; /* the span's pages given back once walked (md_split_drop) */
     pthread_t thread;
     int started;
 } span;
@@ -157,59 +239,78 @@ static const uint8_t fixed_len[256] = {
 static const uint8_t len_bytes[256] = {[0x8a] = 1, [0x8c] = 1, ['C'] = 1, ['U'] = 1,
                                        ['X'] = 4, ['B'] = 4, [0x8b] = 4, [0x8d] = 8,
                                        [0x8e] = 8, [0x96] = 8};
-
 /* What a memo slot holds by the opcode before its MEMOIZE (MD_SPLIT_*),
  * so that the second reader need not look at the bytes of a list. */
 static const uint8_t kind_of[256] = {[']'] = MD_SPLIT_LIST, ['}'] = MD_SPLIT_DICT,
                                      [0x8c] = MD_SPLIT_STR, ['X'] = MD_SPLIT_STR,
                                      [0x8d] = MD_SPLIT_STR};
 
-/* The walk of s's span: a table lookup an opcode while 16 bytes are
- * readable past it, op_len near the input's end (16 instructions an
- * opcode with the notes kept through s, 11 in locals). */
+/* The opcode at b's length (avail bytes there, MARGIN or more in the
+ * walk's fast loop): a table lookup but for lengths that follow it. */
+static inline size_t walk_len(const unsigned char *b, size_t avail)
+{
+    size_t len = fixed_len[b[0]];
+    if (len)
+        return len;
+    unsigned lb = len_bytes[b[0]];
+    if (avail >= MARGIN && lb && lb < 8)
+        return 1 + lb + (lb == 1 ? b[1] : le32(b + 1));
+    return op_len(b, avail);
+}
+
+/* The walk of s's span, a chunk at a time (11 instructions an opcode) */
 static void *span_walk(void *arg)
 {
     span *s = arg;
-    const unsigned char *b = s->buf;
-    size_t q = s->from, to = s->to, fast_to = s->len >= 16 ? s->len - 16 : 0;
+    size_t q = s->from, to = s->to, len = s->src->len;
     uint32_t prev = UINT32_MAX, *at = s->at;
-    size_t n = s->n, cap = s->cap, dropped = q, drop_at = s->drop ? q + DROP_EVERY : SIZE_MAX;
+    size_t n = 0, cap = s->cap;
+    view v = {s->src, s->chunk, 0, 0, NULL};
     while (q < to) {
-        if (q >= drop_at) { /* the pages walked given back as it goes */
-            md_split_drop(b, dropped, q);
-            dropped = q, drop_at = q + DROP_EVERY;
-        }
-        unsigned op = b[q];
-        size_t len = fixed_len[op];
-        if (op == MEMOIZE) {
-            if (n == cap)
-                break; /* more MEMOIZEs than bytes: cannot be */
-            at[n++] = prev == UINT32_MAX ? prev : prev | (uint32_t)kind_of[b[prev]] << 30;
-            q++;
-            continue;
-        }
-        if (!len) {
-            unsigned lb = len_bytes[op];
-            if (q < fast_to && lb && lb < 8)
-                len = 1 + lb + (lb == 1 ? b[q + 1] : le32(b + q + 1));
-            else if (!(len = op_len(b + q, s->len - q)))
+        if (q < v.lo || q + MARGIN > v.hi) { /* the next chunk, unless it is the last */
+            if ((v.hi < len || q < v.lo) && !view_fill(&v, q))
+                break;
+            if (q >= v.hi)
                 break;
         }
-        prev = op == FRAME ? prev : (uint32_t)q;
-        q += len;
+        const unsigned char *b = v.p + (q - v.lo), *b0 = b;
+        /* ops starting before end have MARGIN bytes readable, or are the input's last */
+        size_t room = v.hi - q > MARGIN ? v.hi - q - MARGIN : v.hi >= len ? v.hi - q : 0;
+        const unsigned char *end = b + (room < to - q ? room : to - q);
+        if (end == b) { /* the input's last bytes: op_len's checks */
+            size_t l = op_len(b, v.hi - q);
+            if (!l)
+                break;
+            end = b + 1; /* walked below as one */
+        }
+        while (b < end) {
+            unsigned op = b[0];
+            if (op == MEMOIZE) {
+                if (n == cap)
+                    break; /* more MEMOIZEs than bytes: cannot be */
+                at[n++] = prev;
+                b++;
+                continue;
+            }
+            size_t l = walk_len(b, (size_t)(v.p + (v.hi - v.lo) - b));
+            if (!l)
+                break;
+            prev = op == FRAME ? prev : (uint32_t)(q + (size_t)(b - b0)) | (uint32_t)kind_of[op] << 30;
+            b += l;
+        }
+        if (b < end)
+            break; /* an opcode not walked over */
+        q += (size_t)(b - b0);
     }
     s->n = n;
     s->failed = q != to; /* spans end where frames start: at an opcode */
-    if (s->drop)
-        md_split_drop(b, dropped, to);
-    s->last = prev == UINT32_MAX ? SIZE_MAX : prev;
+    s->last = prev;
     return NULL;
 }
 
 /* The spans' notes as one array, each span's first notes without an
  * opcode given the one before them. */
-static int spans_join(const unsigned char *buf, span *sp, int k, uint32_t **out, size_t *nout,
-                      size_t *outcap)
+static int spans_join(span *sp, int k, uint32_t **out, size_t *nout, size_t *outcap)
 {
     size_t total = 0;
     for (int i = 0; i < k; i++) {
@@ -221,14 +322,14 @@ static int spans_join(const unsigned char *buf, span *sp, int k, uint32_t **out,
     size_t cap = 0;
     if (md_big_grow((void **)&all, &cap, total + 1, sizeof *all))
         return -1;
-    size_t at = 0, last = SIZE_MAX;
+    size_t at = 0;
+    uint32_t last = UINT32_MAX;
     for (int i = 0; i < k; i++) {
         for (size_t j = 0; j < sp[i].n; j++)
-            all[at++] = sp[i].at[j] != UINT32_MAX ? sp[i].at[j]
-                                                  : (uint32_t)last | (uint32_t)kind_of[buf[last]] << 30;
-        if (sp[i].last != SIZE_MAX)
+            all[at++] = sp[i].at[j] != UINT32_MAX ? sp[i].at[j] : last;
+        if (sp[i].last != UINT32_MAX)
             last = sp[i].last;
-        if (last == SIZE_MAX && sp[i].n) {
+        if (last == UINT32_MAX && sp[i].n) {
             md_big_free(all, cap, sizeof *all);
             return -1; /* MEMOIZE with nothing before it */
         }
@@ -239,17 +340,16 @@ static int spans_join(const unsigned char *buf, span *sp, int k, uint32_t **out,
     return 0;
 }
 
-void md_split_drop(const unsigned char *buf, size_t from, size_t to)
+static void spans_free(span *sp, int k)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)(buf + from) + page - 1) & ~(uintptr_t)(page - 1);
-    uintptr_t hi = (uintptr_t)(buf + to) & ~(uintptr_t)(page - 1);
-    if (lo < hi)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    for (int i = 0; i < k; i++) {
+        md_big_free(sp[i].at, sp[i].cap, sizeof *sp[i].at);
+        chunk_free(sp[i].chunk);
+    }
 }
 
-int md_split_count(const unsigned char *buf, size_t len, const md_split_frames *f, size_t at,
-                   int threads, int drop, uint32_t **slot_at, size_t *nslots, size_t *slots_cap)
+int md_split_count(const md_split_src *src, const md_split_frames *f, size_t at, int threads,
+                   uint32_t **slot_at, size_t *nslots, size_t *slots_cap)
 {
     if (at > MD_SPLIT_OFFSET || threads < 1)
         return -1;
@@ -268,17 +368,16 @@ int md_split_count(const unsigned char *buf, size_t len, const md_split_frames *
             fi++;
         if (k + 1 < threads && fi < f->n && f->off[fi] < at)
             to = f->off[fi];
-        sp[k] = (span){buf, len, from, to, NULL, 0, 0, SIZE_MAX, 0, drop, 0, 0};
+        sp[k].src = src, sp[k].from = from, sp[k].to = to, sp[k].last = UINT32_MAX;
         from = to;
     }
-    /* each span's notes in room for one a byte, made here: a thread that
-     * mallocs gets an arena of its own, which keeps what it freed resident
-     * (only the notes written are) */
+    /* each span's notes in room for one a byte and its chunk buffer, made
+     * here (only the notes written are resident) */
     for (int i = 0; i < k; i++)
         if (md_big_reserve((void **)&sp[i].at, &sp[i].cap, sp[i].to - sp[i].from + 1, 0,
-                           sizeof *sp[i].at)) {
-            for (int j = 0; j < i; j++)
-                md_big_free(sp[j].at, sp[j].cap, sizeof *sp[j].at);
+                           sizeof *sp[i].at) ||
+            (!src->mem && !(sp[i].chunk = chunk_new(src)))) {
+            spans_free(sp, k);
             return -1;
         }
     for (int i = 1; i < k; i++)
@@ -290,8 +389,7 @@ int md_split_count(const unsigned char *buf, size_t len, const md_split_frames *
         else
             span_walk(&sp[i]);
     }
-    int rc = spans_join(buf, sp, k, slot_at, nslots, slots_cap);
-    for (int i = 0; i < k; i++)
-        md_big_free(sp[i].at, sp[i].cap, sizeof *sp[i].at);
+    int rc = spans_join(sp, k, slot_at, nslots, slots_cap);
+    spans_free(sp, k);
     return rc;
 }

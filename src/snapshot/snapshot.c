@@ -11,8 +11,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "../pickle/pickle.h"
 #include "../pickle/split.h"
@@ -99,16 +97,7 @@ typedef struct loader {
     md_omap stream_ix; /* stream -> index in s->streams */
     uint16_t last_stream; /* the index the last event had */
     struct second *second; /* the read split in two: the other reader */
-    /* a file mapping read in place: its pages behind the reader given
-     * back, from drop_from, when a record ends past drop_at (SIZE_MAX: never) */
-    const unsigned char *drop_buf;
-    size_t drop_from, drop_at;
-    size_t drop_before; /* the second reader: and the pages before its start,
-                           which its values got from there faulted in (64 KiB
-                           each: the kernel maps a fault's neighbours too) */
 } loader;
-
-#define DROP_EVERY ((size_t)256 << 10) /* bytes read between two drops */
 
 #define NOTE_EVERY 2048 /* events between two calls of on_events */
 
@@ -710,16 +699,6 @@ static int take_flat(loader *L, const md_pv *const *v, uint32_t *ref, int64_t of
     return take_entry(L, v, ref, off, err);
 }
 
-/* The mapping's pages behind off given back (loader.drop_buf). */
-static void drop_behind(loader *L, int64_t off)
-{
-    md_split_drop(L->drop_buf, L->drop_from, (size_t)off);
-    if (L->drop_before)
-        md_split_drop(L->drop_buf, 0, L->drop_before);
-    L->drop_from = (size_t)off;
-    L->drop_at = (size_t)off + DROP_EVERY;
-}
-
 /* The item hook: a dict with 'blocks' is a segment; else one with a string
  * 'action' and an 'addr', 'size' or 'device_free' a trace entry; else one
  * with an 'address' and no other known key a block. Each becomes what the
@@ -730,8 +709,6 @@ static void drop_behind(loader *L, int64_t off)
 static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_err *err)
 {
     loader *L = ctx;
-    if ((size_t)off >= L->drop_at)
-        drop_behind(L, off);
     /* one pass over the keys, noting where each value is (the last of a
      * repeated key, as Python keeps it); an OOM's 'device_free' is its addr */
     const md_pv *v[SL_COUNT] = {NULL};
@@ -759,10 +736,7 @@ static int on_item(void *ctx, const md_pv *item, uint32_t *ref, int64_t off, md_
 static int on_record(void *ctx, const md_pv *const *v, uint32_t *ref, int64_t off,
                      md_err *err)
 {
-    loader *L = ctx;
-    if ((size_t)off >= L->drop_at)
-        drop_behind(L, off);
-    return take_flat(L, v, ref, off, err);
+    return take_flat(ctx, v, ref, off, err);
 }
 
 /* The record hook's slot for each key: trace entries' own keys as on_item
@@ -792,10 +766,10 @@ static void set_record_hook(loader *L, md_pkl *p)
 static int loader_init(loader *L, md_snapshot *s);
 
 typedef struct second {
-    const unsigned char *buf;
-    size_t len, at;
+    md_split_src src; /* the input in memory, or the file by pread */
+    const char *path; /* the file's, for the reader's own input */
+    size_t at;
     int threads;
-    int mapped; /* buf maps the file: pages read are given back (drop) */
     md_split_frames frames;
     uint32_t *slot_at; /* memo slots before `at`: where each value was written */
     size_t nslots, slots_cap;
@@ -806,81 +780,140 @@ typedef struct second {
     md_pkl_part part; /* what the first reader takes (part.records 0: nothing) */
     pthread_t thread;
     int started;
+    /* done: its part read (or given up), told the first reader; released:
+     * the first took what it wanted, and its thread frees the rest
+     * meanwhile, off the first reader's way */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, released;
 } second;
 
-static void *second_main(void *arg)
+
+/* The bytes before the second reader's start (md_pkl_bytes_fn): the file's. */
+static size_t second_bytes(void *ctx, size_t at, unsigned char *buf, size_t n)
 {
-    second *x = arg;
+    const md_split_src *src = ctx;
+    size_t got = 0;
+    while (at < src->len && got < n) {
+        ssize_t r = pread(src->fd, buf + got, n - got, (off_t)(at + got));
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
+/* The second reader's input: the memory in place, or its own of the
+ * file, standing at its start. */
+static int second_input(second *x, md_err *e)
+{
+    if (x->src.mem)
+        return md_input_mem(x->src.mem, x->src.len, &x->in, e);
+    int rc = md_input_open(x->path, 0, &x->in, e);
+    return rc ? rc : md_input_skip(x->in, x->at, e);
+}
+
+/* Reads the second reader's part into x->s (x->part.records 0 where it
+ * cannot be taken). */
+static void second_read(second *x)
+{
     md_err e = {0};
     md_pv top;
-    if (md_split_count(x->buf, x->len, &x->frames, x->at, x->threads, x->mapped, &x->slot_at,
-                       &x->nslots, &x->slots_cap))
-        return NULL;
+    if (md_split_count(&x->src, &x->frames, x->at, x->threads, &x->slot_at, &x->nslots,
+                       &x->slots_cap))
+        return;
     if (!(x->s = calloc(1, sizeof *x->s)) || md_strtab_init(&x->s->strs) ||
-        loader_init(&x->L, x->s) || md_input_mem(x->buf, x->len, &x->in, &e) ||
+        loader_init(&x->L, x->s) || second_input(x, &e) ||
         md_pkl_new(x->in, &x->s->strs, &x->p, &e))
-        return NULL;
+        return;
     /* its events in room for as many as its bytes could hold, 4 KiB pages:
      * a huge page would be half empty */
-    (void)md_big_reserve((void **)&x->s->events, &x->s->evcap, (x->len - x->at) / 8 + 1, 0,
+    (void)md_big_reserve((void **)&x->s->events, &x->s->evcap, (x->src.len - x->at) / 8 + 1, 0,
                          sizeof *x->s->events);
     md_pkl_set_hook(x->p, on_item, &x->L);
     md_pkl_set_list_hook(x->p, on_list, &x->L);
     set_record_hook(&x->L, x->p);
     x->L.p = x->p;
-    if (x->mapped)
-        x->L.drop_buf = x->buf, x->L.drop_from = x->L.drop_before = x->at,
-        x->L.drop_at = x->at + DROP_EVERY;
-    if (md_pkl_second(x->p, x->at, x->slot_at, x->nslots, &e) || md_pkl_run(x->p, &top, &e))
-        return NULL; /* the first reader reads it: any error is its to report */
+    if (md_pkl_second(x->p, x->at, x->slot_at, x->nslots, second_bytes, &x->src, &e) ||
+        md_pkl_run(x->p, &top, &e))
+        return; /* the first reader reads it: any error is its to report */
     md_pkl_second_part(x->p, &x->part);
     if (x->part.records != x->s->nevents || x->s->nblocks || x->s->nsegs)
         x->part.records = 0; /* not a trace's entries alone */
-    if (x->mapped) /* its part, read: nothing reads it again */
-        md_split_drop(x->buf, x->at, x->part.end);
-    /* its reader's memory, while the first reads on: only its snapshot is taken */
+}
+
+/* What the second reader's thread holds, freed (by it once released). */
+static void second_drop(second *x)
+{
     md_pkl_free(x->p);
-    x->p = NULL;
+    md_input_close(x->in);
+    md_omap_free(&x->L.stream_ix);
+    md_snapshot_free(x->s);
+    md_big_free(x->slot_at, x->slots_cap, sizeof *x->slot_at);
+    x->p = NULL, x->in = NULL, x->s = NULL, x->slot_at = NULL;
+}
+
+static void *second_main(void *arg)
+{
+    second *x = arg;
+    second_read(x);
+    pthread_mutex_lock(&x->mu);
+    x->done = 1;
+    pthread_cond_broadcast(&x->cv);
+    while (!x->released)
+        pthread_cond_wait(&x->cv, &x->mu);
+    pthread_mutex_unlock(&x->mu);
+    second_drop(x);
     return NULL;
 }
 
-static void second_wait(second *x)
+/* Waits for the second reader's part. */
+static void second_ready(second *x)
 {
-    if (x && x->started) {
-        pthread_join(x->thread, NULL);
-        x->started = 0;
-    }
+    pthread_mutex_lock(&x->mu);
+    while (!x->done)
+        pthread_cond_wait(&x->cv, &x->mu);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* Lets the second reader's thread free what it holds and end. */
+static void second_release(second *x)
+{
+    pthread_mutex_lock(&x->mu);
+    x->released = 1;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
 }
 
 static void second_free(second *x)
 {
     if (!x)
         return;
-    second_wait(x);
-    md_pkl_free(x->p);
-    md_input_close(x->in);
-    md_omap_free(&x->L.stream_ix);
-    md_snapshot_free(x->s);
-    md_big_free(x->slot_at, x->slots_cap, sizeof *x->slot_at);
+    if (x->started) {
+        second_release(x);
+        pthread_join(x->thread, NULL);
+    } else {
+        second_drop(x);
+    }
+    pthread_cond_destroy(&x->cv);
+    pthread_mutex_destroy(&x->mu);
     md_split_frames_free(&x->frames);
     free(x);
 }
 
 /* The second reader started at the first batch of records near `where`
- * of an input read in place, or NULL (no frames, no such batch, no
- * thread). */
-static second *second_start(const unsigned char *buf, size_t len, int threads, double where,
-                            int mapped)
+ * of src, or NULL (no frames, no such batch, no thread). */
+static second *second_start(const md_split_src *src, const char *path, int threads,
+                            double where)
 {
     second *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
-    x->buf = buf, x->len = len, x->threads = threads, x->mapped = mapped;
-    int found = !md_split_frames_find(buf, len, &x->frames) &&
-                (x->at = md_split_start(buf, len, &x->frames, where)) != 0;
-    if (mapped) /* hopping from frame to frame faulted in 64 KiB of each */
-        md_split_drop(buf, 0, len);
-    if (!found ||
+    x->src = *src, x->path = path, x->threads = threads;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    if (md_split_frames_find(src, &x->frames) ||
+        !(x->at = md_split_start(src, &x->frames, where)) ||
         md_thread_start(&x->thread, second_main, x, MD_STACK_WORK)) {
         second_free(x);
         return NULL;
@@ -1000,10 +1033,9 @@ static int split_join(void *ctx, md_pkl *pa, md_err *err)
 {
     loader *L = ctx;
     second *x = L->second;
-    second_wait(x);
+    second_ready(x);
     if (!md_pkl_split_can(pa, &x->part, L->s->nevents) || !remotes_known(pa, x->s)) {
-        second_free(x); /* this reader reads the part */
-        L->second = NULL;
+        second_release(x); /* this reader reads the part */
         return 0;
     }
     const md_snapshot *b = x->s;
@@ -1022,11 +1054,8 @@ static int split_join(void *ctx, md_pkl *pa, md_err *err)
         return md_err_set(err, MD_E_NOMEM, off, "out of memory");
     L->s->nsecond += b->nevents;
     md_pkl_part part = x->part;
-    second_free(x); /* its memory before this reader's grows on */
-    L->second = NULL;
+    second_release(x); /* its memory freed on its thread, while this one reads on */
     rc = md_pkl_split_take(pa, &part, err);
-    if (L->drop_buf) /* read up to here; a list's bytes looked at again fault back in */
-        drop_behind(L, (int64_t)md_pkl_offset(pa));
     return rc ? rc : 1;
 }
 
@@ -1424,7 +1453,6 @@ static int loader_init(loader *L, md_snapshot *s)
     memset(L, 0, sizeof *L);
     L->s = s;
     L->note_at = SIZE_MAX;
-    L->drop_at = SIZE_MAX;
     for (int k = 0; k < K_COUNT; k++) {
         int64_t id = md_strtab_intern(&s->strs, key_names[k], strlen(key_names[k]));
         if (id < 0)
@@ -1498,22 +1526,28 @@ int md_snapshot_read(md_input *in, const char *name, int records, md_snapshot **
 #define SPLIT_WHERE 0.55               /* where the second reader starts */
 
 /* The second reader of a read split in two, started where opts ask for
- * one and the input is read in place; else NULL. */
-static second *split_start(md_input *in, int records, const md_load_opts *opts, int mapped)
+ * one: of file (a plain file, read with pread), else of the input where it
+ * is read in place; else NULL. */
+static second *split_start(md_input *in, int records, const md_load_opts *opts,
+                           const md_split_src *file, const char *path)
 {
     const unsigned char *buf;
     size_t len;
-    if (!opts || opts->split <= 0 || !records || !md_input_whole(in, &buf, &len) ||
-        len < (opts->split_min ? opts->split_min : SPLIT_MIN))
+    md_split_src mem = {NULL, -1, 0};
+    if (!opts || opts->split <= 0 || !records)
+        return NULL;
+    if (!file && md_input_whole(in, &buf, &len))
+        mem.mem = buf, mem.len = len, file = &mem;
+    if (!file || file->len < (opts->split_min ? opts->split_min : SPLIT_MIN))
         return NULL;
     double where = opts->split_where > 0 && opts->split_where < 1 ? opts->split_where : SPLIT_WHERE;
-    return second_start(buf, len, opts->split, where, mapped);
+    return second_start(file, path, opts->split, where);
 }
 
 /* One read of in; *again where it failed on a memo slot of the second
  * reader's part (md_pkl_hole_hit): the caller reads it again whole. */
 static int read_once(md_input *in, const char *name, int records, const md_load_opts *opts,
-                     int mapped, md_snapshot **out, int *again, md_err *err)
+                     const md_split_src *file, md_snapshot **out, int *again, md_err *err)
 {
     md_snapshot *s = calloc(1, sizeof *s);
     md_pkl *p = NULL;
@@ -1538,10 +1572,8 @@ static int read_once(md_input *in, const char *name, int records, const md_load_
     if (!s->heap_first && !s->evcap) /* a hint: on failure the array grows as it fills */
         (void)md_big_reserve((void **)&s->events, &s->evcap, usual,
                              hint >= GUESS_HUGE_MIN ? usual : 0, sizeof *s->events);
-    second *x = split_start(in, records, opts, mapped);
+    second *x = split_start(in, records, opts, file, name);
     L.second = x;
-    if (x && mapped)
-        L.drop_buf = x->buf, L.drop_at = DROP_EVERY;
     if ((rc = md_pkl_new(in, &s->strs, &p, err)) == MD_OK) {
         md_pv top;
         md_pkl_set_hook(p, on_item, &L);
@@ -1588,17 +1620,22 @@ static int read_once(md_input *in, const char *name, int records, const md_load_
     return MD_OK;
 }
 
-/* md_snapshot_read_with, of a mapping of the file where mapped. */
+/* md_snapshot_read_with, of a plain file also read with pread where file
+ * says so (md_load_opts.split). */
 static int read_split(md_input *in, const char *name, int records, const md_load_opts *opts,
-                      int mapped, md_snapshot **out, md_err *err)
+                      const md_split_src *file, md_snapshot **out, md_err *err)
 {
     int again;
-    int rc = read_once(in, name, records, opts, mapped, out, &again, err);
+    int rc = read_once(in, name, records, opts, file, out, &again, err);
     if (rc && again) { /* whole, and without telling of events: that was ended */
         md_load_opts whole = *opts;
         whole.split = 0;
         whole.on_events = NULL;
-        rc = read_once(in, name, records, &whole, mapped, out, &again, err);
+        md_input *fresh = NULL; /* a file read through a window: from its start again */
+        if (file && (rc = md_input_open(name, opts->read_ahead, &fresh, err)) != MD_OK)
+            return rc;
+        rc = read_once(fresh ? fresh : in, name, records, &whole, NULL, out, &again, err);
+        md_input_close(fresh);
         if (!rc)
             (*out)->split_again = 1;
     }
@@ -1608,7 +1645,7 @@ static int read_split(md_input *in, const char *name, int records, const md_load
 int md_snapshot_read_with(md_input *in, const char *name, int records, const md_load_opts *opts,
                           md_snapshot **out, md_err *err)
 {
-    return read_split(in, name, records, opts, 0, out, err);
+    return read_split(in, name, records, opts, NULL, out, err);
 }
 
 int md_snapshot_load(const char *path, md_snapshot **out, md_err *err)
@@ -1617,50 +1654,22 @@ int md_snapshot_load(const char *path, md_snapshot **out, md_err *err)
     return md_snapshot_load_with(path, &opts, out, err);
 }
 
-/* A plain pickle file of split_min bytes or more, mapped and read in place
- * so that two readers can read it at once (md_load_opts.split): 1 with
- * *rc the read's result, 0 where it is not one (then read as a stream). */
-static int load_mapped(const char *path, const md_load_opts *opts, md_snapshot **out,
-                       md_err *err, int *rc)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t min = opts->split_min ? opts->split_min : SPLIT_MIN;
-    if (fd < 0)
-        return 0;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < min ||
-        (uint64_t)st.st_size > MD_SPLIT_OFFSET) { /* a larger one is read whole */
-        close(fd);
-        return 0;
-    }
-    size_t len = (size_t)st.st_size;
-    unsigned char *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
-        return 0;
-    md_input *in = NULL;
-    if (m[0] != 0x80 || md_input_mem(m, len, &in, err)) { /* compressed: a stream */
-        munmap(m, len);
-        return 0;
-    }
-    *rc = read_split(in, path, 1, opts, 1, out, err);
-    md_input_close(in);
-    munmap(m, len);
-    return 1;
-}
-
 int md_snapshot_load_with(const char *path, const md_load_opts *opts, md_snapshot **out,
                           md_err *err)
 {
     md_input *in = NULL;
     md_err_file(err, path);
-    int rc;
-    if (opts && opts->split > 0 && load_mapped(path, opts, out, err, &rc))
-        return rc;
-    rc = md_input_open(path, opts && opts->read_ahead, &in, err);
+    int rc = md_input_open(path, opts && opts->read_ahead, &in, err);
     if (rc)
         return rc;
-    rc = md_snapshot_read_with(in, path, 1, opts, out, err);
+    /* a plain file a second reader may read too (md_load_opts.split) */
+    md_split_src file = {NULL, -1, md_input_size(in)};
+    if (opts && opts->split > 0 && !strcmp(md_input_codec(in), "raw") && file.len &&
+        file.len <= MD_SPLIT_OFFSET) /* a larger one is read whole */
+        file.fd = open(path, O_RDONLY | O_CLOEXEC);
+    rc = read_split(in, path, 1, opts, file.fd >= 0 ? &file : NULL, out, err);
+    if (file.fd >= 0)
+        close(file.fd);
     md_input_close(in);
     return rc;
 }

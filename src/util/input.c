@@ -404,7 +404,18 @@ static void ahead_start(md_input *in)
     }
 }
 
-static void ahead_stop(md_input *in)
+/* The bytes the thread read ahead that the reader has not taken. */
+static size_t ahead_held(const struct ahead *a)
+{
+    size_t n = 0;
+    for (uint64_t c = a->next; c < a->filled; c++)
+        n += a->len[c % NCHUNK] - (c == a->next ? a->pos : 0);
+    return n;
+}
+
+/* Stops the thread and frees its chunks: *held (if asked) the bytes they
+ * held that the reader had not taken, *failed whether it met an error. */
+static void ahead_halt(md_input *in, size_t *held, md_err *failed)
 {
     struct ahead *a = in->ahead;
     pthread_mutex_lock(&a->mu);
@@ -412,10 +423,19 @@ static void ahead_stop(md_input *in)
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
+    if (held)
+        *held = ahead_held(a);
+    if (failed)
+        *failed = a->err;
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     ahead_free(a);
     in->ahead = NULL;
+}
+
+static void ahead_stop(md_input *in)
+{
+    ahead_halt(in, NULL, NULL);
 }
 
 /* Up to n bytes from the chunks read ahead: what the reader's chunk has
@@ -455,6 +475,60 @@ long md_input_read(md_input *in, void *buf, size_t n, md_err *err)
     if (in->ahead)
         return ahead_read(in->ahead, buf, n, err);
     return decode(in, buf, n, err);
+}
+
+/* Skips n bytes of a plain file by seeking: *left what is still to skip
+ * past what ibuf held. */
+static int raw_seek(md_input *in, size_t n, md_err *err)
+{
+    size_t held = in->ilen - in->ipos;
+    if (n <= held) {
+        in->ipos += n;
+        return MD_OK;
+    }
+    in->ipos = in->ilen;
+    n -= held;
+    if (n > (size_t)INT64_MAX || fseeko(in->fp, (off_t)n, SEEK_CUR))
+        return md_err_set(err, MD_E_IO, -1, "seek failed: %s", strerror(errno));
+    return MD_OK;
+}
+
+int md_input_skip(md_input *in, size_t n, md_err *err)
+{
+    if (in->codec == C_RAW && in->fp) {
+        int again = in->ahead != NULL;
+        if (in->ahead) { /* stopped, what it held counted, started again past the skip */
+            size_t held;
+            md_err met;
+            ahead_halt(in, &held, &met);
+            if (met.code && n >= held) /* an error it met before the skip's end */
+                return md_err_set(err, met.code, met.offset, "%s", met.msg);
+            if (n < held) { /* within what it read: back to there */
+                if (fseeko(in->fp, -(off_t)(held - n), SEEK_CUR))
+                    return md_err_set(err, MD_E_IO, -1, "seek failed: %s", strerror(errno));
+                n = 0;
+            } else {
+                n -= held;
+            }
+        }
+        int rc = raw_seek(in, n, err);
+        if (!rc && again)
+            ahead_start(in);
+        return rc;
+    }
+    if (in->codec == C_RAW && in->mem) {
+        size_t left = in->mem_len - in->mem_pos;
+        in->mem_pos += n < left ? n : left;
+        return MD_OK;
+    }
+    unsigned char tmp[4096]; /* compressed: decoded and dropped */
+    while (n) {
+        long r = md_input_read(in, tmp, n < sizeof tmp ? n : sizeof tmp, err);
+        if (r <= 0)
+            return r < 0 ? (int)r : MD_OK;
+        n -= (size_t)r;
+    }
+    return MD_OK;
 }
 
 int md_input_whole(const md_input *in, const unsigned char **data, size_t *n)

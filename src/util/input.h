@@ -15,6 +15,10 @@ int md_input_open(const char *path, int read_ahead, md_input **out, md_err *err)
 int md_input_mem(const void *data, size_t n, md_input **out, md_err *err);
 /* Reads up to n bytes; returns bytes read (0 at end) or a negative md code. */
 long md_input_read(md_input *in, void *buf, size_t n, md_err *err);
+/* Skips the next n bytes (a plain file: by seeking, its reading ahead
+ * started again past them; else read and dropped). Past the end it stops
+ * there. */
+int md_input_skip(md_input *in, size_t n, md_err *err);
 /* The whole input as bytes in memory, when it is uncompressed memory input
  * and nothing was read yet: returns 1 and sets *data, *n (valid until
  * md_input_close), else 0. */

@@ -49,10 +49,14 @@ for f in $files; do
     done
 done >"$OUT/pair.txt" 2>&1
 # peak RSS in KB of each build (and the new one under each VARIANT), 3 runs
-rss() {
-    env "$@" python3 -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' 2>/dev/null
+# (GNU time: a python parent's child counts the parent's pages before its exec)
+rss() { # [VAR=value...] COMMAND...
+    [ -x /usr/bin/time ] || { echo n/a; return; }
+    vars=
+    while [ $# -gt 0 ]; do
+        case $1 in *=*) vars="$vars $1"; shift ;; *) break ;; esac
+    done
+    env $vars /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -n 1
 }
 for f in $files; do
     F=bench/out/$f.pickle

@@ -6,6 +6,7 @@
  * tests cannot pass by its never happening. */
 #include "testutil.h"
 #include "snapsame.h"
+#include "util/input.h"
 
 /* The input's bytes, decompressed; NULL where it cannot be read. */
 static unsigned char *bytes_of(const char *path, size_t *n)
@@ -148,12 +149,48 @@ static void test_hole_read_again(void **st)
     md_snapshot_free(whole);
 }
 
+/* md_input_skip on a plain file read ahead (5 MB: the thread starts) and
+ * not: skips within what the thread holds, past it, and past the end,
+ * then reads on exactly there. */
+static void test_input_skip(void **st)
+{
+    (void)st;
+    const char *path = "build/tests/skip.bin";
+    size_t n = 5u << 20;
+    unsigned char *d = malloc(n), buf[1000];
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (unsigned char)(i * 7 + i / 251);
+    write_file(path, d, n);
+    for (int ahead = 0; ahead < 2; ahead++) {
+        md_input *in = NULL;
+        md_err e;
+        memset(&e, 0, sizeof e);
+        assert_int_equal(md_input_open(path, ahead, &in, &e), MD_OK);
+        size_t at = 0;
+        const size_t skips[] = {0, 10, 100000, 300000, 2000000, 1, 65536};
+        for (size_t k = 0; k < sizeof skips / sizeof *skips; k++) {
+            assert_int_equal(md_input_read(in, buf, sizeof buf, &e), (long)sizeof buf);
+            assert_memory_equal(buf, d + at, sizeof buf);
+            at += sizeof buf;
+            assert_int_equal(md_input_skip(in, skips[k], &e), MD_OK);
+            at += skips[k];
+        }
+        assert_int_equal(md_input_skip(in, n, &e), MD_OK); /* past the end: stops there */
+        assert_int_equal(md_input_read(in, buf, sizeof buf, &e), 0);
+        md_input_close(in);
+    }
+    remove(path);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_file_alike),
         cmocka_unit_test(test_mapped_file),
         cmocka_unit_test(test_hole_read_again),
+        cmocka_unit_test(test_input_skip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
