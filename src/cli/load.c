@@ -68,6 +68,7 @@ typedef struct pool {
     size_t job_cpus;  /* the CPUs each file being read has */
     int aside;        /* stacks classified aside: -1 where CPUs allow, 0 never, 1 always */
     int split;        /* md_load_opts.split for plain files of SPLIT_MIN_BYTES and more */
+    double split_where; /* and where the second reader starts (0: the library's) */
     const off_t *plain; /* each job's plain_size, NULL: none known */
     const off_t *guess; /* and its plain bytes, guessed where compressed */
 } pool;
@@ -286,6 +287,7 @@ static void run_job(const pool *P, size_t i)
     md_load_opts o = P->opts;
     o.split = P->split;
     o.split_min = SPLIT_MIN_BYTES;
+    o.split_where = P->split_where;
     int pass = passes(P->follow, plain);
     int walk = !pass && walk_pays(P->walks, P->follow, guess);
     md_follow *f = pass || walk ? md_follow_start(walk) : NULL;
@@ -431,8 +433,10 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     int spare = 2 * nw <= cpus;
     pool P = {jobs, n, 0, n, {.read_ahead = spare}, spare ? follow : 0,
               follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1,
-              nw ? cpus / nw : cpus, aside_mode(), 0, plain, guess};
+              nw ? cpus / nw : cpus, aside_mode(), 0, 0, plain, guess};
     P.split = split_threads(P.job_cpus);
+    const char *at_env = getenv("MEMDIAG_SPLIT_AT"); /* a fraction of the file, for benchmarks */
+    P.split_where = at_env && *at_env ? atof(at_env) : 0;
     pthread_t tid[MAX_WORKERS];
     size_t started = 0;
     /* where page faults are dear, the heap goes on huge pages, a small
