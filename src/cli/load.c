@@ -47,12 +47,10 @@
  * without, for 10 % of its time (27 -> 31 ms); big_gamma (6.4 MB) 1.69x
  * and 1.50x, 16 -> 18 ms */
 #define HUGE_HEAP_INPUT_MIN ((size_t)8 << 20)
-/* A plain file's read splits in two (split_threads) from this size, on a
- * file's CPUs from SPLIT_CPUS, with up to SPLIT_COUNTERS threads counting
- * the memo before the second reader's start (it one of them) */
+/* A plain file's read splits in two (split_threads, where asked) from this
+ * size, where the file has SPLIT_CPUS */
 #define SPLIT_MIN_BYTES ((size_t)4 << 20)
-#define SPLIT_CPUS 6
-#define SPLIT_COUNTERS 4
+#define SPLIT_CPUS 2
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2, FOLLOW_WALK = 3 }; /* pool.follow, 0: none */
 
@@ -338,17 +336,16 @@ static size_t cpu_count(void)
 }
 
 /* The threads a file's read split in two takes (md_load_opts.split): the
- * second reader and the memo's other counters, where the file has CPUs
- * enough for them beside its reader, its walk and its prefault thread
- * (SPLIT_CPUS); MEMDIAG_SPLIT=0 never splits, =N always, with N. */
+ * second reader and the memo's other counters. Off unless asked
+ * (MEMDIAG_SPLIT=N: N threads, where the file has SPLIT_CPUS): on a
+ * 16-CPU H100 host it made 6-9 MB traces 1-2.5 ms slower (bench/RESULTS.md,
+ * session 45: the first reader slowed by the others beside it, the memo's
+ * count 3 ms before the second may start, the join 0.6-0.9 ms). */
 static int split_threads(size_t job_cpus)
 {
     const char *env = getenv("MEMDIAG_SPLIT");
-    if (env && *env)
-        return atoi(env) > 0 ? atoi(env) : 0;
-    if (job_cpus < SPLIT_CPUS)
-        return 0;
-    return job_cpus - 3 < SPLIT_COUNTERS ? (int)(job_cpus - 3) : SPLIT_COUNTERS;
+    int n = env && *env ? atoi(env) : 0;
+    return n > 0 && job_cpus >= SPLIT_CPUS ? n : 0;
 }
 
 /* MEMDIAG_ASIDE: 0 never classifies a rank's stacks on a thread beside its

@@ -484,7 +484,8 @@ static md_action action_of(const loader *L, uint32_t sid)
 
 /* The index of stream in s->streams, added if new: 0 with *ix set, else
  * -1 (out of memory, or more streams than an index holds). */
-static int stream_index(loader *L, uint64_t stream, uint16_t *ix)
+__attribute__((always_inline)) static inline int stream_index(loader *L, uint64_t stream,
+                                                          uint16_t *ix)
 {
     md_snapshot *s = L->s;
     uint64_t k;
