@@ -170,13 +170,15 @@ typedef struct md_load_opts {
      * (the CLI, for small inputs where faults are dear), or that runs under
      * a limit counting each 2 MB mapping whole (ulimit -d or -v). */
     int heap_first;
-    /* Read a plain file's trace on two threads at once, the second
-     * starting about halfway (split_where of the input, default 0.55) in a
-     * snapshot of its own that the first takes in when it arrives there;
-     * `split` threads (the second's among them) first count the memo
-     * before that place. 0: one reader. Only where a CPU or more is free
-     * beside the reader (the CLI decides); from split_min bytes (0: 2 MiB).
-     * The snapshot is the same either way. */
+    /* Read the trace of a plain file (md_snapshot_load_with) or of input
+     * read in place (md_snapshot_read_with over md_input_mem) on two
+     * threads at once, the second starting about halfway (split_where of
+     * the input, default 0.55) in a snapshot of its own that the first
+     * takes in when it arrives there; `split` threads (the second's among
+     * them) first count the memo before that place. 0: one reader. From
+     * split_min bytes (0: 2 MiB); needs CPUs to spare, and on a 16-CPU
+     * host was slower than one reader (bench/RESULTS.md, session 45: the
+     * CLI leaves it off unless asked). The snapshot is the same either way. */
     int split;
     double split_where;
     size_t split_min;

@@ -2575,7 +2575,7 @@ static int remote_get(md_pkl *p, size_t idx, md_err *err)
     unsigned kind = p->remote_at[idx] >> 30;
     if ((!p->own && at >= p->len) || idx >= MD_PKL_REMOTE_LIST - 1)
         return second_fails(at, "a memo slot from before its start out of range", err);
-    if (kind == MD_SPLIT_LIST) /* its bytes not looked at: a page fault */
+    if (kind == MD_SPLIT_LIST) /* its bytes not read: the join finds it */
         return remote_list(p, idx, err);
     if (kind == MD_SPLIT_OTHER)
         return second_fails(at, "a value from before its start neither a list, a dict "
