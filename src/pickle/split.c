@@ -27,7 +27,8 @@
 #define FRAME 0x95
 #define SPLIT_SEEK ((size_t)1 << 20) /* bytes walked for a batch's start */
 #define CHUNK ((size_t)256 << 10)     /* bytes of a file a walk holds at once */
-#define MARGIN 16 /* bytes readable past an opcode the walks read: its whole argument but strings' */
+/* bytes readable past an opcode the walks read: its whole argument, but a string's */
+#define MARGIN 16
 #define MEMOIZE 0x94
 
 static uint32_t le32(const unsigned char *b)
@@ -295,7 +296,8 @@ static void *span_walk(void *arg)
             size_t l = walk_len(b, (size_t)(v.p + (v.hi - v.lo) - b));
             if (!l)
                 break;
-            prev = op == FRAME ? prev : (uint32_t)(q + (size_t)(b - b0)) | (uint32_t)kind_of[op] << 30;
+            uint32_t here = (uint32_t)(q + (size_t)(b - b0)) | (uint32_t)kind_of[op] << 30;
+            prev = op == FRAME ? prev : here;
             b += l;
         }
         if (b < end)
