@@ -145,7 +145,7 @@ struct md_pkl {
     size_t nremote;
     int remote_depth;
     md_pkl_bytes_fn remote_read; /* a window's reader: the bytes before its start */
-    void *remote_ctx;
+    const void *remote_ctx;
     int second, ended;
 };
 
@@ -223,26 +223,6 @@ static inline int need(md_pkl *p, size_t n, md_err *err)
     if (__builtin_expect(p->len - p->pos >= n, 1))
         return MD_OK;
     return need_slow(p, n, err);
-}
-
-static inline uint64_t rd_le(const unsigned char *b, int n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t v = 0;
-    memcpy(&v, b, (size_t)n);
-    return v;
-#else
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = (v << 8) | b[i];
-    return v;
-#endif
-}
-
-/* Little-endian loads; the pickle's integers are little-endian. */
-static inline uint32_t le32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
 /* ---- values ------------------------------------------------------------ */
@@ -473,7 +453,7 @@ static int op_sized(md_pkl *p, int lenbytes, int type, md_err *err)
     int rc = need(p, (size_t)lenbytes, err);
     if (rc)
         return rc;
-    uint64_t n = rd_le(p->buf + p->pos, lenbytes);
+    uint64_t n = md_rd_le(p->buf + p->pos, lenbytes);
     if (lenbytes == 4 && type == PV_NONE) /* BINSTRING: signed length */
         n = (uint64_t)(int64_t)(int32_t)n;
     if (type == PV_NONE)
@@ -501,7 +481,7 @@ static md_pv make_long(const unsigned char *b, size_t n)
         return v;
     int neg = (b[n - 1] & 0x80) != 0;
     if (n <= 8) { /* the common case: fits int64 as written */
-        uint64_t u = rd_le(b, (int)n);
+        uint64_t u = md_rd_le(b, (int)n);
         if (neg && n < 8)
             u |= ~0ULL << (n * 8);
         v.i = (int64_t)u;
@@ -512,7 +492,7 @@ static md_pv make_long(const unsigned char *b, size_t n)
     while (sig > 1 && b[sig - 1] == (neg ? 0xff : 0x00))
         sig--;
     if (sig <= 8) {
-        uint64_t u = rd_le(b, (int)sig);
+        uint64_t u = md_rd_le(b, (int)sig);
         if (neg) {
             if (sig < 8)
                 u |= ~0ULL << (sig * 8);
@@ -706,7 +686,7 @@ static inline void long1_value(const unsigned char *b, md_pv *d)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     memcpy(&u, b + 2, 8);
 #else
-    u = rd_le(b + 2, 8);
+    u = md_rd_le(b + 2, 8);
 #endif
     /* shifted up and back down: masked and sign-extended with no branch
      * (the masks and tests took 18 instructions a LONG1, big_gamma's
@@ -1062,7 +1042,7 @@ static int memo_target(const md_pkl *p, const unsigned char *b, size_t len, size
     } else if (*q + 2 <= len && b[*q] == 'q') {
         *idx = b[*q + 1], *q += 2;
     } else if (*q + 5 <= len && b[*q] == 'r') {
-        *idx = le32(b + *q + 1), *q += 5;
+        *idx = md_le32(b + *q + 1), *q += 5;
     } else {
         return 0;
     }
@@ -1249,7 +1229,7 @@ static size_t gets_end(const unsigned char *b, size_t len, size_t q, uint32_t *i
         if (q + 2 <= len && b[q] == 'h')
             idx[*n] = b[q + 1], q += 2;
         else if (q + 5 <= len && b[q] == 'j')
-            idx[*n] = le32(b + q + 1), q += 5;
+            idx[*n] = md_le32(b + q + 1), q += 5;
         else
             break;
         ++*n;
@@ -1405,7 +1385,7 @@ static const unsigned char *rec_key(const md_pkl *p, const unsigned char *b, siz
     if (b[0] == 'h')
         idx = b[1], len = 2;
     else if (b[0] == 'j')
-        idx = le32(b + 1), len = 5;
+        idx = md_le32(b + 1), len = 5;
     else
         return NULL;
     if (idx >= nm || (p->memo[idx] & 7) != MT_STR)
@@ -1486,7 +1466,7 @@ static const unsigned char *rec_int(const unsigned char *b, md_pv *d)
     switch (b[0]) {
     case 'K': pv_store(d, PV_INT, 0, b[1]); return b + 2;
     case 'M': pv_store(d, PV_INT, 0, (uint64_t)(b[1] | b[2] << 8)); return b + 3;
-    case 'J': pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)le32(b + 1)); return b + 5;
+    case 'J': pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)md_le32(b + 1)); return b + 5;
     case 0x8a:
         if (b[1] > 8)
             return NULL;
@@ -1728,7 +1708,7 @@ record:
         b += 3;
         goto memoize;
     binint:
-        pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)le32(b + 1));
+        pv_store(d, PV_INT, 0, (uint64_t)(int64_t)(int32_t)md_le32(b + 1));
         b += 5;
         goto memoize;
     long1:
@@ -1744,7 +1724,7 @@ record:
         b += 2;
         goto got;
     long_binget:
-        idx = le32(b + 1);
+        idx = md_le32(b + 1);
         if (idx >= nm || !(m = memo[idx]))
             STOP(J + 1, J);
         b += 5;
@@ -1831,7 +1811,7 @@ record:
      * a return to the opcode loop and back was 50 instructions a trace
      * entry. One this cannot take is left to that loop from its first
      * byte, as a first one is (the state stays as this one left it). */
-    if (nest && b + 1 <= lim && le32(b) == ('u' | '}' << 8 | 0x94 << 16 | (uint32_t)'(' << 24)) {
+    if (nest && b + 1 <= lim && md_le32(b) == ('u' | '}' << 8 | 0x94 << 16 | (uint32_t)'(' << 24)) {
         b += 4;
         goto record;
     }
@@ -1867,7 +1847,7 @@ static int step_simple(md_pkl *p, int op, md_err *err)
         int n = op == 'J' ? 4 : op == 'K' ? 1 : 2;
         if ((rc = need(p, (size_t)n, err)))
             return rc;
-        uint64_t u = rd_le(p->buf + p->pos, n);
+        uint64_t u = md_rd_le(p->buf + p->pos, n);
         p->pos += (size_t)n;
         v.t = PV_INT;
         v.i = op == 'J' ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
@@ -1877,7 +1857,7 @@ static int step_simple(md_pkl *p, int op, md_err *err)
         int lb = op == 0x8a ? 1 : 4;
         if ((rc = need(p, (size_t)lb, err)))
             return rc;
-        uint64_t n = rd_le(p->buf + p->pos, lb);
+        uint64_t n = md_rd_le(p->buf + p->pos, lb);
         p->pos += (size_t)lb;
         if (n > p->lim.max_str)
             return md_err_set(err, MD_E_LIMIT, p->op_off, "LONG4 of %llu bytes",
@@ -1958,7 +1938,7 @@ static int step_stack(md_pkl *p, int op, md_err *err)
         int n = (op == 'q' || op == 'h') ? 1 : 4;
         if ((rc = need(p, (size_t)n, err)))
             return rc;
-        uint64_t idx = rd_le(p->buf + p->pos, n);
+        uint64_t idx = md_rd_le(p->buf + p->pos, n);
         p->pos += (size_t)n;
         return (op == 'q' || op == 'r') ? memo_put(p, idx, err) : memo_get(p, idx, err);
     }
@@ -2023,7 +2003,7 @@ static inline int dispatch(md_pkl *p, int op, md_err *err)
         if ((rc = need(p, 4, err)))
             return rc;
         p->pos += 4;
-        return memo_get(p, rd_le(p->buf + p->pos - 4, 4), err);
+        return memo_get(p, md_rd_le(p->buf + p->pos - 4, 4), err);
     case '(': /* MARK */
         if (__builtin_expect((size_t)p->op_off == p->split_at, 0)) {
             if ((rc = split_offer(p, err)) != 0)
@@ -2136,7 +2116,7 @@ binget:
     b += 2;
     NEXT();
 long_binget: {
-    uint32_t idx = le32(b + 1);
+    uint32_t idx = md_le32(b + 1);
     if (idx >= nmemo || !memo[idx])
         goto out;
     memo_decode(p, memo[idx], top++);
@@ -2161,7 +2141,7 @@ binint2:
     b += 3;
     NEXT();
 binint:
-    set_scalar(top++, PV_INT, (int64_t)(int32_t)le32(b + 1));
+    set_scalar(top++, PV_INT, (int64_t)(int32_t)md_le32(b + 1));
     b += 5;
     NEXT();
 long1:
@@ -2593,7 +2573,7 @@ void md_pkl_set_split(md_pkl *p, size_t at, md_pkl_split_fn fn, void *ctx)
 }
 
 int md_pkl_second(md_pkl *p, size_t at, const uint32_t *remote_at, size_t nremote,
-                  md_pkl_bytes_fn read, void *ctx, md_err *err)
+                  md_pkl_bytes_fn read, const void *ctx, md_err *err)
 {
     md_pv list;
     if (p->own ? !read || p->len || p->base : at >= p->len || p->buf[at] != '(')

@@ -172,7 +172,7 @@ typedef int (*md_pkl_split_fn)(void *ctx, md_pkl *p, md_err *err);
 /* The first reader offers fn the part at byte `at`. */
 void md_pkl_set_split(md_pkl *p, size_t at, md_pkl_split_fn fn, void *ctx);
 /* Reads n bytes of the input from byte `at` into buf: how many there were. */
-typedef size_t (*md_pkl_bytes_fn)(void *ctx, size_t at, unsigned char *buf, size_t n);
+typedef size_t (*md_pkl_bytes_fn)(const void *ctx, size_t at, unsigned char *buf, size_t n);
 /* Makes p (fresh) the second reader, to start at the MARK at byte `at`
  * with nremote memo slots filled before it, slot k by the opcode at
  * remote_at[k] & MD_SPLIT_OFFSET (kept by the caller; pickle/split.h). A
@@ -180,7 +180,7 @@ typedef size_t (*md_pkl_bytes_fn)(void *ctx, size_t at, unsigned char *buf, size
  * standing at `at` (md_input_skip), and reads the bytes before it with
  * read. md_pkl_run then reads to the end of the list's batches. */
 int md_pkl_second(md_pkl *p, size_t at, const uint32_t *remote_at, size_t nremote,
-                  md_pkl_bytes_fn read, void *ctx, md_err *err);
+                  md_pkl_bytes_fn read, const void *ctx, md_err *err);
 /* The cache of the converted list in a's memo slot idx, 0 if none. */
 uint64_t md_pkl_memo_list(const md_pkl *a, size_t idx);
 /* What the first reader takes of the second's part (md_pkl_second_part),

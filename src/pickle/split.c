@@ -31,19 +31,6 @@
 #define MARGIN 16
 #define MEMOIZE 0x94
 
-static uint32_t le32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-static uint64_t le(const unsigned char *b, int n)
-{
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | b[i];
-    return v;
-}
-
 /* The length of the opcode at b (avail bytes there), its argument
  * included; 0 for one a split does not walk over (text opcodes, explicit
  * memo stores, the refused ones, anything cut short). */
@@ -68,7 +55,7 @@ static size_t op_len(const unsigned char *b, size_t avail)
     }
     if (avail < head)
         return 0;
-    n = (size_t)le(b + 1, (int)head - 1);
+    n = (size_t)md_rd_le(b + 1, (int)head - 1);
     return n <= avail - head ? head + n : 0;
 }
 
@@ -85,9 +72,9 @@ static int frames_add(md_split_frames *f, size_t off)
     return 0;
 }
 
-/* n bytes of src at off into buf (a file's, by pread): how many there were. */
-static size_t src_read(const md_split_src *src, size_t off, unsigned char *buf, size_t n)
+size_t md_split_read(const void *ctx, size_t off, unsigned char *buf, size_t n)
 {
+    const md_split_src *src = ctx;
     if (off >= src->len)
         return 0;
     if (n > src->len - off)
@@ -145,7 +132,7 @@ static int view_fill(view *v, size_t q)
     if (!v->buf)
         return 0;
     v->lo = q;
-    v->hi = q + src_read(v->src, q, v->buf, CHUNK);
+    v->hi = q + md_split_read(v->src, q, v->buf, CHUNK);
     v->p = v->buf;
     return 1;
 }
@@ -154,13 +141,13 @@ int md_split_frames_find(const md_split_src *src, md_split_frames *f)
 {
     unsigned char h[11];
     memset(f, 0, sizeof *f);
-    if (src_read(src, 0, h, sizeof h) < sizeof h || h[0] != 0x80 || h[1] < 4 || h[2] != FRAME)
+    if (md_split_read(src, 0, h, sizeof h) < sizeof h || h[0] != 0x80 || h[1] < 4 || h[2] != FRAME)
         return -1;
     for (size_t q = 2; q + 9 <= src->len;) {
         unsigned char b[9];
-        if (src_read(src, q, b, 9) < 9 || b[0] != FRAME)
+        if (md_split_read(src, q, b, 9) < 9 || b[0] != FRAME)
             break;
-        uint64_t n = le(b + 1, 8);
+        uint64_t n = md_rd_le(b + 1, 8);
         if (n > src->len - q - 9 || frames_add(f, q))
             break;
         q += 9 + (size_t)n;
@@ -255,7 +242,7 @@ static inline size_t walk_len(const unsigned char *b, size_t avail)
         return len;
     unsigned lb = len_bytes[b[0]];
     if (avail >= MARGIN && lb && lb < 8)
-        return 1 + lb + (lb == 1 ? b[1] : le32(b + 1));
+        return 1 + lb + (lb == 1 ? b[1] : md_le32(b + 1));
     return op_len(b, avail);
 }
 

@@ -20,6 +20,10 @@ typedef struct md_split_src {
     size_t len;
 } md_split_src;
 
+/* n bytes of the md_split_src ctx from off into buf (a file's by pread):
+ * how many there were (an md_pkl_bytes_fn). */
+size_t md_split_read(const void *ctx, size_t off, unsigned char *buf, size_t n);
+
 /* The offsets of a pickle's FRAME opcodes, first to last. */
 typedef struct md_split_frames {
     size_t *off;

@@ -790,20 +790,6 @@ typedef struct second {
 } second;
 
 
-/* The bytes before the second reader's start (md_pkl_bytes_fn): the file's. */
-static size_t second_bytes(void *ctx, size_t at, unsigned char *buf, size_t n)
-{
-    const md_split_src *src = ctx;
-    size_t got = 0;
-    while (at < src->len && got < n) {
-        ssize_t r = pread(src->fd, buf + got, n - got, (off_t)(at + got));
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return got;
-}
-
 /* The second reader's input: the memory in place, or its own of the
  * file, standing at its start. */
 static int second_input(second *x, md_err *e)
@@ -835,7 +821,7 @@ static void second_read(second *x)
     md_pkl_set_list_hook(x->p, on_list, &x->L);
     set_record_hook(&x->L, x->p);
     x->L.p = x->p;
-    if (md_pkl_second(x->p, x->at, x->slot_at, x->nslots, second_bytes, &x->src, &e) ||
+    if (md_pkl_second(x->p, x->at, x->slot_at, x->nslots, md_split_read, &x->src, &e) ||
         md_pkl_run(x->p, &top, &e))
         return; /* the first reader reads it: any error is its to report */
     md_pkl_second_part(x->p, &x->part);

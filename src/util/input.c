@@ -477,8 +477,8 @@ long md_input_read(md_input *in, void *buf, size_t n, md_err *err)
     return decode(in, buf, n, err);
 }
 
-/* Skips n bytes of a plain file by seeking: *left what is still to skip
- * past what ibuf held. */
+/* Skips n bytes of a plain file: what ibuf holds first, the rest by
+ * seeking. */
 static int raw_seek(md_input *in, size_t n, md_err *err)
 {
     size_t held = in->ilen - in->ipos;

@@ -85,6 +85,27 @@ double md_mib(uint64_t bytes);
  * NaN, UINT64_MAX past it. */
 uint64_t md_bytes_of_mib(double mib);
 
+/* ---- little-endian loads (the pickle's integers) ------------------------ */
+/* The n (<= 8) bytes at b as an integer. */
+static inline uint64_t md_rd_le(const unsigned char *b, int n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v = 0;
+    memcpy(&v, b, (size_t)n);
+    return v;
+#else
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | b[i];
+    return v;
+#endif
+}
+
+static inline uint32_t md_le32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
 /* ---- string intern table: id 0 is the empty string ------------------- */
 typedef struct md_strtab {
     char *data;          /* all strings, NUL-terminated, back to back */

@@ -29,16 +29,16 @@ python3 bench/gen_snapshot.py 10000 bench/out/synthetic-10000.pickle >/dev/null
 python3 bench/gen_snapshot.py 100000 bench/out/synthetic-100000.pickle >/dev/null
 python3 bench/state_heavy.py --bare bench/out/big_gamma.pickle bench/out/stateonly-bare-8.pickle 8 >/dev/null
 files=${FILES:-"big_gamma synthetic-100000 hf-qwen2-ring stateonly-bare-8 synthetic-10000 big_beta_all hf-llama-all"}
+# the builds to time, a line each: old, new, and new under each VARIANT
+builds=$(printf '%s\n%s\n' "$A" "$B"
+         [ -n "${VARIANT:-}" ] && printf '%s\n' "$VARIANT" | tr '|' '\n' | sed "s|\$| $B|")
 for f in $files; do
     F=bench/out/$f.pickle
     echo "== $f $(stat -c %s "$F")"
-    set -- "$A summary $F" "$B summary $F"
-    rest=${VARIANT:-}
-    while [ -n "$rest" ]; do
-        v=${rest%%|*}
-        set -- "$@" "$v $B summary $F"
-        [ "$v" = "$rest" ] && rest= || rest=${rest#*|}
-    done
+    set --
+    while IFS= read -r m; do set -- "$@" "$m summary $F"; done <<EOF
+$builds
+EOF
     python3 bench/ab.py 15 "$@"
 done >"$OUT/ab.txt" 2>&1
 for f in $files; do
@@ -60,14 +60,7 @@ rss() { # [VAR=value...] COMMAND...
 }
 for f in $files; do
     F=bench/out/$f.pickle
-    set -- "$A" "$B"
-    rest=${VARIANT:-}
-    while [ -n "$rest" ]; do
-        v=${rest%%|*}
-        set -- "$@" "$v $B"
-        [ "$v" = "$rest" ] && rest= || rest=${rest#*|}
-    done
-    for m in "$@"; do
+    printf '%s\n' "$builds" | while IFS= read -r m; do
         printf '%s %s:' "$f" "$m"
         for i in 1 2 3; do printf ' %s' "$(rss $m summary "$F")"; done
         echo
