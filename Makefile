@@ -131,7 +131,13 @@ demo: all
 $(BUILD)/stages: bench/stages.c $(BUILD)/libmemdiag.a
 	$(CC) $(WARN) $(CFLAGS) -Iinclude $< $(BUILD)/libmemdiag.a $(LIBS) -o $@
 
-bench: all $(BUILD)/stages
+# The reader's time beside busy threads: build/contend FILE RUNS [alu|mem] [CPUS|free]
+# (static, to run on the device host)
+$(BUILD)/contend: bench/contend.c $(BUILD)/libmemdiag.a
+	$(CC) $(WARN) $(CFLAGS) -Iinclude $< $(BUILD)/libmemdiag.a -static \
+	    -ljansson -lzstd -llzma -lz -lm -lpthread -o $@
+
+bench: all $(BUILD)/stages $(BUILD)/contend
 	bench/run.sh
 
 clean:
