@@ -131,7 +131,7 @@ demo: all
 $(BUILD)/stages: bench/stages.c $(BUILD)/libmemdiag.a
 	$(CC) $(WARN) $(CFLAGS) -Iinclude $< $(BUILD)/libmemdiag.a $(LIBS) -o $@
 
-# The reader's time beside busy threads: build/contend FILE RUNS [alu|mem] [CPUS|free]
+# The reader's time beside busy threads: build/contend FILE RUNS [alu|mem|mm] [CPUS|free]
 # (static, to run on the device host)
 $(BUILD)/contend: bench/contend.c $(BUILD)/libmemdiag.a
 	$(CC) $(WARN) $(CFLAGS) -Iinclude $< $(BUILD)/libmemdiag.a -static \

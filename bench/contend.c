@@ -5,13 +5,14 @@
  * threads beside it, the reader pinned to CPU 0 and each busy one pinned
  * to the CPUs listed (or left to the scheduler), busy with ALU work (a
  * multiply chain: clock and core sharing alone) or with memory (a 4 MB
- * buffer walked: the shared cache too).
+ * buffer walked: the shared cache too), or mapping memory (mm: the
+ * reader's page faults wait for the address space's lock).
  * A second table (`burst`) times short parallel work, as a split read's
  * memo count is: K threads started, each doing the same ~1 ms of ALU
  * work, until all are joined, against that work done once on the caller
  * (wall ms: best and median of RUNS); so a thread's start and a busy
  * host's slower cores show.
- *   build/contend FILE RUNS [alu|mem] [CPU,CPU,...|free]
+ *   build/contend FILE RUNS [alu|mem|mm] [CPU,CPU,...|free]
  *   build/contend burst RUNS   */
 #include <pthread.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "memdiag.h"
 
@@ -27,6 +29,9 @@ typedef struct busy {
     pthread_t t;
     int cpu;     /* -1: not pinned */
     int mem;     /* walk a buffer, not only multiply */
+    int mm;      /* map, touch and unmap 2 MB over and over: the address
+                  * space's lock taken for writing, as a reader's arrays
+                  * growing by mremap take it */
     atomic_int *stop;
     unsigned long sink;
 } busy;
@@ -38,17 +43,39 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* t on `cpu`, or (cpu -1) on any CPU but 0, the reader's: a thread
+ * inherits its creator's affinity, so an unpinned one would share CPU 0 */
 static void pin(pthread_t t, int cpu)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    if (cpu >= 0)
+        CPU_SET(cpu, &set);
+    else
+        for (int c = 1; c < CPU_SETSIZE; c++)
+            CPU_SET(c, &set);
     pthread_setaffinity_np(t, sizeof set, &set);
+}
+
+static void *map_loop(busy *b)
+{
+    size_t n = (size_t)2 << 20;
+    while (!atomic_load_explicit(b->stop, memory_order_relaxed)) {
+        unsigned char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            break;
+        for (size_t i = 0; i < n; i += 4096)
+            p[i] = 1;
+        munmap(p, n);
+    }
+    return NULL;
 }
 
 static void *busy_main(void *arg)
 {
     busy *b = arg;
+    if (b->mm)
+        return map_loop(b);
     size_t n = (size_t)4 << 20;
     unsigned char *buf = b->mem ? malloc(n) : NULL;
     if (buf)
@@ -138,7 +165,7 @@ static void burst(int runs)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: contend FILE RUNS [alu|mem] [CPU,CPU,...|free]\n");
+        fprintf(stderr, "usage: contend FILE RUNS [alu|mem|mm] [CPU,CPU,...|free]\n");
         return 2;
     }
     int runs = atoi(argv[2]) > 0 ? atoi(argv[2]) : 9;
@@ -146,7 +173,7 @@ int main(int argc, char **argv)
         burst(runs);
         return 0;
     }
-    int mem = argc > 3 && !strcmp(argv[3], "mem");
+    int mem = argc > 3 && !strcmp(argv[3], "mem"), mm = argc > 3 && !strcmp(argv[3], "mm");
     int cpus[64], ncpu = parse_cpus(argc > 4 ? argv[4] : "free", cpus, 64);
     int kmax = ncpu ? ncpu : 15;
     pin(pthread_self(), 0);
@@ -155,17 +182,16 @@ int main(int argc, char **argv)
         atomic_int stop = 0;
         busy *b = calloc((size_t)kk + 1, sizeof *b);
         for (int i = 0; i < kk; i++) {
-            b[i] = (busy){.cpu = ncpu ? cpus[i] : -1, .mem = mem, .stop = &stop};
+            b[i] = (busy){.cpu = ncpu ? cpus[i] : -1, .mem = mem, .mm = mm, .stop = &stop};
             pthread_create(&b[i].t, NULL, busy_main, &b[i]);
-            if (b[i].cpu >= 0)
-                pin(b[i].t, b[i].cpu);
+            pin(b[i].t, b[i].cpu);
         }
         double best, median;
         time_loads(argv[1], runs, &best, &median);
         atomic_store(&stop, 1);
         for (int i = 0; i < kk; i++)
             pthread_join(b[i].t, NULL);
-        printf("%s busy %2d %s: read %.2f / %.2f ms\n", mem ? "mem" : "alu", kk,
+        printf("%s busy %2d %s: read %.2f / %.2f ms\n", mm ? "mm" : mem ? "mem" : "alu", kk,
                ncpu ? "pinned" : "free", best, median);
         free(b);
         if (kk == kmax)

@@ -30,6 +30,7 @@
  * the best medians; it is also at most what more memory is resident */
 #define PREFAULT_LEAD ((size_t)1 << 20)
 #define FOLLOW_MIN_BYTES ((off_t)16 << 20) /* see worth_following */
+#define FOLLOW_SMALL_CPUS 4 /* and from HELPERS_INPUT_MIN with this many CPUs */
 /* the heap put on huge pages where faults are dear (huge_heap_bytes): a
  * large input's first stretch; a small input's all of it (2-5 MB, its
  * arrays' doublings among it) only when asked (MEMDIAG_HUGEHEAP=1) */
@@ -54,6 +55,13 @@
 #define PREFAULT_DEAR_US 3.0 /* a fault this dear: 0.6-2 us where measured cheap, 11-15 dear */
 enum { FOLLOW_BY_SIZE = 1, FOLLOW_ALL = 2, FOLLOW_WALK = 3 }; /* pool.follow, 0: none */
 
+/* The prefault thread, and the smaller followed files whose first
+ * events are still to come, that stop it if they begin cleanly (first_fed). */
+typedef struct prefault_watch {
+    cli_prefault *pf;
+    atomic_int left, ring;
+} prefault_watch;
+
 typedef struct pool {
     cli_snap_job *jobs;
     size_t n;
@@ -69,6 +77,7 @@ typedef struct pool {
     double split_where; /* and where the second reader starts (0: the library's) */
     const off_t *plain; /* each job's plain_size, NULL: none known */
     const off_t *guess; /* and its plain bytes, guessed where compressed */
+    prefault_watch *watch; /* the prefault thread, stopped by the followers (first_fed) */
 } pool;
 
 /* The devices of a snapshot whose ranks are built at once: each thread
@@ -211,23 +220,27 @@ static off_t plain_size(const char *path, off_t *guess)
     return first == 0x80 ? st.st_size : -1;
 }
 
-/* Whether a file of plain_size `plain` is worth replaying as it is read: big enough, since
- * the replay's arrays then live beside the reader's instead of after them
- * (+5 MB, 2.6x the file, on the 6 MB synthetic snapshot; +0.2x of the
- * file's size from 56 MB up), so a small file stays within twice its size
- * by waiting; and a plain pickle (it begins with PROTO), since a
+/* Whether a file of plain_size `plain`, with `cpus` CPUs, is worth
+ * replaying as it is read: a plain pickle (it begins with PROTO), since a
  * compressed file's spare CPU is already decompressing it (a gzipped
- * 56 MB snapshot: median 125 -> 141 ms when followed). */
-static int worth_following(off_t plain)
+ * 56 MB snapshot: median 125 -> 141 ms when followed); of 16 MB and more,
+ * where the replay's arrays beside the reader's add +0.2x of the file's
+ * size; or of 4 MB and more where the file has FOLLOW_SMALL_CPUS: there
+ * the follower's pass took a 6 MB trace's 13-15 % off (the 16-CPU host,
+ * session 46), its arrays 0.8 MB more resident (1.79x the file), where a
+ * ring buffer's trace (which begins with an anomaly: the pass stops and
+ * walks) lost nothing. On fewer CPUs the follower shares the reader's. */
+static int worth_following(off_t plain, size_t cpus)
 {
-    return plain >= FOLLOW_MIN_BYTES;
+    return plain >= FOLLOW_MIN_BYTES ||
+           (plain >= (off_t)HELPERS_INPUT_MIN && cpus >= FOLLOW_SMALL_CPUS);
 }
 
 /* Whether a file is replayed as it is read, under follow (FOLLOW_*). */
-static int passes(int follow, off_t plain)
+static int passes(int follow, off_t plain, size_t cpus)
 {
     return follow == FOLLOW_ALL ||
-           ((follow == FOLLOW_BY_SIZE || follow == FOLLOW_WALK) && worth_following(plain));
+           ((follow == FOLLOW_BY_SIZE || follow == FOLLOW_WALK) && worth_following(plain, cpus));
 }
 
 /* Whether a file of `guess` plain bytes, not replayed as it is read, is
@@ -259,20 +272,44 @@ static int faults_dear(int *dear)
  * that CPU from. On a 1 us host: big_gamma (6.4 MB) -5 %; 0.9-1.8 MB files
  * +8 % (the thread's start and its 1 MB lead cost more than a few hundred
  * faults, and the lead is 1 MB more resident); a followed 45 MB file +13 %;
- * compressed files 0 to +5 %. */
-static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow, int *dear)
+ * compressed files 0 to +5 %. A smaller file followed (worth_following)
+ * leaves the CPU to it only once its trace begins cleanly: *nsmall, where
+ * faults are cheap, the files whose first events may stop the thread
+ * (first_fed). */
+static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow, size_t cpus,
+                         int *dear, int *nsmall)
 {
+    *nsmall = 0;
     if (input < HELPERS_INPUT_MIN)
         return 0; /* memory first; so plain files reaching below hold 4 MB or more */
     off_t plain = sizes ? 0 : -1;
-    int followed = follow == FOLLOW_ALL;
+    int followed = follow == FOLLOW_ALL, small = 0;
     for (size_t i = 0; i < n && plain >= 0; i++) {
         plain = sizes[i] < 0 ? -1 : plain + sizes[i];
-        followed |= passes(follow, sizes[i]);
+        followed |= passes(follow, sizes[i], cpus) && sizes[i] >= FOLLOW_MIN_BYTES;
+        small += passes(follow, sizes[i], cpus) && sizes[i] < FOLLOW_MIN_BYTES;
     }
-    if (plain >= 0 && !followed)
+    if (plain >= 0 && !followed) {
+        *nsmall = small && !faults_dear(dear) ? small : 0;
         return 1;
+    }
     return faults_dear(dear);
+}
+
+/* A followed file's first events fed (md_follow_start's on_first, on its
+ * follower): the prefault thread stops once every smaller file followed
+ * (prefault_pays' nsmall) began its trace cleanly, so its pass goes on
+ * beside the read: with the thread beside such a pass, a 6 MB trace took
+ * 13 % longer and 1.99x its size (the 16-CPU host, session 46). Where a
+ * trace begins with an anomaly (a ring buffer's: the pass stops and walks,
+ * as the walk thread would) it keeps running, as for an unfollowed file. */
+static void first_fed(void *arg, int stopped)
+{
+    prefault_watch *w = arg;
+    if (stopped)
+        atomic_store(&w->ring, 1);
+    if (atomic_fetch_sub(&w->left, 1) == 1 && !atomic_load(&w->ring))
+        cli_prefault_halt(w->pf);
 }
 
 /* Job i of P: its file read, its trace replayed on another thread as it is
@@ -286,9 +323,10 @@ static void run_job(const pool *P, size_t i)
     o.split = P->split;
     o.split_min = SPLIT_MIN_BYTES;
     o.split_where = P->split_where;
-    int pass = passes(P->follow, plain);
+    int pass = passes(P->follow, plain, P->job_cpus);
     int walk = !pass && walk_pays(P->walks, P->follow, guess);
-    md_follow *f = pass || walk ? md_follow_start(walk) : NULL;
+    int small = pass && plain < FOLLOW_MIN_BYTES && P->watch;
+    md_follow *f = pass || walk ? md_follow_start(walk, small ? first_fed : NULL, P->watch) : NULL;
     if (f)
         o.on_events = md_follow_events, o.events_ctx = f;
     memset(&j->err, 0, sizeof j->err);
@@ -430,7 +468,7 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
     int spare = 2 * nw <= cpus;
     pool P = {jobs, n, 0, n, {.read_ahead = spare}, spare ? follow : 0,
               follow == FOLLOW_WALK || (follow && 3 * nw <= cpus), spare ? 2 : 1,
-              nw ? cpus / nw : cpus, aside_mode(), 0, 0, plain, guess};
+              nw ? cpus / nw : cpus, aside_mode(), 0, 0, plain, guess, NULL};
     P.split = split_threads(P.job_cpus);
     const char *at_env = getenv("MEMDIAG_SPLIT_AT"); /* a fraction of the file, for benchmarks */
     P.split_where = at_env && *at_env ? atof(at_env) : 0;
@@ -454,17 +492,23 @@ void *cli_load_snapshots(cli_snap_job *jobs, size_t n)
      * there whenever it can */
     cli_prefault pf = {.running = 0};
     const char *pf_env = getenv("MEMDIAG_PREFAULT");
+    int nsmall = 0;
     if (nw < cpus && (pf_env && *pf_env ? strcmp(pf_env, "0") != 0
                                         : !P.opts.heap_first &&
-                                              prefault_pays(plain, n, input, P.follow, &dear)))
+                                              prefault_pays(plain, n, input, P.follow,
+                                                            P.job_cpus, &dear, &nsmall)))
         cli_prefault_start(&pf, PREFAULT_LEAD);
+    prefault_watch watch = {.pf = &pf};
+    atomic_init(&watch.left, nsmall);
+    atomic_init(&watch.ring, 0);
+    P.watch = pf.running && nsmall ? &watch : NULL;
     /* the calling thread is a worker too; without threads it does it all */
     while (started + 1 < nw && !md_thread_start(&tid[started], worker, &P, MD_STACK_WORK))
         started++;
     worker(&P);
     for (size_t k = 0; k < started; k++)
         pthread_join(tid[k], NULL);
-    cli_prefault_stop(&pf);
+    cli_prefault_stop(&pf); /* after the followers that could halt it */
     free(plain);
     return below;
 }

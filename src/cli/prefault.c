@@ -139,6 +139,11 @@ void cli_prefault_start(cli_prefault *pf, size_t lead)
     pf->running = !md_thread_start(&pf->tid, prefault_loop, pf, MD_STACK_HELPER);
 }
 
+void cli_prefault_halt(cli_prefault *pf)
+{
+    atomic_store(&pf->stop, 1);
+}
+
 void cli_prefault_stop(cli_prefault *pf)
 {
     if (!pf->running)

@@ -20,6 +20,9 @@ typedef struct cli_prefault {
 void cli_prefault_start(cli_prefault *pf, size_t lead);
 /* Stops the thread (the heap keeps growing with the lead). */
 void cli_prefault_stop(cli_prefault *pf);
+/* Asks the thread to stop soon, from any thread, without waiting for it
+ * (cli_prefault_stop still joins it). */
+void cli_prefault_halt(cli_prefault *pf);
 /* Has the next `bytes` of malloc's heap (rounded up to 2 MB) lie on
  * transparent huge pages: one fault for each 2 MB instead of one each
  * 4 KiB. Returns the block malloc carved below them, to free once that

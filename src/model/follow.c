@@ -5,7 +5,7 @@
  * CPU is free the pass then costs no time after the read (a sixth to a
  * fifth of a summary's work on traces that need no reconstruction). Where
  * the pass stops at an anomaly (a ring buffer's trace), or where only
- * that is asked for (a smaller file: md_follow_start(1)), it makes the
+ * that is asked for (a smaller file: md_follow_start(1, ...)), it makes the
  * walk through the trace that the reconstruction needs instead.
  *
  * The reader publishes a count with release order after writing the
@@ -34,6 +34,9 @@ struct md_follow {
     atomic_int exited;                /* the thread has returned */
     md_pass *pass;                    /* the thread's until joined */
     int usable;                       /* the pass saw every event, or stopped */
+    void (*on_first)(void *, int);    /* told once, on this thread, after the first feed */
+    void *first_ctx;
+    int told;
 };
 
 static void idle_wait(unsigned *idle)
@@ -69,8 +72,12 @@ static void *follow_loop(md_follow *f)
             size_t expect = atomic_load_explicit(&f->expect, memory_order_relaxed);
             /* stopped at an anomaly (1), it is still the first pass, and
              * goes on with reconstruct's walk */
-            if (md_pass_feed(f->pass, ev, done, to, expect) < 0)
+            int fed = md_pass_feed(f->pass, ev, done, to, expect);
+            if (fed < 0)
                 return NULL;
+            if (!f->told && f->on_first)
+                f->on_first(f->first_ctx, fed > 0);
+            f->told = 1;
             done = to;
             idle = 0;
         } else if (state == MD_EVENTS_END) {
@@ -90,13 +97,14 @@ static void *follow_main(void *arg)
     return NULL;
 }
 
-md_follow *md_follow_start(int walk_only)
+md_follow *md_follow_start(int walk_only, void (*on_first)(void *, int), void *ctx)
 {
     md_follow *f = calloc(1, sizeof *f);
     if (!f || !(f->pass = walk_only ? md_pass_new_scan() : md_pass_new())) {
         free(f);
         return NULL;
     }
+    f->on_first = on_first, f->first_ctx = ctx;
     atomic_init(&f->events, NULL);
     atomic_init(&f->n, 0);
     atomic_init(&f->expect, 0);

@@ -66,9 +66,11 @@ int md_replay_run_with(const md_snapshot *s, int device, md_pass *first, md_repl
  * what is left, before the snapshot read is freed. md_follow_start: NULL
  * on failure; walk_only: the thread makes only reconstruct's walk
  * (md_pass_new_scan), for a file whose pass would cost too much memory
- * beside its read. */
+ * beside its read; on_first (NULL: none): called once, on the thread,
+ * after the first events fed, with ctx and whether the pass stopped in
+ * them (a trace that begins with an anomaly: a ring buffer's). */
 typedef struct md_follow md_follow;
-md_follow *md_follow_start(int walk_only);
+md_follow *md_follow_start(int walk_only, void (*on_first)(void *, int), void *ctx);
 void md_follow_events(void *ctx, const md_event *events, size_t n, size_t expect, int state);
 md_pass *md_follow_finish(md_follow *f);
 void md_follow_free(md_follow *f);

@@ -1409,8 +1409,11 @@ int md_pass_feed(md_pass *p, const md_event *ev, size_t from, size_t to, size_t 
         return 0;
     }
     /* room for the expected count at once, as a whole trace's pass gets:
-     * grown a batch at a time, the arrays took thrice the page faults */
-    size_t want = to > r->ptscap && expect > to ? expect + expect / 8 : to;
+     * grown a batch at a time, the arrays took thrice the page faults; but
+     * not before the second batch, since a ring buffer's pass stops in the
+     * first, and arrays mapped for it (big_gamma: 1.5 MB) cost the reader
+     * beside it the address space's lock and TLB flushes (bench/contend.c) */
+    size_t want = to > r->ptscap && expect > to && from > 0 ? expect + expect / 8 : to;
     if (to >= INT32_MAX || md_big_grow((void **)&r->pts, &r->ptscap, want, sizeof *r->pts) ||
         md_big_grow((void **)&r->free_at, &r->freecap, want, sizeof *r->free_at)) {
         p->failed = 1;
@@ -1487,6 +1490,10 @@ static md_replay *pass_adopt(md_pass *p, const md_snapshot *s, rstate *st)
     scan_free(&p->sc); /* a walk not taken (pass_walk): not of the whole trace */
     free(p);
     st->s = s, st->cfg = &s->settings;
+    /* its map began at blocks_hint(NULL), the file's blocks unknown then:
+     * sized now as a pass of its own would be, or the pass after a
+     * reconstruction grows it by rehashing (big_gamma: +1.3 M instructions) */
+    (void)md_map_reserve(&st->by_addr, blocks_hint(s)); /* failing: only slower */
     for (int c = 0; c < r->nchecks; c++)
         r->checks[c].st.s = s, r->checks[c].st.cfg = &s->settings;
     return r;

@@ -40,7 +40,34 @@ typedef struct walk {
     int threaded; /* the pass fed by the follow thread, else on the reading one */
     int walk_only; /* a pass made only for the walk (md_pass_new_scan) */
     tally t;
+    int told, stopped; /* the follow thread's on_first calls for this file, and what it said */
+    size_t stops_told; /* over all files: first feeds told as stopped */
 } walk;
+
+static void count_first(void *ctx, int stopped)
+{
+    walk *w = ctx;
+    w->told++;
+    w->stopped = stopped;
+}
+
+/* The follow thread told of its first feed once, if it fed any events,
+ * and whether its pass stopped there: a stop later is not told (a trace
+ * that began cleanly, its anomaly past the first batch). */
+static void check_told(walk *w, const md_pass *pass, const md_snapshot *s)
+{
+    assert_true(w->told <= 1);
+    if (w->walk_only && w->told)
+        assert_false(w->stopped); /* a walk never stops */
+    if (pass && s && first_device(s) >= 0 && md_pass_fits(pass, s, first_device(s))) {
+        size_t n;
+        md_snapshot_events(s, first_device(s), &n);
+        assert_int_equal(w->told, n > 0);
+        if (w->stopped) /* it stopped, and within the first batch */
+            assert_true(md_pass_stopped(pass));
+    }
+    w->stops_told += (size_t)(w->told && w->stopped);
+}
 
 /* One snapshot read with a pass made while reading, and held to the
  * replay after it. */
@@ -50,7 +77,8 @@ static void read_following(const char *path, void *ctx)
     int threaded = w->threaded;
     md_load_opts opts = {.read_ahead = threaded};
     feeder fd = {w->walk_only ? md_pass_new_scan() : md_pass_new(), 0, 7, 0, 0, 0, NULL, 0};
-    md_follow *fo = threaded ? md_follow_start(w->walk_only) : NULL;
+    w->told = w->stopped = 0;
+    md_follow *fo = threaded ? md_follow_start(w->walk_only, count_first, w) : NULL;
     assert_non_null(threaded ? (void *)fo : (void *)fd.pass);
     opts.on_events = threaded ? md_follow_events : feed_events;
     opts.events_ctx = threaded ? (void *)fo : (void *)&fd;
@@ -59,8 +87,10 @@ static void read_following(const char *path, void *ctx)
     memset(&e, 0, sizeof e);
     int rc = md_snapshot_load_with(path, &opts, &s, &e);
     md_pass *pass = threaded ? md_follow_finish(fo) : fd.pass;
-    if (threaded)
+    if (threaded) {
         md_pass_free(fd.pass);
+        check_told(w, pass, rc ? NULL : s);
+    }
     assert_false(fd.bad);
     if (rc) { /* a hostile file: refused, the thread stopped */
         assert_null(s);
@@ -77,11 +107,12 @@ static void read_following(const char *path, void *ctx)
 static tally every_file(int threaded, int walk_only, const char *how)
 {
     char root[1024];
-    walk w = {threaded, walk_only, {0, 0, 0, 0, 0, 0}};
+    walk w = {threaded, walk_only, {0, 0, 0, 0, 0, 0}, 0, 0, 0};
     each_snapshot(data_path("", root, sizeof root), read_following, &w);
     print_message("%s: %zu files, %zu passes taken, %zu stopped at an anomaly, %zu refused, "
-                  "%zu walks made; %zu had their events moved while read\n", how, w.t.files,
-                  w.t.taken, w.t.stopped, w.t.refused, w.t.walked, w.t.moved);
+                  "%zu walks made, %zu stops told; %zu had their events moved while read\n",
+                  how, w.t.files, w.t.taken, w.t.stopped, w.t.refused, w.t.walked, w.stops_told,
+                  w.t.moved);
     assert_true(w.t.files >= 250);
     if (walk_only) { /* never a first pass; a walk of every trace */
         assert_int_equal(w.t.taken + w.t.stopped, 0);
@@ -89,6 +120,8 @@ static tally every_file(int threaded, int walk_only, const char *how)
     } else {
         assert_true(w.t.taken >= 100); /* most real traces need no reconstruction */
         assert_true(w.t.walked >= w.t.stopped && w.t.walked >= 5); /* each stop walks on */
+        if (threaded) /* most stops come in the first batch: told */
+            assert_true(w.stops_told >= 5 && w.stops_told <= w.t.stopped + w.t.refused);
     }
     return w.t;
 }
@@ -120,7 +153,7 @@ static void test_every_file_walked_only(void **st)
 static void test_follow_of_a_read_that_never_started(void **st)
 {
     (void)st;
-    md_follow *fo = md_follow_start(0);
+    md_follow *fo = md_follow_start(0, NULL, NULL);
     assert_non_null(fo);
     md_load_opts opts = {.read_ahead = 1, .on_events = md_follow_events, .events_ctx = fo};
     md_snapshot *s = NULL;
