@@ -28,13 +28,19 @@ enum codec { C_RAW, C_GZIP, C_ZSTD, C_XZ };
 
 #define NCHUNK 4            /* chunks read ahead */
 #define CHUNK (128u << 10) /* bytes a chunk holds */
+/* writable bytes before each chunk's data: a reader parsing the chunk in
+ * place (md_input_lend) puts the bytes it has not parsed of the last one
+ * there, so that they and this chunk's lie end to end */
+#define PAD MD_INPUT_LEND_PAD
 /* plain files from here (the CLI's HELPERS_INPUT_MIN): a 3.5 MB one read
  * ahead was no faster on a 16-CPU host (8.27 -> 8.18 ms min without) and
  * held 384 KB more (bench/RESULTS.md, session 44) */
 #define AHEAD_RAW_MIN ((size_t)4 << 20)
 
 /* The chunks the file's thread fills and md_input_read empties, in order:
- * chunk `next % NCHUNK` is the reader's; filled counts those handed over.
+ * chunk `next % NCHUNK` is the reader's; filled counts those handed over;
+ * lent, those from next on that md_input_lend handed the reader whole
+ * (their pos counted as taken), not given back yet.
  * The thread stops at the end, on an error (kept in err for the reader to
  * meet where it happened), or when told to. */
 struct ahead {
@@ -44,6 +50,7 @@ struct ahead {
     unsigned char *data[NCHUNK];
     size_t len[NCHUNK];
     uint64_t filled, next; /* chunks filled / taken by the reader */
+    unsigned lent;         /* chunks from next on that the reader parses in place */
     size_t pos;            /* bytes of the reader's chunk already taken */
     int ended, stop;       /* ended: no more chunks (see err) */
     md_err err;            /* code 0 at the end, else the error met there */
@@ -377,7 +384,7 @@ static void *ahead_main(void *arg)
 static void ahead_free(struct ahead *a)
 {
     for (int i = 0; i < NCHUNK; i++)
-        free(a->data[i]);
+        free(a->data[i] ? a->data[i] - PAD : NULL);
     free(a);
 }
 
@@ -388,11 +395,14 @@ static void ahead_start(md_input *in)
     struct ahead *a = calloc(1, sizeof *a);
     if (!a)
         return;
-    for (int i = 0; i < NCHUNK; i++)
-        if (!(a->data[i] = malloc(CHUNK))) {
+    for (int i = 0; i < NCHUNK; i++) {
+        unsigned char *c = malloc(PAD + CHUNK);
+        if (!c) {
             ahead_free(a);
             return;
         }
+        a->data[i] = c + PAD;
+    }
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     in->ahead = a;
@@ -404,11 +414,12 @@ static void ahead_start(md_input *in)
     }
 }
 
-/* The bytes the thread read ahead that the reader has not taken. */
+/* The bytes the thread read ahead that the reader has not taken (the
+ * chunks lent to it it has). */
 static size_t ahead_held(const struct ahead *a)
 {
     size_t n = 0;
-    for (uint64_t c = a->next; c < a->filled; c++)
+    for (uint64_t c = a->next + a->lent; c < a->filled; c++)
         n += a->len[c % NCHUNK] - (c == a->next ? a->pos : 0);
     return n;
 }
@@ -472,9 +483,54 @@ static long ahead_read(struct ahead *a, unsigned char *buf, size_t n, md_err *er
 
 long md_input_read(md_input *in, void *buf, size_t n, md_err *err)
 {
-    if (in->ahead)
+    if (in->ahead) {
+        md_input_lend_done(in, 0);
         return ahead_read(in->ahead, buf, n, err);
+    }
     return decode(in, buf, n, err);
+}
+
+int md_input_can_lend(const md_input *in)
+{
+    return in->ahead != NULL;
+}
+
+long md_input_lend(md_input *in, unsigned char **data, md_err *err)
+{
+    struct ahead *a = in->ahead;
+    if (!a || a->lent >= NCHUNK - 1)
+        return md_err_set(err, MD_E_ARG, -1, "no chunk to lend");
+    pthread_mutex_lock(&a->mu);
+    while (a->next + a->lent == a->filled && !a->ended)
+        pthread_cond_wait(&a->cv, &a->mu);
+    uint64_t ready = a->filled;
+    pthread_mutex_unlock(&a->mu);
+    uint64_t c = a->next + a->lent;
+    if (c == ready) { /* nothing more: the end, or the error met there */
+        if (a->err.code)
+            md_err_set(err, a->err.code, a->err.offset, "%s", a->err.msg);
+        return a->err.code;
+    }
+    size_t k = c % NCHUNK, from = a->lent ? 0 : a->pos; /* the first: past what was read */
+    a->lent++;
+    if (a->lent == 1)
+        a->pos = a->len[k]; /* handed over whole: none of it is held any more */
+    *data = a->data[k] + from;
+    return (long)(a->len[k] - from);
+}
+
+void md_input_lend_done(md_input *in, int keep_last)
+{
+    struct ahead *a = in->ahead;
+    if (!a || a->lent <= (unsigned)(keep_last != 0))
+        return;
+    unsigned back = a->lent - (keep_last != 0);
+    pthread_mutex_lock(&a->mu);
+    a->next += back;
+    a->lent -= back;
+    a->pos = a->lent ? a->len[a->next % NCHUNK] : 0;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
 }
 
 /* Skips n bytes of a plain file: what ibuf holds first, the rest by

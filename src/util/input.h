@@ -15,6 +15,17 @@ int md_input_open(const char *path, int read_ahead, md_input **out, md_err *err)
 int md_input_mem(const void *data, size_t n, md_input **out, md_err *err);
 /* Reads up to n bytes; returns bytes read (0 at end) or a negative md code. */
 long md_input_read(md_input *in, void *buf, size_t n, md_err *err);
+/* Parsing a file read ahead in place, without copying it out: whether this
+ * input can (it is read ahead on a thread of its own); md_input_lend hands
+ * over the next bytes where they lie (*data; returns their count, 0 at the
+ * end, or a negative md code), with MD_INPUT_LEND_PAD writable bytes before
+ * them, and they stay put until given back; md_input_lend_done gives back
+ * every lent stretch but (keep_last) the latest. md_input_read and
+ * md_input_skip give back every one first. At most NCHUNK-1 (3) lent at once. */
+#define MD_INPUT_LEND_PAD ((size_t)64 << 10)
+int md_input_can_lend(const md_input *in);
+long md_input_lend(md_input *in, unsigned char **data, md_err *err);
+void md_input_lend_done(md_input *in, int keep_last);
 /* Skips the next n bytes (a plain file: by seeking, its reading ahead
  * started again past them; else read and dropped). Past the end it stops
  * there. */

@@ -8,6 +8,7 @@ each trace and asserted in tests/unit/test_snapshot.c.
 
     python3 tests/gen/make_synthetic.py tests/data/synthetic
 """
+import gzip
 import os
 import pickle
 import struct
@@ -1146,6 +1147,25 @@ def split_small():
     return reframe.reframe(data, 1024)
 
 
+def long_strings():
+    """Frames whose file and function names are longer than the room a
+    reader parsing read-ahead chunks in place keeps before each (64 KiB,
+    MD_INPUT_LEND_PAD) and than a chunk (128 KiB), the longer first (so more
+    than that room of it is left when a chunk ends): written gzipped, so the
+    file is read ahead whatever its size, and each name spans chunks."""
+    long_frames = [
+        {"filename": "/home/u/" + "f" * 150000 + ".py", "name": "step_" + "n" * 70000, "line": 7},
+        {"name": "train", "filename": "/home/u/train.py", "line": 40},
+    ]
+    tr = base_trace(t0=1700000000000000)
+    for i in range(400):  # records between the names, so chunk edges fall anywhere
+        fr = long_frames if i % 50 == 0 else FRAMES_USER
+        for k, act in enumerate(("alloc", "free_requested", "free_completed")):
+            tr.append({"action": act, "addr": A + 1536, "size": 512, "stream": 0,
+                       "time_us": 1700000001000000 + 10 * (3 * i + k), "frames": fr})
+    return {"segments": final_segments(), "device_traces": [tr]}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/synthetic"
     os.makedirs(out, exist_ok=True)
@@ -1191,6 +1211,9 @@ def main():
         f.write(nested_blocks())
     with open(os.path.join(out, "split_small.pickle"), "wb") as f:
         f.write(split_small())
+    with open(os.path.join(out, "long_strings.pickle.gz"), "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
+            pickle.dump(long_strings(), f, protocol=4)
 
 
 if __name__ == "__main__":

@@ -184,6 +184,90 @@ static void test_input_skip(void **st)
     free(d);
 }
 
+/* md_input_lend on a plain file read ahead: every stretch lent is the
+ * file's next bytes, with its room before it writable, whether given back
+ * at once or held (up to three), between reads and skips, to the end. */
+static void test_input_lend(void **st)
+{
+    (void)st;
+    const char *path = "build/tests/lend.bin";
+    size_t n = 5u << 20, at = 0, lends = 0;
+    unsigned char *d = malloc(n), buf[1000], *p;
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (unsigned char)(i * 7 + i / 251);
+    write_file(path, d, n);
+    md_input *in = NULL;
+    md_err e;
+    memset(&e, 0, sizeof e);
+    assert_int_equal(md_input_open(path, 1, &in, &e), MD_OK);
+    assert_true(md_input_can_lend(in));
+    for (long got; (got = md_input_lend(in, &p, &e)) != 0; lends++) {
+        assert_true(got > 0 && at + (size_t)got <= n);
+        assert_memory_equal(p, d + at, (size_t)got);
+        memset(p - MD_INPUT_LEND_PAD, 0xAA, MD_INPUT_LEND_PAD); /* the room is ours */
+        at += (size_t)got;
+        if (lends % 3 != 2) /* else held: two or three lent at once */
+            md_input_lend_done(in, 1);
+        if (lends % 7 == 3) { /* a read gives back what is lent, then reads on */
+            long r = md_input_read(in, buf, sizeof buf, &e);
+            assert_true(r > 0 || (r == 0 && at == n)); /* 0: the end */
+            if (r > 0)
+                assert_memory_equal(buf, d + at, (size_t)r);
+            at += (size_t)r;
+        }
+        if (lends % 11 == 5) { /* and so does a skip */
+            assert_int_equal(md_input_skip(in, 70000, &e), MD_OK);
+            at = at + 70000 < n ? at + 70000 : n; /* past the end: stops there */
+        }
+    }
+    assert_int_equal(at, n);
+    assert_true(lends >= 30);
+    md_input_close(in);
+    remove(path);
+    free(d);
+}
+
+/* Every snapshot read ahead on a thread (compressed ones always, parsed in
+ * place from its chunks: md_input_lend) reads as read on the caller's:
+ * the same snapshot or the same error. long_strings.pickle.gz has names
+ * longer than a chunk and than the room before one. */
+static void read_ahead_alike(const char *path, void *ctx)
+{
+    size_t *files = ctx;
+    md_snapshot *s[2] = {NULL, NULL};
+    md_err e[2];
+    char m[2][512];
+    int rc[2];
+    for (int k = 0; k < 2; k++) {
+        md_load_opts o = {.read_ahead = k};
+        memset(&e[k], 0, sizeof e[k]);
+        rc[k] = md_snapshot_load_with(path, &o, &s[k], &e[k]);
+        md_err_format(&e[k], m[k], sizeof m[k]);
+    }
+    const char *why = rc[0] != rc[1]                 ? "one read failed, the other did not"
+                      : rc[0] && strcmp(m[0], m[1]) ? "the errors differ"
+                      : rc[0]                       ? NULL
+                                                    : snapshot_difference(s[0], s[1]);
+    if (why)
+        print_error("%s read ahead: %s (%s | %s)\n", path, why, m[0], m[1]);
+    assert_null(why);
+    md_snapshot_free(s[0]);
+    md_snapshot_free(s[1]);
+    ++*files;
+}
+
+static void test_every_file_read_ahead_alike(void **st)
+{
+    (void)st;
+    char root[1024];
+    size_t files = 0;
+    each_snapshot(data_path("", root, sizeof root), read_ahead_alike, &files);
+    assert_true(files >= 300);
+    char p[1024];
+    read_ahead_alike(data_path("synthetic/long_strings.pickle.gz", p, sizeof p), &files);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +275,8 @@ int main(void)
         cmocka_unit_test(test_mapped_file),
         cmocka_unit_test(test_hole_read_again),
         cmocka_unit_test(test_input_skip),
+        cmocka_unit_test(test_input_lend),
+        cmocka_unit_test(test_every_file_read_ahead_alike),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
