@@ -22,7 +22,7 @@ long md_input_read(md_input *in, void *buf, size_t n, md_err *err);
  * them, and they stay put until given back; md_input_lend_done gives back
  * every lent stretch but (keep_last) the latest. md_input_read and
  * md_input_skip give back every one first. At most NCHUNK-1 (3) lent at once. */
-#define MD_INPUT_LEND_PAD ((size_t)64 << 10)
+#define MD_INPUT_LEND_PAD ((size_t)4 << 10)
 int md_input_can_lend(const md_input *in);
 long md_input_lend(md_input *in, unsigned char **data, md_err *err);
 void md_input_lend_done(md_input *in, int keep_last);
