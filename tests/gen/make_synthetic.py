@@ -1149,7 +1149,7 @@ def split_small():
 
 def long_strings():
     """Frames whose file and function names are longer than the room a
-    reader parsing read-ahead chunks in place keeps before each (64 KiB,
+    reader parsing read-ahead chunks in place keeps before each (4 KiB,
     MD_INPUT_LEND_PAD) and than a chunk (128 KiB), the longer first (so more
     than that room of it is left when a chunk ends): written gzipped, so the
     file is read ahead whatever its size, and each name spans chunks."""
