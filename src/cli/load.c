@@ -227,7 +227,7 @@ static off_t plain_size(const char *path, off_t *guess)
  * where the replay's arrays beside the reader's add +0.2x of the file's
  * size; or of 4 MB and more where the file has FOLLOW_SMALL_CPUS: there
  * the follower's pass took a 6 MB trace's 13-15 % off (the 16-CPU host,
- * session 46), its arrays 0.8 MB more resident (1.79x the file), where a
+ * session 46), its arrays 0.8 MB more resident (1.84x the file), where a
  * ring buffer's trace (which begins with an anomaly: the pass stops and
  * walks) lost nothing. On fewer CPUs the follower shares the reader's. */
 static int worth_following(off_t plain, size_t cpus)
@@ -300,7 +300,7 @@ static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow,
  * follower): the prefault thread stops once every smaller file followed
  * (prefault_pays' nsmall) began its trace cleanly, so its pass goes on
  * beside the read: with the thread beside such a pass, a 6 MB trace took
- * 13 % longer and 1.99x its size (the 16-CPU host, session 46). Where a
+ * 13 % longer and 2.04x its size (the 16-CPU host, session 46). Where a
  * trace begins with an anomaly (a ring buffer's: the pass stops and walks,
  * as the walk thread would) it keeps running, as for an unfollowed file. */
 static void first_fed(void *arg, int stopped)
