@@ -286,8 +286,9 @@ static int prefault_pays(const off_t *sizes, size_t n, size_t input, int follow,
     int followed = follow == FOLLOW_ALL, small = 0;
     for (size_t i = 0; i < n && plain >= 0; i++) {
         plain = sizes[i] < 0 ? -1 : plain + sizes[i];
-        followed |= passes(follow, sizes[i], cpus) && sizes[i] >= FOLLOW_MIN_BYTES;
-        small += passes(follow, sizes[i], cpus) && sizes[i] < FOLLOW_MIN_BYTES;
+        int pass = passes(follow, sizes[i], cpus);
+        followed |= pass && sizes[i] >= FOLLOW_MIN_BYTES;
+        small += pass && sizes[i] < FOLLOW_MIN_BYTES;
     }
     if (plain >= 0 && !followed) {
         *nsmall = small && !faults_dear(dear) ? small : 0;

@@ -34,9 +34,8 @@ struct md_follow {
     atomic_int exited;                /* the thread has returned */
     md_pass *pass;                    /* the thread's until joined */
     int usable;                       /* the pass saw every event, or stopped */
-    void (*on_first)(void *, int);    /* told once, on this thread, after the first feed */
+    void (*on_first)(void *, int);    /* told after the first feed, on this thread; then NULL */
     void *first_ctx;
-    int told;
 };
 
 static void idle_wait(unsigned *idle)
@@ -75,9 +74,9 @@ static void *follow_loop(md_follow *f)
             int fed = md_pass_feed(f->pass, ev, done, to, expect);
             if (fed < 0)
                 return NULL;
-            if (!f->told && f->on_first)
+            if (f->on_first)
                 f->on_first(f->first_ctx, fed > 0);
-            f->told = 1;
+            f->on_first = NULL; /* once */
             done = to;
             idle = 0;
         } else if (state == MD_EVENTS_END) {

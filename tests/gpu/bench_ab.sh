@@ -21,13 +21,7 @@ PY=/usr/bin/python3
 {
     nproc; grep -m1 "model name" /proc/cpuinfo; "$PY" --version; date -u
 } >"$OUT/host.txt" 2>&1
-for x in bench/out/shared/*.xz bench/data/real/*.pickle.xz; do
-    b=bench/out/$(basename "$x" .xz)
-    [ -s "$b" ] || xz -dc "$x" >"$b"
-done
-python3 bench/gen_snapshot.py 10000 bench/out/synthetic-10000.pickle >/dev/null
-python3 bench/gen_snapshot.py 100000 bench/out/synthetic-100000.pickle >/dev/null
-python3 bench/state_heavy.py --bare bench/out/big_gamma.pickle bench/out/stateonly-bare-8.pickle 8 >/dev/null
+sh tests/gpu/bench_files.sh
 files=${FILES:-"big_gamma synthetic-100000 hf-qwen2-ring stateonly-bare-8 synthetic-10000 big_beta_all hf-llama-all"}
 # the builds to time, a line each: old, new, and new under each VARIANT
 builds=$(printf '%s\n%s\n' "$A" "$B"

@@ -15,13 +15,7 @@ set -u
 OUT=${OUT:?set OUT}
 PARTS=${PARTS:-"contend stages follow"}
 C=build/contend F=${F:-bench/out/big_gamma.pickle}
-for x in bench/out/shared/*.xz bench/data/real/*.pickle.xz; do
-    b=bench/out/$(basename "$x" .xz)
-    [ -s "$b" ] || xz -dc "$x" >"$b"
-done
-python3 bench/gen_snapshot.py 10000 bench/out/synthetic-10000.pickle >/dev/null
-python3 bench/gen_snapshot.py 100000 bench/out/synthetic-100000.pickle >/dev/null
-python3 bench/state_heavy.py --bare bench/out/big_gamma.pickle bench/out/stateonly-bare-8.pickle 8 >/dev/null
+sh tests/gpu/bench_files.sh
 case $PARTS in *contend*)
 {
     uname -r
