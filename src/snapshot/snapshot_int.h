@@ -27,6 +27,8 @@ struct md_snapshot {
     size_t nstacks, stcap;
     uint32_t *sslots;       /* stack intern table */
     size_t nsslots;
+    uint32_t *shash;        /* stack id -> its hash, for the table's doublings */
+    size_t shcap;
     md_event *events;       /* every device's events */
     uint64_t *streams;      /* md_event.stream -> stream; [0] = 0 */
     size_t nstreams, strcap;
