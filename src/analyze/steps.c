@@ -783,9 +783,22 @@ static void categorize_set(md_analysis *a, md_live_set *ls)
 {
     if (!a->set_cat && a->n)
         a->set_cat = calloc(a->n, 1); /* none: each is categorized each time */
+    /* without a history, parameters or optimizer state found by address,
+     * a block made before recording has its stack's category
+     * (md_categorize): asked once a run of blocks with one stack (a
+     * state-only snapshot's 57 704 live blocks: 3.7 M instructions) */
+    int by_stack = !a->history && !a->nunnamed_addr && !a->nstate_addr;
+    uint32_t last_stack = UINT32_MAX;
+    uint8_t last_cat = 0;
     for (size_t i = 0; i < ls->n; i++) {
         md_live *l = &ls->live[i];
         long k = l->alloc_index;
+        if (k < 0 && by_stack) {
+            if (l->stack != last_stack)
+                last_stack = l->stack, last_cat = (uint8_t)md_categorize(a, l);
+            l->category = last_cat;
+            continue;
+        }
         uint8_t *memo = a->set_cat && k >= 0 && (size_t)k < a->n ? &a->set_cat[k] : NULL;
         if (!memo || !*memo) {
             l->category = (uint8_t)md_categorize(a, l);

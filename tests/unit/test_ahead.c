@@ -7,7 +7,9 @@
  * categories and cache states at those moments; a failed fetch is left
  * alone and changes nothing. And the replay each probe would make
  * (md_replay_probe_work, which decides whether the thread pays) keeps
- * within its bounds. */
+ * within its bounds. And every live set's categories are those
+ * md_analysis_category gives each of its blocks alone (categorize_set
+ * asks once a run of blocks where the stack decides). */
 #include "testutil.h"
 #include "analyze/analyze.h"
 #include "model/model.h"
@@ -141,10 +143,69 @@ static void test_lives_fetched_ahead(void **st)
     assert_true(t.left >= t.files);     /* every failed fetch */
 }
 
+typedef struct cat_tally {
+    size_t sets, prehistory; /* sets checked; their blocks made before the history */
+    size_t stateonly;        /* sets of devices with no events */
+} cat_tally;
+
+/* Each block of the sets at the start, the peak and the end of device d
+ * has the category it has asked alone. */
+static void categories_alone(const char *path, const md_snapshot *s, int d, cat_tally *t)
+{
+    md_replay *r;
+    md_analysis *a;
+    md_err e;
+    size_t nev;
+    if (md_replay_run(s, d, &r, &e))
+        return;
+    md_snapshot_events(s, d, &nev);
+    assert_int_equal(md_analyze(s, r, &a, &e), 0);
+    long at[3] = {-1, md_analysis_peak_index(a), (long)md_replay_nevents(r) - 1};
+    for (int k = 0; k < 3; k++) {
+        const md_live_set *ls = md_analysis_live(a, at[k]);
+        assert_non_null(ls);
+        for (size_t i = 0; i < ls->n; i++) {
+            const md_live *l = &ls->live[i];
+            if (l->category != md_analysis_category(a, l))
+                fail_msg("%s device %d: at %ld, block %zu is %s, alone %s", path, d, at[k], i,
+                         md_category_name(l->category),
+                         md_category_name(md_analysis_category(a, l)));
+            t->prehistory += l->alloc_index < 0;
+        }
+        t->sets++;
+        t->stateonly += nev == 0;
+    }
+    md_analysis_free(a);
+    md_replay_free(r);
+}
+
+static void each_file_categories(const char *path, void *ctx)
+{
+    md_snapshot *s;
+    md_err e;
+    if (md_snapshot_load(path, &s, &e))
+        return; /* the hostile inputs */
+    for (int d = 0; d < md_snapshot_ndevices(s); d++)
+        categories_alone(path, s, d, ctx);
+    md_snapshot_free(s);
+}
+
+static void test_categories_as_alone(void **st)
+{
+    (void)st;
+    char root[1024];
+    cat_tally t = {0};
+    each_snapshot(data_path("", root, sizeof root), each_file_categories, &t);
+    assert_true(t.sets > 600);
+    assert_true(t.stateonly > 0);
+    assert_true(t.prehistory > 10000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lives_fetched_ahead),
+        cmocka_unit_test(test_categories_as_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
