@@ -181,18 +181,13 @@ static uint64_t stack_hash(const void *ids, size_t n, size_t esz)
 
 /* The stack intern table remade with ns slots (a power of two), from the
  * hashes kept (a 10 000-entry trace's doublings hashed its 2 673 stacks
- * 3 581 times, 2.6 % of its instructions), or hashed again where the ids'
- * width changed (rehash). */
-static int rehash_stacks(md_snapshot *s, size_t ns, int rehash)
+ * 3 581 times, 2.6 % of its instructions). */
+static int rehash_stacks(md_snapshot *s, size_t ns)
 {
-    size_t esz = sf_size(s);
     uint32_t *sl = calloc(ns, sizeof *sl);
     if (!sl)
         return -1;
     for (size_t id = 1; id < s->nstacks; id++) {
-        const md_range *r = &s->stacks[id];
-        if (rehash)
-            s->shash[id] = (uint32_t)stack_hash((const char *)s->sframes + r->first * esz, r->n, esz);
         size_t i = s->shash[id] & (ns - 1);
         while (sl[i])
             i = (i + 1) & (ns - 1);
@@ -218,7 +213,11 @@ static int widen_stacks(md_snapshot *s)
     md_big_free(s->sframes, s->sfcap, sizeof(uint16_t));
     s->sframes = w, s->sfcap = cap, s->sf_wide = 1;
     /* the table's hashes were of the narrow bytes */
-    return s->nsslots ? rehash_stacks(s, s->nsslots, 1) : 0;
+    for (size_t id = 1; id < s->nstacks; id++) {
+        const md_range *r = &s->stacks[id];
+        s->shash[id] = (uint32_t)stack_hash((const uint32_t *)w + r->first, r->n, sizeof(uint32_t));
+    }
+    return s->nsslots ? rehash_stacks(s, s->nsslots) : 0;
 }
 
 /* How many elements of esz bytes an array that needs `need` asks
@@ -251,7 +250,7 @@ static int64_t intern_stored(md_snapshot *s, const void *k, size_t n)
 {
     size_t esz = sf_size(s);
     if ((s->nstacks + 1) * 2 > s->nsslots &&
-        rehash_stacks(s, s->nsslots ? s->nsslots * 2 : 1024, 0))
+        rehash_stacks(s, s->nsslots ? s->nsslots * 2 : 1024))
         return -1;
     uint32_t h = (uint32_t)stack_hash(k, n, esz);
     size_t i = h & (s->nsslots - 1);
