@@ -14,9 +14,10 @@ set -u
 OUT=${OUT:?set OUT}
 M=bench/out/md-new
 sh tests/gpu/bench_files.sh >/dev/null 2>&1
+files=${FILES:-"stateonly-bare-8 synthetic-10000 big_gamma"}
 {
     nproc; grep -m1 "model name" /proc/cpuinfo; date -u
-    for f in ${FILES:-"stateonly-bare-8 synthetic-10000 big_gamma"}; do
+    for f in $files; do
         echo "== $f $(stat -c %s bench/out/$f.pickle)"
         build/pcount 15 "$M" summary "bench/out/$f.pickle" 2>&1 | sed -n '1p;$p'
         echo "-- MEMDIAG_THREADS=1"
