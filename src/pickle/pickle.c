@@ -324,7 +324,7 @@ static void *slab_alloc(struct slab **head, size_t size)
     sl->used += size;
     if (sl->used > sl->ready) {
         /* the pages of the next stretch at once, not a fault each: as much
-         * as is used already, up to 64 KiB (a small snapshot's few objects
+         * as is used already, up to 16 KiB (a small snapshot's few objects
          * take no more memory than they did) */
         size_t ahead = sl->used < SLAB_AHEAD ? sl->used : SLAB_AHEAD;
         size_t to = sl->used + ahead < sl->cap ? sl->used + ahead : sl->cap;
