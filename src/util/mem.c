@@ -51,11 +51,10 @@ void md_populate(void *p, size_t n)
 
 #define BIG_MIN MD_BIG_MIN /* below: the heap (md_grow) */
 #define BIG_UNIT MD_HUGE_PAGE
-/* md_big_ahead's stretch: 64 KiB, not 16, was 1-5 % faster on all seven
- * bench files on the 16-CPU host (a call costs ~0.3 us beside ~0.9 us a
- * page there), for 128 KB more resident on the state-only one
- * (bench/RESULTS.md, session 48) */
-#define BIG_AHEAD ((size_t)64 << 10)
+/* md_big_ahead's stretch. 64 KiB made fewer calls (a call costs ~0.3 us
+ * beside ~0.9 us a page on the 16-CPU host) but no clear time in two
+ * rounds there, for 128 KB more resident (bench/RESULTS.md, session 48) */
+#define BIG_AHEAD ((size_t)16 << 10)
 /* md_malloc_filled's arrays from here on are allocated in one call: a
  * heap chunk's pages may be there already, which costs the call little */
 #define FILLED_POPULATE ((size_t)64 << 10)

@@ -38,7 +38,7 @@ int md_big_grow(void **buf, size_t *cap, size_t need, size_t esz);
  * -1 where it cannot (then nothing changed). */
 int md_big_reserve(void **buf, size_t *cap, size_t room, size_t hint, size_t esz);
 void md_big_trim(void *buf, size_t cap, size_t used, size_t esz);
-/* For a big array filled front to back: the next 64 KiB of its pages from
+/* For a big array filled front to back: the next 16 KiB of its pages from
  * element `from` on allocated at once (md_populate), where it is a
  * mapping of its own. Returns the element it is to be called at again
  * (cap where it is a heap array: whose pages come with the heap). What
