@@ -26,19 +26,33 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* one round: ns a page to make (how: piece bytes, 0 touch, 1 huge) and to unmap */
-static void round_of(size_t piece, int how, double *make, double *unmap)
+/* How a round makes its pages: populated `piece` bytes a call, else touched
+ * (on huge pages where `huge`). */
+typedef struct way {
+    const char *name;
+    size_t piece;
+    int huge;
+} way;
+
+static const way ways[] = {
+    {"touch 4K", 0, 0},          {"touch huge", 0, 1},        {"populate 4 K", 4096, 0},
+    {"populate 16 K", 16384, 0}, {"populate 64 K", 65536, 0}, {"populate 256 K", 262144, 0},
+    {"populate 1024 K", MB, 0},  {"populate 8192 K", SPAN, 0},
+};
+
+/* one round: ns a page to make them w's way, and to unmap them */
+static void round_of(const way *w, double *make, double *unmap)
 {
     char *p = mmap(NULL, SPAN + 2 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         exit(1);
     char *a = (char *)(((size_t)p + 2 * MB - 1) & ~(2 * MB - 1));
-    if (how == 1)
+    if (w->huge)
         madvise(a, SPAN, MADV_HUGEPAGE);
     double t0 = now();
-    if (piece)
-        for (size_t o = 0; o < SPAN; o += piece)
-            madvise(a + o, piece, MADV_POPULATE_WRITE);
+    if (w->piece)
+        for (size_t o = 0; o < SPAN; o += w->piece)
+            madvise(a + o, w->piece, MADV_POPULATE_WRITE);
     else
         for (size_t o = 0; o < SPAN; o += 4096)
             a[o] = 1;
@@ -51,26 +65,17 @@ static void round_of(size_t piece, int how, double *make, double *unmap)
 int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 21;
-    static const size_t pieces[] = {4096, 16384, 65536, 262144, MB, SPAN};
     double mk[101], um[101];
     if (runs < 1 || runs > 101)
         return 2;
     printf("%-22s %10s %10s\n", "how", "make_ns/pg", "unmap_ns/pg");
-    for (int w = -2; w < (int)(sizeof pieces / sizeof *pieces); w++) {
-        char name[64];
-        size_t piece = w < 0 ? 0 : pieces[w];
-        int how = w == -1;
-        if (w == -2)
-            snprintf(name, sizeof name, "touch 4K");
-        else if (w == -1)
-            snprintf(name, sizeof name, "touch huge");
-        else
-            snprintf(name, sizeof name, "populate %zu K", piece >> 10);
+    for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
         for (int r = 0; r < runs; r++)
-            round_of(piece, how, &mk[r], &um[r]);
+            round_of(&ways[w], &mk[r], &um[r]);
         qsort(mk, runs, sizeof *mk, cmp);
         qsort(um, runs, sizeof *um, cmp);
-        printf("%-22s %10.0f %10.0f   (min %.0f / %.0f)\n", name, mk[runs / 2], um[runs / 2], mk[0], um[0]);
+        printf("%-22s %10.0f %10.0f   (min %.0f / %.0f)\n", ways[w].name, mk[runs / 2],
+               um[runs / 2], mk[0], um[0]);
     }
     return 0;
 }
