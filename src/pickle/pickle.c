@@ -1295,6 +1295,38 @@ static size_t gets_end(const unsigned char *b, size_t len, size_t q, uint32_t *i
     return q;
 }
 
+/* gets_end and converted() in one pass, for a list not looked up in
+ * p->seen: the end of the run of gets at b[q] with cache[] their caches and
+ * *n their count, or 0 at the first item that is not a converted dict. */
+static size_t gets_converted(const md_pkl *p, const unsigned char *b, size_t len, size_t q,
+                             uint32_t *cache, size_t *n)
+{
+    const uint64_t *memo = p->memo;
+    size_t nm = p->nmemo, k = 0;
+    /* one bound a get: 5 bytes readable at q (a get in the last 4 bytes
+     * leaves the list to the opcodes, which read it alike) */
+    size_t safe = len >= 5 ? len - 5 : 0;
+    for (; k < FUSED_MAX && q <= safe && len >= 5; k++) {
+        size_t idx;
+        if (b[q] == 'j') /* past the first 256 memo slots: most frames */
+            idx = md_le32(b + q + 1), q += 5;
+        else if (b[q] == 'h')
+            idx = b[q + 1], q += 2;
+        else
+            break;
+        uint64_t m = idx < nm ? memo[idx] : 0;
+        if ((m & 7) != MT_DICT)
+            return 0;
+        const pv_obj *o = (const pv_obj *)(uintptr_t)(m - MT_DICT);
+        uint32_t c = o->cache;
+        if (o->taken != PVO_RELEASED || !c)
+            return 0;
+        cache[k] = c;
+    }
+    *n = k;
+    return q;
+}
+
 /* The list whose body starts at b[q], just after EMPTY_LIST and its memo
  * opcode, if the list hook may convert it (see md_pkl_list_fn): either one
  * APPEND or APPENDS of memo references to converted dicts, or nothing
@@ -1327,7 +1359,11 @@ static int fuse_body(md_pkl *p, size_t q, pv_obj **out, size_t *end_out, md_err 
         if (e) {
             end = body + e->len;
         } else {
-            end = gets_end(b, len, body, caches, &n);
+            /* looked up by its bytes first, or converted as its end is found */
+            if (use_seen)
+                end = gets_end(b, len, body, caches, &n);
+            else if (!(end = gets_converted(p, b, len, body, caches, &n)))
+                return 0; /* an item that is not a converted dict */
             if (end >= len || b[end] != term || (marked ? n < 2 : n != 1))
                 return 0;
         }
@@ -1337,9 +1373,10 @@ static int fuse_body(md_pkl *p, size_t q, pv_obj **out, size_t *end_out, md_err 
             p->seen_hits++;
         } else {
             uint32_t cache;
-            for (size_t i = 0; i < n; i++)
-                if (!(caches[i] = converted(p, caches[i])))
-                    return 0; /* an item that is not a converted dict */
+            if (use_seen)
+                for (size_t i = 0; i < n; i++)
+                    if (!(caches[i] = converted(p, caches[i])))
+                        return 0; /* an item that is not a converted dict */
             if ((rc = p->list_hook(p->list_ctx, caches, n, &cache, p->op_off, err)) != 1)
                 return rc;
             if (!(o = shared_list(p, cache, err)))

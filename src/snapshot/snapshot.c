@@ -289,6 +289,38 @@ static uint32_t *less_taken(uint32_t *ids, size_t n, uint32_t less)
     return ids;
 }
 
+/* key[0..n) := ids[0..n) less `less` each, as 16 bits; returns the ids
+ * or'ed (over 0xffff: one did not fit). Eight at a time where the
+ * compiler has vectors (7 instructions an id one by one). */
+static uint32_t narrow_ids(uint16_t *key, const uint32_t *ids, size_t n, uint32_t less)
+{
+    uint32_t most = 0;
+    size_t j = 0;
+#if defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 9)
+    typedef uint32_t u32x8 __attribute__((vector_size(32)));
+    typedef uint16_t u16x8 __attribute__((vector_size(16)));
+    if (n >= 8) {
+        u32x8 acc = {0};
+        for (; j + 8 <= n; j += 8) {
+            u32x8 v;
+            memcpy(&v, ids + j, sizeof v);
+            v -= less;
+            acc |= v;
+            u16x8 k = __builtin_convertvector(v, u16x8);
+            memcpy(key + j, &k, sizeof k);
+        }
+        for (int i = 0; i < 8; i++)
+            most |= acc[i];
+    }
+#endif
+    for (; j < n; j++) {
+        uint32_t id = ids[j] - less;
+        most |= id;
+        key[j] = (uint16_t)id;
+    }
+    return most;
+}
+
 /* Interns a sequence of frame ids, each `less` more than the frame's id
  * (the list hook's caches are id + 1); returns the stack id (>= 1), 0 for
  * an empty stack, -1 on allocation failure, -2 past STACKS_MAX. ids may be
@@ -305,12 +337,7 @@ static int64_t intern_stack_less(md_snapshot *s, uint32_t *ids, size_t n, uint32
     uint16_t small[256], *key = small;
     if (n > 256 && !(key = malloc(n * sizeof *key)))
         return -1;
-    uint32_t most = 0;
-    for (size_t j = 0; j < n; j++) {
-        uint32_t id = ids[j] - less;
-        most |= id;
-        key[j] = (uint16_t)id;
-    }
+    uint32_t most = narrow_ids(key, ids, n, less);
     int64_t id;
     if (most <= UINT16_MAX) {
         id = intern_stored(s, key, n);
