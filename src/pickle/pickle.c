@@ -1150,13 +1150,13 @@ static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
         md_err_set(err, MD_E_LIMIT, p->op_off, "list cache %u out of range", cache);
         return NULL;
     }
-    if (cache > p->nshared) {
+    if (cache > p->nshared) { /* each new stack is the next cache: set all the room at once */
         if (md_grow((void **)&p->shared, &p->sharedcap, cache, sizeof *p->shared)) {
             md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
             return NULL;
         }
-        memset(p->shared + p->nshared, 0, (cache - p->nshared) * sizeof *p->shared);
-        p->nshared = cache;
+        memset(p->shared + p->nshared, 0, (p->sharedcap - p->nshared) * sizeof *p->shared);
+        p->nshared = p->sharedcap;
     }
     pv_obj **slot = &p->shared[cache - 1];
     if (!*slot) {

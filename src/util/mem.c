@@ -208,9 +208,21 @@ uint64_t md_hash(const void *p, size_t n, uint64_t seed)
         h = (h ^ w) * M;
         h ^= h >> 29;
     }
-    if (i < n) { /* the last 1-7 bytes as one word */
-        uint64_t w = 0;
-        memcpy(&w, s + i, n - i);
+    if (i < n) { /* the last 1-7 bytes as one word, read without a call to
+                  * memcpy: the key's last 8 (overlapping bytes hashed
+                  * already), or, under 8 bytes, two 4-byte or three 1-byte
+                  * reads */
+        uint64_t w;
+        if (n >= 8) {
+            memcpy(&w, s + n - 8, 8);
+        } else if (n >= 4) {
+            uint32_t lo, hi;
+            memcpy(&lo, s, 4);
+            memcpy(&hi, s + n - 4, 4);
+            w = lo | (uint64_t)hi << 32;
+        } else {
+            w = s[0] | (uint64_t)s[n / 2] << 8 | (uint64_t)s[n - 1] << 16;
+        }
         h = (h ^ w) * M;
     }
     h ^= h >> 32;
