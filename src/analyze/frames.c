@@ -435,17 +435,31 @@ __attribute__((noinline)) static unsigned classify(md_stack_cache *c, const md_s
     md_stack_ids ids = md_snapshot_stack(s, stack);
     const uint32_t *ft = c->ftags;
     unsigned tags = 0, outer_py = 0;
-/* the loop twice, by the ids' width: a test of it inside cost a tenth */
-#define CLASSIFY(type)                                   \
-    for (size_t i = 0; i < ids.n; i++) {                 \
-        unsigned t = ft[((const type *)ids.ids)[i]];     \
-        tags |= t;                                       \
-        outer_py = t & FT_PYTHON ? t : outer_py;         \
-    }
+/* the loop twice, by the ids' width: a test of it inside cost a tenth. The
+ * frames' tags or'ed four at a time; the outermost Python frame found from
+ * the outer end, a frame or two in (one pass doing both took 7
+ * instructions a frame) */
+#define CLASSIFY(type)                                                   \
+    do {                                                                 \
+        const type *id = (const type *)ids.ids;                          \
+        unsigned t0 = 0, t1 = 0, t2 = 0, t3 = 0;                         \
+        size_t i = 0;                                                    \
+        for (; i + 4 <= ids.n; i += 4)                                   \
+            t0 |= ft[id[i]], t1 |= ft[id[i + 1]], t2 |= ft[id[i + 2]],   \
+                t3 |= ft[id[i + 3]];                                     \
+        for (; i < ids.n; i++)                                           \
+            t0 |= ft[id[i]];                                             \
+        tags = t0 | t1 | t2 | t3;                                        \
+        for (size_t k = ids.n; k-- > 0 && (tags & FT_PYTHON);)           \
+            if (ft[id[k]] & FT_PYTHON) {                                 \
+                outer_py = ft[id[k]];                                    \
+                break;                                                   \
+            }                                                            \
+    } while (0)
     if (ids.wide)
-        CLASSIFY(uint32_t)
+        CLASSIFY(uint32_t);
     else
-        CLASSIFY(uint16_t)
+        CLASSIFY(uint16_t);
 #undef CLASSIFY
     if (outer_py & FT_FUNCTION_APPLY)
         tags |= MD_TAG_BACKWARD; /* the engine ran a custom function's backward */
