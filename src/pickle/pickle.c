@@ -1303,10 +1303,15 @@ static size_t gets_converted(const md_pkl *p, const unsigned char *b, size_t len
 {
     const uint64_t *memo = p->memo;
     size_t nm = p->nmemo, k = 0;
-    /* one bound a get: 5 bytes readable at q (a get in the last 4 bytes
-     * leaves the list to the opcodes, which read it alike) */
-    size_t safe = len >= 5 ? len - 5 : 0;
-    for (; k < FUSED_MAX && q <= safe && len >= 5; k++) {
+    /* one bound a get: 5 bytes readable at q, and at most FUSED_MAX gets
+     * (each is 2 bytes or more). A list past it, or with a get in the last
+     * 4 bytes, is left to the opcodes, which read it alike. */
+    if (len < 5)
+        return 0;
+    size_t stop = len - 5;
+    if (stop > q && stop - q > 2 * (FUSED_MAX - 1))
+        stop = q + 2 * (FUSED_MAX - 1);
+    while (q <= stop) {
         size_t idx;
         if (b[q] == 'j') /* past the first 256 memo slots: most frames */
             idx = md_le32(b + q + 1), q += 5;
@@ -1314,14 +1319,16 @@ static size_t gets_converted(const md_pkl *p, const unsigned char *b, size_t len
             idx = b[q + 1], q += 2;
         else
             break;
-        uint64_t m = idx < nm ? memo[idx] : 0;
-        if ((m & 7) != MT_DICT)
+        if (idx >= nm)
             return 0;
-        const pv_obj *o = (const pv_obj *)(uintptr_t)(m - MT_DICT);
+        uint64_t m = memo[idx] - MT_DICT; /* a dict's pointer, or low bits set */
+        if (m & 7)
+            return 0;
+        const pv_obj *o = (const pv_obj *)(uintptr_t)m;
         uint32_t c = o->cache;
         if (o->taken != PVO_RELEASED || !c)
             return 0;
-        cache[k] = c;
+        cache[k++] = c;
     }
     *n = k;
     return q;

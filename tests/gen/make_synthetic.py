@@ -611,6 +611,29 @@ def distinct_stacks():
     return {"segments": [], "device_traces": [tr]}
 
 
+LONG_STACKS = (1, 2, 3, 400, 998, 999, 1000, 1001, 1500)
+
+
+def long_stacks():
+    """Frames lists past the reader's fused run (999 gets) and around it,
+    read where it no longer looks lists up by their bytes: one list
+    defining 1600 frame dicts (memo slots past 255, so the rest get them
+    with LONG_BINGET), 260 short distinct lists, then event 262 + k with
+    frames f0 .. f(n-1), n = LONG_STACKS[k], innermost first; a list over
+    1000 items is two APPENDS batches (Python's pickler)."""
+    frames = [{"name": "f%d" % i, "filename": "/home/u/m.py", "line": i} for i in range(1600)]
+    tr = [{"action": "segment_alloc", "addr": A, "size": 2 * MIB, "stream": 0, "frames": []},
+          {"action": "alloc", "addr": A + 512 * 300, "size": 512, "stream": 0,
+           "frames": frames[::-1]}]
+    for k in range(260):
+        tr.append({"action": "alloc", "addr": A + 512 * k, "size": 512, "stream": 0,
+                   "frames": [frames[1599 - k % 40], frames[1599 - k // 40 - 40]]})
+    for k, n in enumerate(LONG_STACKS):
+        tr.append({"action": "alloc", "addr": A + 512 * (260 + k), "size": 512, "stream": 0,
+                   "frames": frames[:n]})
+    return {"segments": [], "device_traces": [tr]}
+
+
 LIST_SEQUENCE = "ABACADABAC"
 LIST_FRAMES = {"A": (0, 1), "B": (2, 3), "C": (2, 3, 4), "D": (2, 5)}
 
@@ -1178,7 +1201,7 @@ def main():
         "unmap_remap.pickle": (unmap_remap(), 4),
         "unmap_remap_window.pickle": (unmap_remap(window=True), 4),
         "interleaved.pickle": (interleaved(), 4), "distinct_stacks.pickle": (distinct_stacks(), 4),
-        "list_sequence.pickle": (list_sequence(), 4),
+        "list_sequence.pickle": (list_sequence(), 4), "long_stacks.pickle": (long_stacks(), 4),
         "multi_device.pickle": (multi_device(), 4),
         "multi_device_truncated.pickle": (multi_device(truncated=True), 4),
         "multi_device_truncated_high.pickle": (multi_device(truncated=True, high_before=True), 4),

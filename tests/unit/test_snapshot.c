@@ -579,6 +579,33 @@ static void test_list_sequence(void **st)
     md_snapshot_free(s);
 }
 
+/* Frames lists of 1 to 1500 memo gets, around the reader's fused run of
+ * 999, read once it has stopped looking lists up by their bytes
+ * (tests/gen/make_synthetic.py long_stacks): each event has all its frames,
+ * in order. A reader that cut a long list, or took one past the run as
+ * fused, fails here. */
+static void test_long_stacks(void **st)
+{
+    (void)st;
+    static const size_t len[] = {1, 2, 3, 400, 998, 999, 1000, 1001, 1500};
+    md_snapshot *s = load_ok("synthetic/long_stacks.pickle");
+    size_t n;
+    const md_event *ev = md_snapshot_events(s, 0, &n);
+    assert_int_equal(n, 262 + sizeof len / sizeof len[0]);
+    assert_int_equal(md_snapshot_stack(s, ev[1].stack).n, 1600);
+    for (size_t k = 0; k < sizeof len / sizeof len[0]; k++) {
+        md_stack_ids fr = md_snapshot_stack(s, ev[262 + k].stack);
+        assert_int_equal(fr.n, len[k]);
+        for (size_t i = 0; i < fr.n; i++) {
+            char want[32];
+            snprintf(want, sizeof want, "f%zu", i);
+            assert_string_equal(
+                md_snapshot_string(s, md_snapshot_frame(s, md_stack_id(fr, i))->name), want);
+        }
+    }
+    md_snapshot_free(s);
+}
+
 /* The same reference trace in every schema generation and pickler style
  * (tests/gen/make_synthetic.py) must read to the same events. */
 static void test_schema_versions(void **st)
@@ -950,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_frame_ids_widened),
         cmocka_unit_test(test_segment_device_range),
         cmocka_unit_test(test_list_sequence),
+        cmocka_unit_test(test_long_stacks),
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_v2_0_history_blocks),
         cmocka_unit_test(test_legacy_list_and_devices),
