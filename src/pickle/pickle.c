@@ -1150,13 +1150,18 @@ static pv_obj *shared_list(md_pkl *p, uint32_t cache, md_err *err)
         md_err_set(err, MD_E_LIMIT, p->op_off, "list cache %u out of range", cache);
         return NULL;
     }
-    if (cache > p->nshared) { /* each new stack is the next cache: set all the room at once */
+    if (cache > p->nshared) {
         if (md_grow((void **)&p->shared, &p->sharedcap, cache, sizeof *p->shared)) {
             md_err_set(err, MD_E_NOMEM, p->op_off, "out of memory");
             return NULL;
         }
-        memset(p->shared + p->nshared, 0, (p->sharedcap - p->nshared) * sizeof *p->shared);
-        p->nshared = p->sharedcap;
+        /* each new stack is the next cache: slots set a page at a time,
+         * not one a stack (nor the whole room: pages it may never use) */
+        size_t upto = cache + 4096 / sizeof *p->shared;
+        if (upto > p->sharedcap)
+            upto = p->sharedcap;
+        memset(p->shared + p->nshared, 0, (upto - p->nshared) * sizeof *p->shared);
+        p->nshared = upto;
     }
     pv_obj **slot = &p->shared[cache - 1];
     if (!*slot) {
@@ -1295,41 +1300,54 @@ static size_t gets_end(const unsigned char *b, size_t len, size_t q, uint32_t *i
     return q;
 }
 
+/* The memo get at b[*q] (5 bytes readable there) of a converted dict: 1
+ * with *c its cache and *q past it, 0 if b[*q] is not a get, -1 if the
+ * get is of anything else. */
+static inline int get_converted(const uint64_t *memo, size_t nm, const unsigned char *b,
+                                size_t *q, uint32_t *c)
+{
+    size_t idx;
+    if (b[*q] == 'j') /* past the first 256 memo slots: most frames */
+        idx = md_le32(b + *q + 1), *q += 5;
+    else if (b[*q] == 'h')
+        idx = b[*q + 1], *q += 2;
+    else
+        return 0;
+    if (idx >= nm)
+        return -1;
+    uint64_t m = memo[idx] - MT_DICT; /* a dict's pointer, or low bits set */
+    if (m & 7)
+        return -1;
+    const pv_obj *o = (const pv_obj *)(uintptr_t)m;
+    *c = o->cache;
+    return o->taken == PVO_RELEASED && *c ? 1 : -1;
+}
+
 /* gets_end and converted() in one pass, for a list not looked up in
- * p->seen: the end of the run of gets at b[q] with cache[] their caches and
- * *n their count, or 0 at the first item that is not a converted dict. */
+ * p->seen: the end of the run of up to FUSED_MAX gets at b[q] with cache[]
+ * their caches and *n their count, or 0 at the first item that is not a
+ * converted dict. A get in the last 4 bytes is left to the opcodes, which
+ * read it alike. */
 static size_t gets_converted(const md_pkl *p, const unsigned char *b, size_t len, size_t q,
                              uint32_t *cache, size_t *n)
 {
     const uint64_t *memo = p->memo;
     size_t nm = p->nmemo, k = 0;
-    /* one bound a get: 5 bytes readable at q, and at most FUSED_MAX gets
-     * (each is 2 bytes or more). A list past it, or with a get in the last
-     * 4 bytes, is left to the opcodes, which read it alike. */
     if (len < 5)
         return 0;
+    /* one bound a get while FUSED_MAX gets (2 bytes or more each) cannot
+     * be passed, then two */
     size_t stop = len - 5;
     if (stop > q && stop - q > 2 * (FUSED_MAX - 1))
         stop = q + 2 * (FUSED_MAX - 1);
-    while (q <= stop) {
-        size_t idx;
-        if (b[q] == 'j') /* past the first 256 memo slots: most frames */
-            idx = md_le32(b + q + 1), q += 5;
-        else if (b[q] == 'h')
-            idx = b[q + 1], q += 2;
-        else
-            break;
-        if (idx >= nm)
-            return 0;
-        uint64_t m = memo[idx] - MT_DICT; /* a dict's pointer, or low bits set */
-        if (m & 7)
-            return 0;
-        const pv_obj *o = (const pv_obj *)(uintptr_t)m;
-        uint32_t c = o->cache;
-        if (o->taken != PVO_RELEASED || !c)
-            return 0;
-        cache[k++] = c;
-    }
+    int r = 1;
+    while (q <= stop && (r = get_converted(memo, nm, b, &q, &cache[k])) > 0)
+        k++;
+    while (r > 0 && k < FUSED_MAX && q + 5 <= len &&
+           (r = get_converted(memo, nm, b, &q, &cache[k])) > 0)
+        k++;
+    if (r < 0)
+        return 0;
     *n = k;
     return q;
 }
