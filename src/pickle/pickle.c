@@ -1107,13 +1107,21 @@ static int memo_target(const md_pkl *p, const unsigned char *b, size_t len, size
     return 1;
 }
 
-/* The cache of the converted dict memo slot idx holds, or 0. */
+/* The cache of the converted dict memo slot idx (of nm) holds, or 0. */
+static inline uint32_t converted_in(const uint64_t *memo, size_t nm, size_t idx)
+{
+    if (idx >= nm)
+        return 0;
+    uint64_t m = memo[idx] - MT_DICT; /* a dict's pointer, or low bits set */
+    if (m & 7)
+        return 0;
+    const pv_obj *o = (const pv_obj *)(uintptr_t)m;
+    return o->taken == PVO_RELEASED ? o->cache : 0;
+}
+
 static uint32_t converted(const md_pkl *p, uint32_t idx)
 {
-    if (idx >= p->nmemo || (p->memo[idx] & 7) != MT_DICT)
-        return 0;
-    const pv_obj *o = (const pv_obj *)(uintptr_t)(p->memo[idx] & ~7ULL);
-    return o->taken == PVO_RELEASED ? o->cache : 0;
+    return converted_in(p->memo, p->nmemo, idx);
 }
 
 /* Makes room in the table of list slots for one more (at most half full),
@@ -1313,14 +1321,7 @@ static inline int get_converted(const uint64_t *memo, size_t nm, const unsigned 
         idx = b[*q + 1], *q += 2;
     else
         return 0;
-    if (idx >= nm)
-        return -1;
-    uint64_t m = memo[idx] - MT_DICT; /* a dict's pointer, or low bits set */
-    if (m & 7)
-        return -1;
-    const pv_obj *o = (const pv_obj *)(uintptr_t)m;
-    *c = o->cache;
-    return o->taken == PVO_RELEASED && *c ? 1 : -1;
+    return (*c = converted_in(memo, nm, idx)) ? 1 : -1;
 }
 
 /* gets_end and converted() in one pass, for a list not looked up in
